@@ -1,0 +1,1 @@
+//! Examples of the MCP client toolkit; see the `[[example]]` entries.

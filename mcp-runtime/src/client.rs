@@ -1,0 +1,1456 @@
+//! The session: one client talking to one server, in whichever protocol era it speaks.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::input::{
+    InputHandler, InputKinds, InputRequest, InputResponse, RootsHandler, SamplingHandler,
+};
+use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
+use crate::model::{
+    self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
+    Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
+use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
+
+/// The newest protocol version, the stateless 2026-07-28 revision.
+pub const LATEST_PROTOCOL_VERSION: &str = "2026-07-28";
+/// Modern (stateless, per-request `_meta`) versions this client speaks, newest first.
+pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
+/// Legacy (`initialize` handshake) versions this client speaks, newest first.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_LOG: &str = "io.modelcontextprotocol/logLevel";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The two eras of the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28 and later: no handshake; version and capabilities on every request.
+    Modern,
+    /// 2025-11-25 and earlier: `initialize` handshake, server-to-client requests.
+    Legacy,
+}
+
+/// Which era to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProtocolMode {
+    /// Probe with `server/discover`, fall back to `initialize` (the default).
+    #[default]
+    Auto,
+    /// Only the modern protocol: fail if the server does not speak it.
+    Modern,
+    /// Only the legacy handshake: go straight to `initialize`.
+    Legacy,
+}
+
+/// Something the server announced as changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The tool list changed (the client has already forgotten the old one).
+    Tools,
+    /// The prompt list changed.
+    Prompts,
+    /// The resource list changed.
+    Resources,
+    /// The contents of this resource changed.
+    Resource(String),
+}
+
+/// What the client learned about the server when the session started.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServerDetails {
+    /// The era the server speaks.
+    pub era: Era,
+    /// The protocol version in use.
+    pub protocol_version: String,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's name and version.
+    pub info: Implementation,
+    /// How to use the server, for a model.
+    pub instructions: Option<String>,
+}
+
+type ChangeCallback = Arc<dyn Fn(&Change) + Send + Sync>;
+type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Per-request options. Build them with the `with_*` methods or through
+/// [`CallTool`]'s builder methods.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    timeout: Option<Duration>,
+    max_timeout: Option<Duration>,
+    on_progress: Option<ProgressCallback>,
+    cancel: Option<CancellationToken>,
+    log_level: Option<LogLevel>,
+}
+
+impl fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("cancel", &self.cancel.is_some())
+            .field("log_level", &self.log_level)
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// How long to wait without an answer or progress (overrides the client's default).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    /// The hard limit, whatever progress the server reports.
+    pub fn with_max_timeout(mut self, max: Duration) -> Self {
+        self.max_timeout = Some(max);
+        self
+    }
+    /// Called with each progress report for this request.
+    pub fn with_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+    /// Cancels the request when the token is cancelled.
+    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+    /// Asks the server for log messages at this level and above for this request
+    /// (2026-07-28; older servers take the client's session-wide level).
+    pub fn with_log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+}
+
+/// Builds a [`Client`].
+pub struct ClientBuilder {
+    name: String,
+    client_info: Implementation,
+    timeout: Duration,
+    max_timeout: Duration,
+    probe_timeout: Duration,
+    log_level: Option<LogLevel>,
+    input_handler: Option<Arc<dyn InputHandler>>,
+    input_kinds: Option<InputKinds>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    roots: Option<Arc<dyn RootsHandler>>,
+    extensions: Map<String, Value>,
+    max_input_rounds: u32,
+    on_change: Vec<ChangeCallback>,
+    on_progress: Vec<ProgressCallback>,
+    protocol: ProtocolMode,
+    errors: Vec<String>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .field("protocol", &self.protocol)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            name: "mcp".to_owned(),
+            client_info: Implementation {
+                name: "mcp-runtime".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..Default::default()
+            },
+            timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(30 * 60),
+            probe_timeout: Duration::from_secs(5),
+            log_level: None,
+            input_handler: None,
+            input_kinds: None,
+            sampling: None,
+            roots: None,
+            extensions: Map::new(),
+            max_input_rounds: 8,
+            on_change: Vec::new(),
+            on_progress: Vec::new(),
+            protocol: ProtocolMode::Auto,
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The server's name, used in logs and shown with input requests.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+    /// How this client introduces itself (`clientInfo`).
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
+        self
+    }
+    /// How long a request may go without an answer or progress (default 60s). Progress
+    /// reports reset it, up to [`max_timeout`](Self::max_timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// The hard limit for any request, progress or not (default 30 minutes).
+    pub fn max_timeout(mut self, max: Duration) -> Self {
+        self.max_timeout = max;
+        self
+    }
+    /// How long the `server/discover` probe waits before assuming an older server
+    /// (default 5s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+    /// Asks the server for log messages at this level and above; they are written
+    /// through `tracing` (target `mcp_runtime::server_log`). Without a level servers
+    /// send none.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+    /// Answers the server's requests for input from a person (elicitation), in both eras.
+    pub fn input_handler(mut self, handler: impl InputHandler) -> Self {
+        self.input_handler = Some(Arc::new(handler));
+        self
+    }
+    /// Which kinds of input requests to accept (default: all, once a handler is set).
+    /// [`InputKinds::NONE`] declares none and declines anything asked at once.
+    pub fn input_kinds(mut self, kinds: InputKinds) -> Self {
+        self.input_kinds = Some(kinds);
+        self
+    }
+    /// Answers `sampling/createMessage`.
+    pub fn sampling_handler(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+    /// Answers `roots/list`.
+    pub fn roots(mut self, handler: impl RootsHandler) -> Self {
+        self.roots = Some(Arc::new(handler));
+        self
+    }
+    /// Declares a protocol extension the application supports, such as
+    /// `io.modelcontextprotocol/ui`; `settings` go to the server as written. Names need
+    /// a vendor prefix (`com.example/name`).
+    pub fn extension(mut self, name: impl Into<String>, settings: Value) -> Self {
+        let name = name.into();
+        match name.split_once('/') {
+            Some((prefix, rest))
+                if !prefix.is_empty() && !rest.is_empty() && prefix.contains('.') =>
+            {
+                self.extensions.insert(name, settings);
+            }
+            _ => self.errors.push(format!(
+                "extension `{name}` needs a vendor prefix, like `com.example/{name}`"
+            )),
+        }
+        self
+    }
+    /// The most rounds of input a request may ask for before it fails (default 8).
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+    /// Called when the server announces a change. It runs on the connection's reading
+    /// task: keep it short, spawn for long work.
+    pub fn on_change(mut self, f: impl Fn(&Change) + Send + Sync + 'static) -> Self {
+        self.on_change.push(Arc::new(f));
+        self
+    }
+    /// Called with every progress report, of any request.
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress.push(Arc::new(f));
+        self
+    }
+    /// Which protocol era to speak (default: detect).
+    pub fn protocol(mut self, mode: ProtocolMode) -> Self {
+        self.protocol = mode;
+        self
+    }
+
+    /// Starts a local server over stdio (lazily, on the first request).
+    #[cfg(feature = "stdio")]
+    pub fn stdio(self, config: crate::transport::stdio::StdioConfig) -> Result<Client> {
+        let name = if self.name == "mcp" {
+            Some(config.program().to_owned())
+        } else {
+            None
+        };
+        let builder = match name {
+            Some(n) => self.name(n),
+            None => self,
+        };
+        builder.build(crate::transport::stdio::StdioTransport::new(config))
+    }
+
+    /// Builds the client over any transport. Nothing is sent until the first request.
+    pub fn build(self, transport: impl Transport) -> Result<Client> {
+        if !self.errors.is_empty() {
+            return Err(Error::config(self.errors.join("; ")));
+        }
+        if self.timeout.is_zero() {
+            return Err(Error::config("the timeout must be more than zero"));
+        }
+        let kinds = match (&self.input_handler, self.input_kinds) {
+            (None, _) => InputKinds::NONE,
+            (Some(_), Some(k)) => k,
+            (Some(_), None) => InputKinds::ALL,
+        };
+        let mut caps = Map::new();
+        if let Some(e) = kinds.capability() {
+            caps.insert("elicitation".into(), e);
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        if self.roots.is_some() {
+            caps.insert("roots".into(), json!({}));
+        }
+        if !self.extensions.is_empty() {
+            caps.insert("extensions".into(), Value::Object(self.extensions.clone()));
+        }
+        let client_info = serde_json::to_value(&self.client_info).unwrap_or(Value::Null);
+        let inner = Arc::new(Inner {
+            transport: Box::new(transport),
+            name: self.name,
+            client_info,
+            capabilities: Value::Object(caps),
+            timeout: self.timeout,
+            max_timeout: self.max_timeout.max(self.timeout),
+            probe_timeout: self.probe_timeout,
+            log_level: self.log_level,
+            input: self.input_handler,
+            input_kinds: kinds,
+            sampling: self.sampling,
+            roots: self.roots,
+            max_input_rounds: self.max_input_rounds,
+            on_change: self.on_change,
+            on_progress: self.on_progress,
+            protocol: self.protocol,
+            next_id: AtomicI64::new(1),
+            connect_lock: tokio::sync::Mutex::new(()),
+            state: Mutex::new(None),
+            progress: Mutex::new(HashMap::new()),
+            cache: Mutex::new(HashMap::new()),
+            cache_generation: AtomicU64::new(0),
+        });
+        Ok(Client { inner })
+    }
+}
+
+/// A client for one MCP server.
+///
+/// Cheap to clone (clones share the connection). Requests may run concurrently: they
+/// are pipelined on the one connection. The session starts on the first request:
+/// the client probes with `server/discover` and falls back to the `initialize`
+/// handshake for servers before 2026-07-28.
+///
+/// ```no_run
+/// # async fn run() -> mcp_runtime::Result<()> {
+/// use mcp_runtime::{Client, StdioConfig};
+/// let client = Client::builder().stdio(
+///     StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
+/// )?;
+/// for tool in client.list_tools().await? {
+///     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+/// }
+/// let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+/// println!("{}", result.text());
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    transport: Box<dyn Transport>,
+    name: String,
+    client_info: Value,
+    capabilities: Value,
+    timeout: Duration,
+    max_timeout: Duration,
+    probe_timeout: Duration,
+    log_level: Option<LogLevel>,
+    input: Option<Arc<dyn InputHandler>>,
+    input_kinds: InputKinds,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    roots: Option<Arc<dyn RootsHandler>>,
+    max_input_rounds: u32,
+    on_change: Vec<ChangeCallback>,
+    on_progress: Vec<ProgressCallback>,
+    protocol: ProtocolMode,
+    next_id: AtomicI64,
+    connect_lock: tokio::sync::Mutex<()>,
+    state: Mutex<Option<Arc<ServerDetails>>>,
+    progress: Mutex<HashMap<Id, Arc<CallProgress>>>,
+    cache: Mutex<HashMap<String, CacheEntry>>,
+    cache_generation: AtomicU64,
+}
+
+struct CallProgress {
+    callback: Option<ProgressCallback>,
+    notify: Notify,
+}
+
+struct CacheEntry {
+    expires: Instant,
+    value: Arc<Vec<Value>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A `tools/call` in the making: await it, or set options first.
+///
+/// ```no_run
+/// # async fn run(client: mcp_runtime::Client) -> mcp_runtime::Result<()> {
+/// use std::time::Duration;
+/// let result = client
+///     .call_tool("longRunningOperation", serde_json::json!({"duration": 5, "steps": 5}))
+///     .timeout(Duration::from_secs(10))
+///     .on_progress(|p| println!("{} of {:?}", p.progress, p.total))
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a call does nothing until awaited"]
+pub struct CallTool<'a> {
+    client: &'a Client,
+    name: String,
+    arguments: Value,
+    options: RequestOptions,
+}
+
+impl fmt::Debug for CallTool<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallTool")
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallTool<'_> {
+    /// How long to wait without an answer or progress.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+    /// The hard limit, whatever progress the server reports.
+    pub fn max_timeout(mut self, max: Duration) -> Self {
+        self.options.max_timeout = Some(max);
+        self
+    }
+    /// Called with each progress report of this call.
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.options.on_progress = Some(Arc::new(f));
+        self
+    }
+    /// Cancels the call (and tells the server) when the token is cancelled. Dropping
+    /// the future cancels it too.
+    pub fn cancel_on(mut self, token: CancellationToken) -> Self {
+        self.options.cancel = Some(token);
+        self
+    }
+    /// Log level for this call.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.options.log_level = Some(level);
+        self
+    }
+    /// All options at once.
+    pub fn options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl<'a> IntoFuture for CallTool<'a> {
+    type Output = Result<CallToolResult>;
+    type IntoFuture = BoxFuture<'a, Result<CallToolResult>>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let mut params = Map::new();
+            params.insert("name".into(), Value::String(self.name));
+            match self.arguments {
+                Value::Null => {}
+                Value::Object(_) => {
+                    params.insert("arguments".into(), self.arguments);
+                }
+                _ => {
+                    return Err(Error::config(
+                        "tool arguments must be a JSON object (or null for none)",
+                    ))
+                }
+            }
+            let v = self
+                .client
+                .inner
+                .call("tools/call", params, &self.options, true, true)
+                .await?;
+            CallToolResult::from_value(v)
+        })
+    }
+}
+
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The name of the server, as configured.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Starts the session now (it otherwise starts on the first request) and returns
+    /// what the server said about itself.
+    pub async fn connect(&self) -> Result<Arc<ServerDetails>> {
+        self.inner.ensure().await
+    }
+
+    /// What the server said about itself, if the session has started.
+    pub fn server(&self) -> Option<Arc<ServerDetails>> {
+        lock(&self.inner.state).clone()
+    }
+
+    /// The server's instructions for using it (starts the session if needed).
+    pub async fn instructions(&self) -> Result<Option<String>> {
+        Ok(self.connect().await?.instructions.clone())
+    }
+
+    /// The version the server reports for itself (starts the session if needed).
+    pub async fn server_version(&self) -> Result<Option<String>> {
+        let d = self.connect().await?;
+        Ok(Some(d.info.version.clone()).filter(|v| !v.is_empty()))
+    }
+
+    /// Every tool the server offers (all pages). Cached while the server's `ttlMs`
+    /// allows, until the server says the list changed.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        let items = self.inner.list("tools/list", "tools").await?;
+        Ok(typed_items(&self.inner.name, "tool", &items))
+    }
+
+    /// Calls a tool. `arguments` is a JSON object (or `Value::Null` for none). Await the
+    /// result, or set options on it first (timeout, progress, cancellation).
+    pub fn call_tool(&self, name: impl Into<String>, arguments: Value) -> CallTool<'_> {
+        CallTool {
+            client: self,
+            name: name.into(),
+            arguments,
+            options: RequestOptions::default(),
+        }
+    }
+
+    /// Every prompt the server offers (all pages).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        let items = self.inner.list("prompts/list", "prompts").await?;
+        Ok(typed_items(&self.inner.name, "prompt", &items))
+    }
+
+    /// Fills in a prompt with arguments and returns its messages.
+    pub async fn get_prompt<I, K, V>(&self, name: &str, arguments: I) -> Result<GetPromptResult>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let args: Map<String, Value> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        let mut params = Map::new();
+        params.insert("name".into(), name.into());
+        if !args.is_empty() {
+            params.insert("arguments".into(), Value::Object(args));
+        }
+        let v = self
+            .inner
+            .call(
+                "prompts/get",
+                params,
+                &RequestOptions::default(),
+                true,
+                false,
+            )
+            .await?;
+        model::from_value("prompts/get", v)
+    }
+
+    /// Every resource the server lists (all pages).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        let items = self.inner.list("resources/list", "resources").await?;
+        Ok(typed_items(&self.inner.name, "resource", &items))
+    }
+
+    /// Every resource template the server offers (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        let items = self
+            .inner
+            .list("resources/templates/list", "resourceTemplates")
+            .await?;
+        Ok(typed_items(&self.inner.name, "resource template", &items))
+    }
+
+    /// Reads a resource. Cached while the server's `ttlMs` allows, until the server
+    /// says it changed.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        let key = format!("resources/read {uri}");
+        if let Some(hit) = self.inner.cached(&key) {
+            if let Some(v) = hit.first() {
+                return model::from_value("resources/read", v.clone());
+            }
+        }
+        let generation = self.inner.cache_generation.load(Ordering::Acquire);
+        let mut params = Map::new();
+        params.insert("uri".into(), uri.into());
+        let v = self
+            .inner
+            .call(
+                "resources/read",
+                params,
+                &RequestOptions::default(),
+                true,
+                false,
+            )
+            .await?;
+        let ttl = ttl_of(&v);
+        if ttl > 0 {
+            self.inner
+                .store(key, generation, ttl, Arc::new(vec![v.clone()]));
+        }
+        model::from_value("resources/read", v)
+    }
+
+    /// Suggests values for an argument of a prompt or resource template.
+    /// `context` holds the values of arguments already chosen.
+    pub async fn complete(
+        &self,
+        reference: CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(&str, &str)],
+    ) -> Result<Completion> {
+        let mut params = Map::new();
+        params.insert("ref".into(), reference.to_value());
+        params.insert("argument".into(), json!({"name": argument, "value": value}));
+        if !context.is_empty() {
+            let args: Map<String, Value> = context
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .collect();
+            params.insert("context".into(), json!({ "arguments": args }));
+        }
+        let mut v = self
+            .inner
+            .call(
+                "completion/complete",
+                params,
+                &RequestOptions::default(),
+                false,
+                false,
+            )
+            .await?;
+        let c = v.get_mut("completion").map(Value::take).ok_or_else(|| {
+            Error::invalid_response("completion/complete result has no `completion`")
+        })?;
+        model::from_value("completion/complete", c)
+    }
+
+    /// Sends any request and returns its raw result, with the session's `_meta`,
+    /// timeouts, progress and multi-round input handled. For methods this crate has no
+    /// typed call for.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        let mrtr = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+        self.inner.call(method, params, &options, mrtr, false).await
+    }
+
+    /// Pings the server (servers before 2026-07-28; newer ones have no `ping`, and get a
+    /// `server/discover` instead).
+    pub async fn ping(&self) -> Result<()> {
+        let d = self.inner.ensure().await?;
+        let method = match d.era {
+            Era::Legacy => "ping",
+            Era::Modern => "server/discover",
+        };
+        self.inner
+            .call(method, Map::new(), &RequestOptions::default(), false, false)
+            .await
+            .map(|_| ())
+    }
+
+    /// Closes the connection: stops a stdio server's process. The next request
+    /// connects again.
+    pub async fn close(&self) -> Result<()> {
+        let _connecting = self.inner.connect_lock.lock().await;
+        self.inner.reset();
+        self.inner.transport.close().await
+    }
+}
+
+fn typed_items<T: serde::de::DeserializeOwned>(
+    server: &str,
+    what: &str,
+    items: &[Value],
+) -> Vec<T> {
+    items
+        .iter()
+        .filter_map(|v| match serde_json::from_value::<T>(v.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(server, error = %e, "skipped a malformed {what} in the server's list");
+                None
+            }
+        })
+        .collect()
+}
+
+fn ttl_of(v: &Value) -> u64 {
+    v.get("ttlMs").and_then(Value::as_u64).unwrap_or(0)
+}
+
+struct CancelGuard {
+    inner: Weak<Inner>,
+    id: Id,
+    version: String,
+    armed: bool,
+    reason: &'static str,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let n = Notification {
+            method: "notifications/cancelled".to_owned(),
+            params: Some(json!({"requestId": self.id, "reason": self.reason})),
+        };
+        let version = std::mem::take(&mut self.version);
+        handle.spawn(async move {
+            if let Err(e) = inner.transport.cancel(n, &version).await {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        });
+    }
+}
+
+struct ProgressGuard<'a> {
+    inner: &'a Inner,
+    token: Option<Id>,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.token.take() {
+            lock(&self.inner.progress).remove(&t);
+        }
+    }
+}
+
+impl Inner {
+    fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn incoming(self: &Arc<Self>) -> Incoming {
+        Incoming(Arc::new(Inbox {
+            inner: Arc::downgrade(self),
+        }))
+    }
+
+    fn reset(&self) {
+        *lock(&self.state) = None;
+        self.invalidate_all();
+    }
+
+    fn invalidate_all(&self) {
+        self.cache_generation.fetch_add(1, Ordering::AcqRel);
+        lock(&self.cache).clear();
+    }
+
+    fn invalidate(&self, prefix: &str) {
+        self.cache_generation.fetch_add(1, Ordering::AcqRel);
+        lock(&self.cache).retain(|k, _| !k.starts_with(prefix));
+    }
+
+    fn cached(&self, key: &str) -> Option<Arc<Vec<Value>>> {
+        let cache = lock(&self.cache);
+        cache
+            .get(key)
+            .filter(|e| e.expires > Instant::now())
+            .map(|e| e.value.clone())
+    }
+
+    fn store(&self, key: String, generation: u64, ttl_ms: u64, value: Arc<Vec<Value>>) {
+        let mut cache = lock(&self.cache);
+        // A change announced while the request ran makes its answer stale already.
+        if self.cache_generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        cache.insert(
+            key,
+            CacheEntry {
+                expires: Instant::now() + Duration::from_millis(ttl_ms),
+                value,
+            },
+        );
+    }
+
+    async fn ensure(self: &Arc<Self>) -> Result<Arc<ServerDetails>> {
+        if let Some(d) = lock(&self.state).clone() {
+            return Ok(d);
+        }
+        let _connecting = self.connect_lock.lock().await;
+        if let Some(d) = lock(&self.state).clone() {
+            return Ok(d);
+        }
+        let d = Arc::new(self.negotiate().await?);
+        tracing::debug!(server = %self.name, era = ?d.era, version = %d.protocol_version, "session started");
+        *lock(&self.state) = Some(d.clone());
+        Ok(d)
+    }
+
+    fn modern_meta(&self, version: &str, log_level: Option<LogLevel>) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(META_VERSION.into(), version.into());
+        meta.insert(META_CAPS.into(), self.capabilities.clone());
+        meta.insert(META_INFO.into(), self.client_info.clone());
+        if let Some(l) = log_level {
+            meta.insert(META_LOG.into(), l.as_str().into());
+        }
+        meta
+    }
+
+    async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
+        if self.protocol == ProtocolMode::Legacy {
+            return self.initialize().await;
+        }
+        let mut version = MODERN_VERSIONS[0].to_owned();
+        for _ in 0..3 {
+            let mut params = Map::new();
+            params.insert(
+                "_meta".into(),
+                Value::Object(self.modern_meta(&version, None)),
+            );
+            let request = Request {
+                id: Id::Number(self.next_id()),
+                method: "server/discover".into(),
+                params: Value::Object(params),
+            };
+            let opts = RequestOptions {
+                timeout: Some(self.probe_timeout),
+                max_timeout: Some(self.probe_timeout),
+                ..Default::default()
+            };
+            match self.exchange(&version, request, &opts, None, false).await {
+                Ok(v) => {
+                    let supported: Vec<String> = v
+                        .get("supportedVersions")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let chosen = if supported.is_empty() || supported.contains(&version) {
+                        Some(version.clone())
+                    } else {
+                        MODERN_VERSIONS
+                            .iter()
+                            .find(|m| supported.iter().any(|s| s == *m))
+                            .map(|s| (*s).to_owned())
+                    };
+                    match chosen {
+                        Some(chosen) => return Ok(discovered(v, chosen)),
+                        None => break,
+                    }
+                }
+                Err(e) if e.code() == Some(-32022) || e.code() == Some(-32004) => {
+                    let supported: Vec<String> = e
+                        .data()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    match MODERN_VERSIONS
+                        .iter()
+                        .find(|m| supported.iter().any(|s| s == *m) && **m != version)
+                    {
+                        Some(v) => version = (*v).to_owned(),
+                        None => break,
+                    }
+                }
+                Err(e) if self.protocol == ProtocolMode::Modern => return Err(e),
+                Err(e) => {
+                    tracing::debug!(server = %self.name, error = %e, "server/discover failed; trying the initialize handshake");
+                    break;
+                }
+            }
+        }
+        if self.protocol == ProtocolMode::Modern {
+            return Err(Error::unsupported(format!(
+                "{} does not speak the 2026-07-28 protocol",
+                self.name
+            )));
+        }
+        self.initialize().await
+    }
+
+    async fn initialize(self: &Arc<Self>) -> Result<ServerDetails> {
+        let offered = LEGACY_VERSIONS[0];
+        let request = Request {
+            id: Id::Number(self.next_id()),
+            method: "initialize".into(),
+            params: json!({
+                "protocolVersion": offered,
+                "capabilities": self.capabilities,
+                "clientInfo": self.client_info,
+            }),
+        };
+        let v = self
+            .exchange(offered, request, &RequestOptions::default(), None, false)
+            .await?;
+        let version = v
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !LEGACY_VERSIONS.contains(&version.as_str()) {
+            let _ = self.transport.close().await;
+            return Err(Error::unsupported(format!(
+                "{} answered initialize with protocol version `{version}`, which this client does not speak (it speaks {})",
+                self.name,
+                LEGACY_VERSIONS.join(", ")
+            )));
+        }
+        let details = ServerDetails {
+            era: Era::Legacy,
+            protocol_version: version.clone(),
+            capabilities: ServerCapabilities(v.get("capabilities").cloned().unwrap_or(Value::Null)),
+            info: v
+                .get("serverInfo")
+                .cloned()
+                .and_then(|i| serde_json::from_value(i).ok())
+                .unwrap_or_default(),
+            instructions: v
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        self.transport
+            .notify(
+                Notification {
+                    method: "notifications/initialized".into(),
+                    params: None,
+                },
+                &version,
+            )
+            .await?;
+        if let Some(level) = self.log_level {
+            if details.capabilities.logging() {
+                let request = Request {
+                    id: Id::Number(self.next_id()),
+                    method: "logging/setLevel".into(),
+                    params: json!({"level": level.as_str()}),
+                };
+                if let Err(e) = self
+                    .exchange(&version, request, &RequestOptions::default(), None, true)
+                    .await
+                {
+                    tracing::warn!(server = %self.name, error = %e, "logging/setLevel failed");
+                }
+            }
+        }
+        Ok(details)
+    }
+
+    /// One request, one response: timeouts (reset by progress, up to a hard limit),
+    /// cancellation (explicit, by timeout, or by dropping the future).
+    async fn exchange(
+        self: &Arc<Self>,
+        version: &str,
+        request: Request,
+        opts: &RequestOptions,
+        progress: Option<&CallProgress>,
+        cancellable: bool,
+    ) -> Result<Value> {
+        let method = request.method.clone();
+        let timeout = opts.timeout.unwrap_or(self.timeout);
+        let max = opts.max_timeout.unwrap_or(self.max_timeout).max(timeout);
+        let cx = RequestContext {
+            version: version.to_owned(),
+            timeout: Some(timeout),
+            headers: Vec::new(),
+            incoming: self.incoming(),
+        };
+        let mut guard = CancelGuard {
+            inner: Arc::downgrade(self),
+            id: request.id.clone(),
+            version: version.to_owned(),
+            armed: cancellable,
+            reason: "the client dropped the request",
+        };
+        let fut = self.transport.request(request, cx);
+        tokio::pin!(fut);
+        let start = Instant::now();
+        let hard = start + max;
+        let mut deadline = (start + timeout).min(hard);
+        let never = CancellationToken::new();
+        let cancel = opts.cancel.as_ref().unwrap_or(&never);
+        loop {
+            let progressed = async {
+                match progress {
+                    Some(p) => p.notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                out = &mut fut => {
+                    guard.armed = false;
+                    return match out {
+                        Ok(Response { outcome: Ok(v), .. }) => Ok(v),
+                        Ok(Response { outcome: Err(e), .. }) => Err(Error::protocol(e.code, e.message, e.data)),
+                        Err(e) => {
+                            if e.is_closed() {
+                                self.reset();
+                            }
+                            Err(e)
+                        }
+                    };
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    guard.reason = "timeout";
+                    let waited = Instant::now() - start;
+                    return Err(Error::timeout(method, waited));
+                }
+                () = progressed => {
+                    deadline = (Instant::now() + timeout).min(hard);
+                }
+                () = cancel.cancelled() => {
+                    guard.reason = "cancelled by the client";
+                    return Err(Error::cancelled(method));
+                }
+            }
+        }
+    }
+
+    /// A request of the session: `_meta`, progress, and multi-round input.
+    async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Map<String, Value>,
+        opts: &RequestOptions,
+        mrtr: bool,
+        always_progress: bool,
+    ) -> Result<Value> {
+        let mut rounds = 0u32;
+        let mut answers: Option<(Map<String, Value>, Option<Value>)> = None;
+        let wants_progress =
+            always_progress || opts.on_progress.is_some() || !self.on_progress.is_empty();
+        let token = wants_progress.then(|| Id::Number(self.next_id()));
+        let progress = token.as_ref().map(|t| {
+            let p = Arc::new(CallProgress {
+                callback: opts.on_progress.clone(),
+                notify: Notify::new(),
+            });
+            lock(&self.progress).insert(t.clone(), p.clone());
+            p
+        });
+        let _progress_guard = ProgressGuard {
+            inner: self,
+            token: token.clone(),
+        };
+        loop {
+            let details = self.ensure().await?;
+            // Only a request that may ask for input is ever sent twice.
+            let mut p = if mrtr {
+                params.clone()
+            } else {
+                std::mem::take(&mut params)
+            };
+            let mut meta = match details.era {
+                Era::Modern => {
+                    self.modern_meta(&details.protocol_version, opts.log_level.or(self.log_level))
+                }
+                Era::Legacy => Map::new(),
+            };
+            if let Some(t) = &token {
+                meta.insert(
+                    "progressToken".into(),
+                    serde_json::to_value(t).unwrap_or(Value::Null),
+                );
+            }
+            if !meta.is_empty() {
+                p.insert("_meta".into(), Value::Object(meta));
+            }
+            if let Some((responses, state)) = answers.take() {
+                p.insert("inputResponses".into(), Value::Object(responses));
+                if let Some(s) = state {
+                    p.insert("requestState".into(), s);
+                }
+            }
+            let request = Request {
+                id: Id::Number(self.next_id()),
+                method: method.to_owned(),
+                params: Value::Object(p),
+            };
+            let mut v = self
+                .exchange(
+                    &details.protocol_version,
+                    request,
+                    opts,
+                    progress.as_deref(),
+                    true,
+                )
+                .await?;
+            match v.get("resultType").and_then(Value::as_str) {
+                None | Some("complete") => return Ok(v),
+                Some("input_required") if mrtr => {
+                    rounds += 1;
+                    if rounds > self.max_input_rounds {
+                        return Err(Error::invalid_response(format!(
+                            "`{method}` still asked for input after {} rounds; giving up",
+                            self.max_input_rounds
+                        )));
+                    }
+                    let requests = v
+                        .get_mut("inputRequests")
+                        .map(Value::take)
+                        .unwrap_or(Value::Null);
+                    let state = v.get_mut("requestState").map(Value::take);
+                    let mut responses = Map::new();
+                    if let Value::Object(reqs) = requests {
+                        for (key, req) in reqs {
+                            let m = req
+                                .get("method")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned();
+                            let params = req.get("params").cloned().unwrap_or(Value::Null);
+                            let answer = self.answer_input(&m, params).await.map_err(|e| {
+                                Error::unsupported(format!(
+                                    "{} asked for `{m}` input: {}",
+                                    self.name, e.message
+                                ))
+                            })?;
+                            responses.insert(key, answer);
+                        }
+                    }
+                    answers = Some((responses, state));
+                }
+                Some(other) => {
+                    return Err(Error::invalid_response(format!(
+                        "`{method}` returned unknown resultType `{other}`"
+                    )))
+                }
+            }
+        }
+    }
+
+    async fn list(self: &Arc<Self>, method: &str, key: &str) -> Result<Arc<Vec<Value>>> {
+        if let Some(hit) = self.cached(method) {
+            return Ok(hit);
+        }
+        let generation = self.cache_generation.load(Ordering::Acquire);
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut ttl: Option<u64> = None;
+        let mut pages = 0usize;
+        loop {
+            let mut params = Map::new();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), Value::String(c.clone()));
+            }
+            let mut v = self
+                .call(method, params, &RequestOptions::default(), false, false)
+                .await?;
+            let page_ttl = ttl_of(&v);
+            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            match v.get_mut(key).map(Value::take) {
+                Some(Value::Array(page)) => items.extend(page),
+                None | Some(Value::Null) => {}
+                Some(_) => {
+                    return Err(Error::invalid_response(format!(
+                        "`{method}` result `{key}` is not an array"
+                    )))
+                }
+            }
+            pages += 1;
+            match v.get("nextCursor") {
+                // An empty string is a valid cursor: only its absence ends the list.
+                Some(Value::String(next)) => {
+                    if cursor.as_deref() == Some(next.as_str()) || pages >= 10_000 {
+                        return Err(Error::invalid_response(format!(
+                            "`{method}` pagination does not end (cursor {next:?} repeats)"
+                        )));
+                    }
+                    cursor = Some(next.clone());
+                }
+                _ => break,
+            }
+        }
+        let items = Arc::new(items);
+        if let Some(ttl) = ttl.filter(|t| *t > 0) {
+            self.store(method.to_owned(), generation, ttl, items.clone());
+        }
+        Ok(items)
+    }
+
+    /// Answers one input request (an MRTR `inputRequests` entry, or a legacy server
+    /// request).
+    async fn answer_input(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> std::result::Result<Value, ErrorObject> {
+        match method {
+            "elicitation/create" => {
+                let Some(handler) = &self.input else {
+                    return Err(ErrorObject::new(
+                        -32601,
+                        "this client takes no input requests (no input handler is set)",
+                    ));
+                };
+                let request = InputRequest::from_params(&self.name, &params)
+                    .map_err(|e| ErrorObject::new(-32602, e))?;
+                let accepted = if request.is_form() {
+                    self.input_kinds.form
+                } else {
+                    self.input_kinds.url
+                };
+                if !accepted {
+                    return Ok(InputResponse::Decline.to_value());
+                }
+                Ok(handler.handle(request).await.to_value())
+            }
+            "sampling/createMessage" => {
+                let Some(handler) = &self.sampling else {
+                    return Err(ErrorObject::new(
+                        -32601,
+                        "this client does not do sampling (no sampling handler is set)",
+                    ));
+                };
+                if (params.get("tools").is_some() || params.get("toolChoice").is_some())
+                    && params.get("tools").is_some_and(|t| !t.is_null())
+                {
+                    return Err(ErrorObject::new(
+                        -32602,
+                        "this client did not declare sampling with tools",
+                    ));
+                }
+                handler.create_message(params).await
+            }
+            "roots/list" => {
+                let Some(handler) = &self.roots else {
+                    return Err(ErrorObject::new(
+                        -32601,
+                        "this client exposes no roots (no roots handler is set)",
+                    ));
+                };
+                let roots = handler.roots().await;
+                Ok(json!({ "roots": roots }))
+            }
+            "ping" => Ok(json!({})),
+            other => Err(ErrorObject::new(
+                -32601,
+                format!("method `{other}` is not supported by this client"),
+            )),
+        }
+    }
+
+    fn changed(&self, change: Change) {
+        for cb in &self.on_change {
+            cb(&change);
+        }
+    }
+}
+
+fn discovered(mut v: Value, version: String) -> ServerDetails {
+    let info = v
+        .get_mut("_meta")
+        .and_then(|m| m.get_mut(META_SERVER_INFO))
+        .map(Value::take)
+        .and_then(|i| serde_json::from_value(i).ok())
+        .unwrap_or_default();
+    ServerDetails {
+        era: Era::Modern,
+        protocol_version: version,
+        capabilities: ServerCapabilities(
+            v.get_mut("capabilities")
+                .map(Value::take)
+                .unwrap_or(Value::Null),
+        ),
+        info,
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+struct Inbox {
+    inner: Weak<Inner>,
+}
+
+impl IncomingHandler for Inbox {
+    fn notification(&self, n: Notification) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let params = n.params.unwrap_or(Value::Null);
+        match n.method.as_str() {
+            "notifications/progress" => {
+                let token: Option<Id> = params
+                    .get("progressToken")
+                    .cloned()
+                    .and_then(|t| serde_json::from_value(t).ok());
+                let progress = Progress {
+                    progress: params
+                        .get("progress")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                    total: params.get("total").and_then(Value::as_f64),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
+                let call = token.and_then(|t| lock(&inner.progress).get(&t).cloned());
+                match call {
+                    Some(call) => {
+                        call.notify.notify_one();
+                        if let Some(cb) = &call.callback {
+                            cb(&progress);
+                        }
+                        for cb in &inner.on_progress {
+                            cb(&progress);
+                        }
+                    }
+                    None => {
+                        tracing::debug!(server = %inner.name, "progress for no active request ignored")
+                    }
+                }
+            }
+            "notifications/message" => log_message(&inner.name, &params),
+            "notifications/tools/list_changed" => {
+                inner.invalidate("tools/");
+                inner.changed(Change::Tools);
+            }
+            "notifications/prompts/list_changed" => {
+                inner.invalidate("prompts/");
+                inner.changed(Change::Prompts);
+            }
+            "notifications/resources/list_changed" => {
+                inner.invalidate("resources/list");
+                inner.invalidate("resources/templates/");
+                inner.changed(Change::Resources);
+            }
+            "notifications/resources/updated" => {
+                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                    inner.invalidate(&format!("resources/read {uri}"));
+                    inner.changed(Change::Resource(uri.to_owned()));
+                }
+            }
+            other => tracing::debug!(server = %inner.name, method = other, "notification ignored"),
+        }
+    }
+
+    fn request(&self, request: Request) -> BoxFuture<'static, Response> {
+        let inner = self.inner.upgrade();
+        Box::pin(async move {
+            let outcome = match inner {
+                Some(inner) => inner.answer_input(&request.method, request.params).await,
+                None => Err(ErrorObject::new(-32603, "the client is gone")),
+            };
+            Response {
+                id: request.id,
+                outcome,
+            }
+        })
+    }
+
+    fn disconnected(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.reset();
+        }
+    }
+}
+
+fn log_message(server: &str, params: &Value) {
+    let level = params
+        .get("level")
+        .and_then(Value::as_str)
+        .unwrap_or("info");
+    let logger = params.get("logger").and_then(Value::as_str).unwrap_or("");
+    let data = params.get("data").cloned().unwrap_or(Value::Null);
+    let text = match &data {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    const T: &str = "mcp_runtime::server_log";
+    match level {
+        "debug" => tracing::debug!(target: T, server, logger, "{text}"),
+        "info" | "notice" => tracing::info!(target: T, server, logger, level, "{text}"),
+        "warning" => tracing::warn!(target: T, server, logger, "{text}"),
+        _ => tracing::error!(target: T, server, logger, level, "{text}"),
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send(c: &Client) -> impl Future<Output = Result<Vec<Tool>>> + Send + '_ {
+    c.list_tools()
+}

@@ -1,0 +1,263 @@
+//! The one error type of the runtime.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong talking to an MCP server.
+///
+/// The type is opaque: ask it what happened with the `is_*` predicates, and for a
+/// server's JSON-RPC error read [`code`](Error::code), [`message`](Error::message) and
+/// [`data`](Error::data). The `Display` text explains the failure and what to do about
+/// it; it is not API and may change. It never contains credentials: header values,
+/// bearer tokens and environment values are never part of an error.
+///
+/// A tool that fails is **not** an error: `tools/call` returns a
+/// [`CallToolResult`](crate::CallToolResult) whose `is_error()` is true, which is meant
+/// for the model to read.
+pub struct Error {
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: Kind,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    /// The server answered with a JSON-RPC error object.
+    Protocol {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    /// No answer in time.
+    Timeout { method: String, after: Duration },
+    /// The caller cancelled the request.
+    Cancelled { method: String },
+    /// The server cannot be reached, or the connection failed.
+    Transport { detail: String },
+    /// The connection ended (the server process exited, the stream closed).
+    Closed { detail: String },
+    /// The server sent something that is not a valid answer.
+    InvalidResponse { detail: String },
+    /// The client is configured in a way that cannot work.
+    Config { detail: String },
+    /// The server and client have nothing in common (protocol version, capability).
+    Unsupported { detail: String },
+}
+
+impl Error {
+    fn new(kind: Kind) -> Self {
+        Error {
+            inner: Box::new(Inner { kind, source: None }),
+        }
+    }
+
+    /// Attaches the underlying cause, reported through [`std::error::Error::source`].
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.inner.source = Some(Box::new(source));
+        self
+    }
+
+    /// A JSON-RPC error answered by the server.
+    pub fn protocol(code: i64, message: impl Into<String>, data: Option<Value>) -> Self {
+        Self::new(Kind::Protocol {
+            code,
+            message: message.into(),
+            data,
+        })
+    }
+
+    /// The server cannot be reached, or the transport failed. For custom transports.
+    pub fn transport(detail: impl Into<String>) -> Self {
+        Self::new(Kind::Transport {
+            detail: detail.into(),
+        })
+    }
+
+    /// The connection to the server ended. For custom transports.
+    pub fn closed(detail: impl Into<String>) -> Self {
+        Self::new(Kind::Closed {
+            detail: detail.into(),
+        })
+    }
+
+    /// The server answered with something that is not valid MCP. For custom transports.
+    pub fn invalid_response(detail: impl Into<String>) -> Self {
+        Self::new(Kind::InvalidResponse {
+            detail: detail.into(),
+        })
+    }
+
+    /// A request took longer than allowed. For custom transports with their own timeouts.
+    pub fn timeout(method: impl Into<String>, after: Duration) -> Self {
+        Self::new(Kind::Timeout {
+            method: method.into(),
+            after,
+        })
+    }
+
+    pub(crate) fn cancelled(method: impl Into<String>) -> Self {
+        Self::new(Kind::Cancelled {
+            method: method.into(),
+        })
+    }
+
+    pub(crate) fn config(detail: impl Into<String>) -> Self {
+        Self::new(Kind::Config {
+            detail: detail.into(),
+        })
+    }
+
+    pub(crate) fn unsupported(detail: impl Into<String>) -> Self {
+        Self::new(Kind::Unsupported {
+            detail: detail.into(),
+        })
+    }
+
+    /// True when the server answered the request with a JSON-RPC error.
+    pub fn is_protocol(&self) -> bool {
+        matches!(self.inner.kind, Kind::Protocol { .. })
+    }
+
+    /// True when the request got no answer in time.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.inner.kind, Kind::Timeout { .. })
+    }
+
+    /// True when the request was cancelled by the caller.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.inner.kind, Kind::Cancelled { .. })
+    }
+
+    /// True when the server could not be reached or the connection failed, including
+    /// a connection that closed ([`is_closed`](Error::is_closed)).
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            Kind::Transport { .. } | Kind::Closed { .. }
+        )
+    }
+
+    /// True when the connection ended, for example because the server process exited.
+    /// The next request reconnects.
+    pub fn is_closed(&self) -> bool {
+        matches!(self.inner.kind, Kind::Closed { .. })
+    }
+
+    /// True when the server sent an answer that is not valid MCP.
+    pub fn is_invalid_response(&self) -> bool {
+        matches!(self.inner.kind, Kind::InvalidResponse { .. })
+    }
+
+    /// True when the client's configuration cannot work (bad command, bad setting).
+    pub fn is_config(&self) -> bool {
+        matches!(self.inner.kind, Kind::Config { .. })
+    }
+
+    /// True when client and server share no protocol version or a needed capability.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self.inner.kind, Kind::Unsupported { .. })
+    }
+
+    /// True for a "not found" answer: an unknown tool, prompt or resource
+    /// (`-32602` with the 2026-07-28 protocol, `-32002` from older servers).
+    pub fn is_not_found(&self) -> bool {
+        match &self.inner.kind {
+            Kind::Protocol { code: -32002, .. } => true,
+            Kind::Protocol {
+                code: -32602,
+                message,
+                data,
+            } => {
+                let m = message.to_ascii_lowercase();
+                m.contains("not found")
+                    || m.contains("unknown")
+                    || data.as_ref().is_some_and(|d| d.get("uri").is_some())
+            }
+            _ => false,
+        }
+    }
+
+    /// The JSON-RPC error code, for a protocol error.
+    pub fn code(&self) -> Option<i64> {
+        match &self.inner.kind {
+            Kind::Protocol { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The server's error message, for a protocol error.
+    pub fn message(&self) -> Option<&str> {
+        match &self.inner.kind {
+            Kind::Protocol { message, .. } => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The error's `data`, for a protocol error that has one.
+    pub fn data(&self) -> Option<&Value> {
+        match &self.inner.kind {
+            Kind::Protocol { data, .. } => data.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner.kind {
+            Kind::Protocol { code, message, .. } => {
+                write!(f, "the server answered with error {code}: {message}")?;
+                match code {
+                    -32601 => f.write_str(" (the server does not offer this method)"),
+                    -32602 => f.write_str(" (check the name and the arguments)"),
+                    -32022 => f.write_str(" (no protocol version in common)"),
+                    _ => Ok(()),
+                }
+            }
+            Kind::Timeout { method, after } => write!(
+                f,
+                "`{method}` got no answer within {:.1}s; raise the timeout if the server is slow",
+                after.as_secs_f64()
+            ),
+            Kind::Cancelled { method } => write!(f, "`{method}` was cancelled"),
+            Kind::Transport { detail } => write!(f, "cannot reach the server: {detail}"),
+            Kind::Closed { detail } => write!(
+                f,
+                "the connection to the server closed: {detail}; the next request reconnects"
+            ),
+            Kind::InvalidResponse { detail } => {
+                write!(f, "the server sent an invalid answer: {detail}")
+            }
+            Kind::Config { detail } => write!(f, "configuration error: {detail}"),
+            Kind::Unsupported { detail } => write!(f, "unsupported: {detail}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Error");
+        d.field("kind", &self.inner.kind);
+        if let Some(source) = &self.inner.source {
+            d.field("source", source);
+        }
+        d.finish()
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner
+            .source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}

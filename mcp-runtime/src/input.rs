@@ -1,0 +1,241 @@
+//! Requests a server makes of the client: input from a person (elicitation), a model
+//! completion (sampling) and the client's roots.
+//!
+//! Both protocol eras share these handlers: servers before 2026-07-28 send
+//! `elicitation/create` as a JSON-RPC request; 2026-07-28 servers return an
+//! `input_required` result that the session answers and retries.
+
+use std::future::Future;
+
+use serde_json::{json, Map, Value};
+
+use crate::jsonrpc::ErrorObject;
+use crate::transport::BoxFuture;
+
+/// The kinds of input requests a client accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InputKinds {
+    /// Forms with a `requestedSchema`.
+    pub form: bool,
+    /// A URL for the person to open.
+    pub url: bool,
+}
+
+impl InputKinds {
+    /// Both forms and URLs (the default once a handler is set).
+    pub const ALL: InputKinds = InputKinds {
+        form: true,
+        url: true,
+    };
+    /// Forms only.
+    pub const FORM: InputKinds = InputKinds {
+        form: true,
+        url: false,
+    };
+    /// URLs only.
+    pub const URL: InputKinds = InputKinds {
+        form: false,
+        url: true,
+    };
+    /// None: the client declares no elicitation capability and declines at once
+    /// anything a server asks anyway, so a call never waits on an answer that will not
+    /// come.
+    pub const NONE: InputKinds = InputKinds {
+        form: false,
+        url: false,
+    };
+
+    /// True when no kind is accepted.
+    pub fn is_none(self) -> bool {
+        !self.form && !self.url
+    }
+
+    pub(crate) fn capability(self) -> Option<Value> {
+        if self.is_none() {
+            return None;
+        }
+        let mut m = Map::new();
+        if self.form {
+            m.insert("form".into(), json!({}));
+        }
+        if self.url {
+            m.insert("url".into(), json!({}));
+        }
+        Some(Value::Object(m))
+    }
+}
+
+/// What the server asks for.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum InputKind {
+    /// Fill in a form. `schema` is the `requestedSchema`: a flat object of primitive
+    /// properties (strings, numbers, booleans, enums), with `default`s.
+    Form {
+        /// The requested schema.
+        schema: Value,
+    },
+    /// Open a URL (for a sign-in, a payment…). Accepting means the person agreed to open
+    /// it, not that they finished.
+    Url {
+        /// The URL to show and open. Show its full domain before opening it.
+        url: String,
+        /// The server's id for this elicitation (servers before 2026-07-28).
+        elicitation_id: Option<String>,
+    },
+}
+
+/// A server's request for input from a person.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputRequest {
+    /// The name of the server asking (show it to the person).
+    pub server: String,
+    /// What the server says it needs.
+    pub message: String,
+    /// What to fill in or open.
+    pub kind: InputKind,
+}
+
+impl InputRequest {
+    pub(crate) fn from_params(server: &str, params: &Value) -> Result<Self, String> {
+        let message = params
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        let kind = match mode {
+            "form" => InputKind::Form {
+                schema: params
+                    .get("requestedSchema")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+            },
+            "url" => InputKind::Url {
+                url: params
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or("url-mode elicitation without a url")?
+                    .to_owned(),
+                elicitation_id: params
+                    .get("elicitationId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+            other => return Err(format!("unknown elicitation mode `{other}`")),
+        };
+        Ok(InputRequest {
+            server: server.to_owned(),
+            message,
+            kind,
+        })
+    }
+
+    /// True for a form request.
+    pub fn is_form(&self) -> bool {
+        matches!(self.kind, InputKind::Form { .. })
+    }
+
+    /// The values of a form's `default`s, as an answer would carry them.
+    pub fn defaults(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        if let InputKind::Form { schema } = &self.kind {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, p) in props {
+                    if let Some(d) = p.get("default") {
+                        out.insert(k.clone(), d.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The answer to an [`InputRequest`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputResponse {
+    /// The person answered: the form's values (empty for a URL request).
+    Accept(Map<String, Value>),
+    /// The person said no.
+    Decline,
+    /// The person dismissed the request without deciding.
+    Cancel,
+}
+
+impl InputResponse {
+    /// Accepts with the given values (a JSON object; anything else is sent as no values).
+    pub fn accept(values: Value) -> Self {
+        match values {
+            Value::Object(m) => InputResponse::Accept(m),
+            _ => InputResponse::Accept(Map::new()),
+        }
+    }
+
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            InputResponse::Accept(content) => json!({"action": "accept", "content": content}),
+            InputResponse::Decline => json!({"action": "decline"}),
+            InputResponse::Cancel => json!({"action": "cancel"}),
+        }
+    }
+}
+
+/// Answers a server's requests for input from a person.
+#[diagnostic::on_unimplemented(
+    note = "an input handler is an `async` closure `|request: InputRequest| async {{ InputResponse::Decline }}` or a type implementing `InputHandler`"
+)]
+pub trait InputHandler: Send + Sync + 'static {
+    /// Asks the person and returns their answer.
+    fn handle(&self, request: InputRequest) -> BoxFuture<'static, InputResponse>;
+}
+
+impl<F, Fut> InputHandler for F
+where
+    F: Fn(InputRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = InputResponse> + Send + 'static,
+{
+    fn handle(&self, request: InputRequest) -> BoxFuture<'static, InputResponse> {
+        Box::pin(self(request))
+    }
+}
+
+/// Answers `sampling/createMessage` (deprecated by the protocol, still used by older
+/// servers): given the request's params, return a `CreateMessageResult` object.
+pub trait SamplingHandler: Send + Sync + 'static {
+    /// Runs the completion.
+    fn create_message(&self, params: Value) -> BoxFuture<'static, Result<Value, ErrorObject>>;
+}
+
+impl<F, Fut> SamplingHandler for F
+where
+    F: Fn(Value) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+{
+    fn create_message(&self, params: Value) -> BoxFuture<'static, Result<Value, ErrorObject>> {
+        Box::pin(self(params))
+    }
+}
+
+/// A root the client exposes to a server (deprecated by the protocol).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A name for it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Answers `roots/list`.
+pub trait RootsHandler: Send + Sync + 'static {
+    /// The roots to expose.
+    fn roots(&self) -> BoxFuture<'static, Vec<Root>>;
+}
+
+impl RootsHandler for Vec<Root> {
+    fn roots(&self) -> BoxFuture<'static, Vec<Root>> {
+        let r = self.clone();
+        Box::pin(async move { r })
+    }
+}

@@ -1,0 +1,48 @@
+//! The runtime of the MCP client toolkit: a session with one Model Context Protocol
+//! server, in whichever protocol era it speaks, over stdio or a transport of your own.
+//!
+//! ```no_run
+//! # async fn run() -> mcp_runtime::Result<()> {
+//! use mcp_runtime::{Client, StdioConfig};
+//!
+//! let files = Client::builder()
+//!     .name("files")
+//!     .stdio(StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]))?;
+//! let tools = files.list_tools().await?;
+//! let listing = files
+//!     .call_tool("list_directory", serde_json::json!({"path": "."}))
+//!     .await?;
+//! println!("{} tools; {}", tools.len(), listing.text());
+//! files.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! * [`Client`] — the session: era negotiation (`server/discover` probe, then the
+//!   `initialize` handshake for older servers), pipelined requests, pagination, caching
+//!   by `ttlMs`, multi-round input (`input_required` and legacy `elicitation/create`),
+//!   progress, cancellation and timeouts.
+//! * [`Transport`] — what carries the messages: [`StdioTransport`] or your own.
+//! * [`Error`] — one opaque error with `is_*` predicates. A tool that fails is not an
+//!   error but a [`CallToolResult`] whose `is_error()` is true.
+#![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![doc(test(attr(deny(warnings))))]
+
+mod client;
+mod error;
+pub mod input;
+pub mod jsonrpc;
+mod model;
+pub mod transport;
+
+pub use client::{
+    CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,
+    LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
+};
+pub use error::{Error, Result};
+pub use input::{InputHandler, InputKind, InputKinds, InputRequest, InputResponse, Root};
+pub use model::*;
+pub use tokio_util::sync::CancellationToken;
+#[cfg(feature = "stdio")]
+pub use transport::stdio::{StdioConfig, StdioTransport};
+pub use transport::{BoxFuture, Incoming, RequestContext, Transport};

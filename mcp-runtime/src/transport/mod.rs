@@ -1,0 +1,130 @@
+//! Transports carry JSON-RPC messages between the client and a server.
+//!
+//! The session ([`Client`](crate::Client)) speaks the protocol; a transport only moves
+//! messages. Its four operations are the ones a custom transport implements:
+//! [`request`](Transport::request), [`notify`](Transport::notify),
+//! [`cancel`](Transport::cancel) and [`close`](Transport::close). Whatever the server
+//! sends that is not the response (progress, log messages, list changes, and — with
+//! servers before 2026-07-28 — requests such as `ping` or `elicitation/create`) goes to
+//! the [`Incoming`] handle the session passes with every request.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::jsonrpc::{Notification, Request, Response};
+
+#[cfg(feature = "stdio")]
+pub mod stdio;
+
+/// A boxed, sendable future: what transport and handler methods return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the session says about one request besides the message itself.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestContext {
+    /// The protocol version of the request (for HTTP's `MCP-Protocol-Version`).
+    pub version: String,
+    /// A deadline shorter than the transport's own, when the session needs one. The
+    /// session enforces its own timeouts in any case.
+    pub timeout: Option<Duration>,
+    /// Extra HTTP headers for this request (`Mcp-Param-*` mirrored from arguments).
+    pub headers: Vec<(String, String)>,
+    /// Where to hand everything the server sends that is not this request's response.
+    pub incoming: Incoming,
+}
+
+/// Carries messages to and from one server.
+///
+/// Implement it to reach a server through anything: a tunnel, a message queue, an
+/// in-process channel. The transport handles its own authentication and connection
+/// management. Return [`Error::transport`](crate::Error::transport) or
+/// [`Error::closed`](crate::Error::closed) when the server cannot be reached; when a
+/// connection the transport keeps breaks, call [`Incoming::disconnected`] so the session
+/// starts afresh on the next request.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an MCP transport",
+    note = "implement `mcp_runtime::Transport` (request, notify, cancel, close) for it"
+)]
+pub trait Transport: Send + Sync + 'static {
+    /// Sends a request and returns its response. Messages the server sends meanwhile
+    /// (notifications, and server requests with older servers) go to `cx.incoming`.
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>>;
+
+    /// Sends a notification.
+    fn notify<'a>(
+        &'a self,
+        notification: Notification,
+        version: &'a str,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Cancels a request the client sent: `notification` is the
+    /// `notifications/cancelled` message. Transports where closing the request's stream
+    /// is the cancellation (HTTP) may do nothing here, since the session drops the
+    /// request's future too.
+    fn cancel<'a>(
+        &'a self,
+        notification: Notification,
+        version: &'a str,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// Releases the connection (stops a local server process). The next request
+    /// connects again.
+    fn close(&self) -> BoxFuture<'_, Result<()>>;
+}
+
+impl<T: Transport + ?Sized> Transport for Arc<T> {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        (**self).request(request, cx)
+    }
+    fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        (**self).notify(n, version)
+    }
+    fn cancel<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        (**self).cancel(n, version)
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        (**self).close()
+    }
+}
+
+pub(crate) trait IncomingHandler: Send + Sync {
+    fn notification(&self, notification: Notification);
+    fn request(&self, request: Request) -> BoxFuture<'static, Response>;
+    fn disconnected(&self);
+}
+
+/// The session's inbox for what a server sends on its own: notifications, server
+/// requests, and the news that the connection broke.
+#[derive(Clone)]
+pub struct Incoming(pub(crate) Arc<dyn IncomingHandler>);
+
+impl Incoming {
+    /// Delivers a notification. Cheap and non-blocking: call it from the reading loop.
+    pub fn notification(&self, notification: Notification) {
+        self.0.notification(notification)
+    }
+
+    /// Delivers a server request (`ping`, `elicitation/create`, `roots/list`,
+    /// `sampling/createMessage`) and returns the response to send back. The future may
+    /// wait for a person (elicitation), so do not block the reading loop on it.
+    pub fn request(&self, request: Request) -> BoxFuture<'static, Response> {
+        self.0.request(request)
+    }
+
+    /// Says the connection broke: the session forgets the negotiated protocol state
+    /// and negotiates again on the next request.
+    pub fn disconnected(&self) {
+        self.0.disconnected()
+    }
+}
+
+impl fmt::Debug for Incoming {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Incoming")
+    }
+}

@@ -1,0 +1,588 @@
+//! A local server started as a child process, speaking newline-delimited JSON-RPC over
+//! its stdin and stdout.
+//!
+//! * The process starts lazily, on the first request, and again on the first request
+//!   after it died or was closed.
+//! * `env` is merged over the parent's environment (never replaces it).
+//! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`).
+//! * The process runs in its own process group, so a launcher such as `npx` and the
+//!   server it starts are stopped together.
+//! * [`close`](crate::Transport::close) closes stdin, waits, then sends SIGTERM, then
+//!   SIGKILL. Dropping the transport without closing kills the process group and the
+//!   runtime reaps it: no orphans, no zombies.
+//! * If the process dies, calls in flight fail within a second with an error for which
+//!   [`Error::is_closed`](crate::Error::is_closed) is true.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{BoxFuture, Incoming, RequestContext, Transport};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+
+type EnvProvider = Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
+
+/// How to start a stdio server.
+#[derive(Clone)]
+pub struct StdioConfig {
+    program: String,
+    args: Vec<String>,
+    directory: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    env_providers: Vec<EnvProvider>,
+    name: String,
+    close_grace: Duration,
+}
+
+impl StdioConfig {
+    /// Runs `program` (looked up on `PATH`).
+    pub fn new(program: impl Into<String>) -> Self {
+        let program = program.into();
+        StdioConfig {
+            name: program.clone(),
+            program,
+            args: Vec::new(),
+            directory: None,
+            env: Vec::new(),
+            env_providers: Vec::new(),
+            close_grace: Duration::from_secs(2),
+        }
+    }
+
+    /// Builds the config from a whole argv: the program, then its arguments.
+    pub fn from_argv<I, S>(argv: I) -> Result<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut it = argv.into_iter().map(Into::into);
+        let program = it
+            .next()
+            .filter(|p: &String| !p.is_empty())
+            .ok_or_else(|| {
+                Error::config("the stdio command is empty; give at least the program")
+            })?;
+        Ok(StdioConfig::new(program).args(it))
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// The working directory of the process.
+    pub fn directory(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.directory = Some(dir.into());
+        self
+    }
+
+    /// Adds an environment variable, over the parent's environment.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Adds variables computed each time the process starts (a token that rotates, say).
+    pub fn env_with(
+        mut self,
+        provider: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> Self {
+        self.env_providers.push(Arc::new(provider));
+        self
+    }
+
+    /// The name used in logs (defaults to the program).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long `close` waits after closing stdin, and again after SIGTERM (default 2s).
+    pub fn close_grace(mut self, grace: Duration) -> Self {
+        self.close_grace = grace;
+        self
+    }
+
+    /// The program.
+    pub fn program(&self) -> &str {
+        &self.program
+    }
+
+    /// The arguments.
+    pub fn arguments(&self) -> &[String] {
+        &self.args
+    }
+}
+
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Environment values may be secrets: show the names only.
+        let env_names: Vec<&str> = self.env.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("StdioConfig")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("directory", &self.directory)
+            .field("env", &env_names)
+            .field("env_providers", &self.env_providers.len())
+            .finish()
+    }
+}
+
+/// The stdio transport. Create it with [`StdioTransport::new`], or let
+/// [`ClientBuilder::stdio`](crate::ClientBuilder::stdio) do it.
+pub struct StdioTransport {
+    config: StdioConfig,
+    conn: Mutex<Option<Arc<Conn>>>,
+}
+
+impl fmt::Debug for StdioTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StdioTransport")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
+
+enum WriterCmd {
+    Write(Vec<u8>),
+    Close,
+}
+
+struct Conn {
+    pid: Option<u32>,
+    writer: mpsc::UnboundedSender<WriterCmd>,
+    pending: Arc<Pending>,
+    dead: Arc<AtomicBool>,
+    close_tx: Mutex<Option<oneshot::Sender<oneshot::Sender<()>>>>,
+}
+
+impl Conn {
+    fn send(&self, message: &Message) -> Result<()> {
+        let mut bytes = message.to_vec();
+        bytes.push(b'\n');
+        self.writer
+            .send(WriterCmd::Write(bytes))
+            .map_err(|_| Error::closed("the server's stdin is closed"))
+    }
+}
+
+impl StdioTransport {
+    /// A transport that will start the process on the first request.
+    pub fn new(config: StdioConfig) -> Self {
+        StdioTransport {
+            config,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// The process id of the running server, if one runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.live_conn().and_then(|c| c.pid)
+    }
+
+    fn live_conn(&self) -> Option<Arc<Conn>> {
+        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .filter(|c| !c.dead.load(Ordering::Acquire))
+            .cloned()
+    }
+
+    fn connect(&self, incoming: &Incoming) -> Result<Arc<Conn>> {
+        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = guard.as_ref() {
+            if !c.dead.load(Ordering::Acquire) {
+                return Ok(c.clone());
+            }
+        }
+        let conn = Arc::new(self.spawn(incoming.clone())?);
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    fn spawn(&self, incoming: Incoming) -> Result<Conn> {
+        let cfg = &self.config;
+        let mut cmd = Command::new(&cfg.program);
+        cmd.args(&cfg.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(dir) = &cfg.directory {
+            cmd.current_dir(dir);
+        }
+        for (k, v) in &cfg.env {
+            cmd.env(k, v);
+        }
+        for provider in &cfg.env_providers {
+            for (k, v) in provider() {
+                cmd.env(OsString::from(k), OsString::from(v));
+            }
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                "; check that the program is installed and on PATH (or give a full path)"
+            } else {
+                ""
+            };
+            Error::transport(format!("cannot start `{}`: {e}{hint}", cfg.program)).with_source(e)
+        })?;
+        let pid = child.id();
+        tracing::debug!(server = %cfg.name, pid, "started stdio server");
+        let (stdin, stdout, stderr) =
+            match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+                (Some(i), Some(o), Some(e)) => (i, o, e),
+                _ => return Err(Error::transport("the server process has no stdio pipes")),
+            };
+        let (wtx, wrx) = mpsc::unbounded_channel();
+        let pending: Arc<Pending> = Arc::new(Mutex::new(HashMap::new()));
+        let dead = Arc::new(AtomicBool::new(false));
+        let (close_tx, close_rx) = oneshot::channel();
+        tokio::spawn(writer_loop(stdin, wrx));
+        let name = cfg.name.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::info!(target: "mcp_runtime::stderr", server = %name, "{line}");
+            }
+        });
+        tokio::spawn(
+            Supervisor {
+                name: cfg.name.clone(),
+                child,
+                pgid: pid,
+                stdout: BufReader::with_capacity(64 * 1024, stdout),
+                pending: pending.clone(),
+                dead: dead.clone(),
+                incoming,
+                writer: wtx.clone(),
+                grace: cfg.close_grace,
+            }
+            .run(close_rx),
+        );
+        Ok(Conn {
+            pid,
+            writer: wtx,
+            pending,
+            dead,
+            close_tx: Mutex::new(Some(close_tx)),
+        })
+    }
+}
+
+async fn writer_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<WriterCmd>) {
+    while let Some(WriterCmd::Write(bytes)) = rx.recv().await {
+        if stdin.write_all(&bytes).await.is_err() {
+            break;
+        }
+        if rx.is_empty() && stdin.flush().await.is_err() {
+            break;
+        }
+    }
+    // Dropping stdin closes the pipe: the server sees end of input.
+}
+
+struct Supervisor {
+    name: String,
+    child: Child,
+    pgid: Option<u32>,
+    stdout: BufReader<ChildStdout>,
+    pending: Arc<Pending>,
+    dead: Arc<AtomicBool>,
+    incoming: Incoming,
+    writer: mpsc::UnboundedSender<WriterCmd>,
+    grace: Duration,
+}
+
+/// Kills the whole process group when dropped, whatever ends the supervisor (close, the
+/// client dropped, the runtime shutting down).
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn signal(&self, sig: libc::c_int) {
+        if let Some(pgid) = self.0 {
+            if let Ok(pgid) = libc::pid_t::try_from(pgid) {
+                // SAFETY: kill(2) with a negative pid signals a process group; it has no
+                // memory-safety preconditions. ESRCH (no such group) is fine.
+                unsafe {
+                    libc::kill(-pgid, sig);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+}
+
+impl Supervisor {
+    async fn run(mut self, close_rx: oneshot::Receiver<oneshot::Sender<()>>) {
+        let group = GroupGuard(self.pgid);
+        let mut buf = Vec::with_capacity(64 * 1024);
+        let mut close_rx = close_rx;
+        let mut exited: Option<std::process::ExitStatus> = None;
+        let mut closing: Option<oneshot::Sender<()>> = None;
+        let grace_exit = tokio::time::sleep(Duration::from_secs(3600));
+        tokio::pin!(grace_exit);
+        let reason: String = loop {
+            tokio::select! {
+                biased;
+                cmd = &mut close_rx, if closing.is_none() => {
+                    match cmd {
+                        Ok(done) => {
+                            closing = Some(done);
+                            break "closed by the client".to_owned();
+                        }
+                        // The transport was dropped without close.
+                        Err(_) => break "the client was dropped".to_owned(),
+                    }
+                }
+                read = self.stdout.read_until(b'\n', &mut buf) => {
+                    match read {
+                        Ok(0) => {
+                            let status = match exited {
+                                Some(s) => s,
+                                None => match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
+                                    Ok(Ok(s)) => s,
+                                    _ => break "the server closed its stdout".to_owned(),
+                                },
+                            };
+                            exited = Some(status);
+                            break format!("the server process exited ({status})");
+                        }
+                        Ok(_) => {
+                            self.dispatch(&buf);
+                            buf.clear();
+                            if buf.capacity() > 16 * 1024 * 1024 {
+                                buf.shrink_to(64 * 1024);
+                            }
+                        }
+                        Err(e) => break format!("reading from the server failed: {e}"),
+                    }
+                }
+                status = self.child.wait(), if exited.is_none() => {
+                    match status {
+                        Ok(s) => {
+                            exited = Some(s);
+                            // Give the reader a moment to drain what the process wrote last.
+                            grace_exit.as_mut().reset(tokio::time::Instant::now() + Duration::from_millis(300));
+                        }
+                        Err(e) => break format!("waiting for the server failed: {e}"),
+                    }
+                }
+                () = &mut grace_exit, if exited.is_some() => {
+                    let status = exited.map(|s| s.to_string()).unwrap_or_default();
+                    break format!("the server process exited ({status})");
+                }
+            }
+        };
+        // Order matters: the session forgets its protocol state before anyone can see
+        // the connection as dead and start a new one.
+        self.incoming.disconnected();
+        self.dead.store(true, Ordering::Release);
+        let drained: Vec<_> = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.drain().collect()
+        };
+        for (_, tx) in drained {
+            let _ = tx.send(Err(Error::closed(reason.clone())));
+        }
+        tracing::debug!(server = %self.name, %reason, "stdio server connection ended");
+        if exited.is_none() {
+            self.stop(&group, closing.is_some()).await;
+        }
+        // Leftovers of the group (a launcher's children) go too.
+        drop(group);
+        drop(self.writer);
+        if let Some(done) = closing {
+            let _ = done.send(());
+        }
+    }
+
+    /// Stops the process: close stdin and wait, then SIGTERM and wait, then SIGKILL.
+    async fn stop(&mut self, group: &GroupGuard, gentle: bool) {
+        if gentle {
+            // Closing stdin: the writer task ends and drops it.
+            let _ = self.writer.send(WriterCmd::Close);
+            if tokio::time::timeout(self.grace, self.child.wait())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            group.signal(libc::SIGTERM);
+            if tokio::time::timeout(self.grace, self.child.wait())
+                .await
+                .is_ok()
+            {
+                return;
+            }
+        }
+        group.signal(libc::SIGKILL);
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
+    }
+
+    fn dispatch(&self, line: &[u8]) {
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            return;
+        }
+        let messages = match Message::parse(trimmed) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(server = %self.name, error = %e, bytes = trimmed.len(), preview = %preview(trimmed), "skipped a malformed message from the server");
+                return;
+            }
+        };
+        for m in messages {
+            match m {
+                Ok(Message::Response(r)) => {
+                    let tx = {
+                        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                        p.remove(&r.id)
+                    };
+                    match tx {
+                        Some(tx) => {
+                            let _ = tx.send(Ok(r));
+                        }
+                        None => {
+                            tracing::debug!(server = %self.name, id = %r.id, "ignored a response to no pending request (late or cancelled)")
+                        }
+                    }
+                }
+                Ok(Message::Notification(n)) => self.incoming.notification(n),
+                Ok(Message::Request(req)) => {
+                    let incoming = self.incoming.clone();
+                    let writer = self.writer.clone();
+                    // Server requests are rare and may wait on a person: answer them off
+                    // the reading loop.
+                    tokio::spawn(async move {
+                        let resp = incoming.request(req).await;
+                        let mut bytes = Message::Response(resp).to_vec();
+                        bytes.push(b'\n');
+                        let _ = writer.send(WriterCmd::Write(bytes));
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(server = %self.name, error = %e, "skipped a malformed message in a batch from the server")
+                }
+            }
+        }
+    }
+}
+
+fn preview(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+    s.into_owned()
+}
+
+struct PendingGuard<'a> {
+    pending: &'a Pending,
+    id: Option<Id>,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            p.remove(&id);
+        }
+    }
+}
+
+impl Transport for StdioTransport {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        Box::pin(async move {
+            let conn = self.connect(&cx.incoming)?;
+            let (tx, rx) = oneshot::channel();
+            let id = request.id.clone();
+            {
+                let mut p = conn.pending.lock().unwrap_or_else(|e| e.into_inner());
+                if conn.dead.load(Ordering::Acquire) {
+                    return Err(Error::closed("the server process exited"));
+                }
+                p.insert(id.clone(), tx);
+            }
+            let guard = PendingGuard {
+                pending: &conn.pending,
+                id: Some(id),
+            };
+            conn.send(&Message::Request(request))?;
+            let out = rx
+                .await
+                .map_err(|_| Error::closed("the server process exited"))?;
+            drop(guard);
+            out
+        })
+    }
+
+    fn notify<'a>(&'a self, n: Notification, _version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            match self.live_conn() {
+                Some(conn) => conn.send(&Message::Notification(n)),
+                None => Err(Error::closed("the server is not running")),
+            }
+        })
+    }
+
+    fn cancel<'a>(&'a self, n: Notification, _version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            // Only meaningful on the connection the request went to; after a restart
+            // there is nothing to cancel.
+            if let Some(conn) = self.live_conn() {
+                let _ = conn.send(&Message::Notification(n));
+            }
+            Ok(())
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let conn = {
+                let mut g = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+                g.take()
+            };
+            let Some(conn) = conn else { return Ok(()) };
+            let close_tx = conn
+                .close_tx
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            if let Some(close_tx) = close_tx {
+                let (done_tx, done_rx) = oneshot::channel();
+                if close_tx.send(done_tx).is_ok() {
+                    let _ = done_rx.await;
+                }
+            }
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,13 @@
+#![allow(clippy::unwrap_used, clippy::await_holding_lock)]
+//! Integration tests of mcp-runtime against real MCP servers: the npm reference servers
+//! (server-everything, server-filesystem) and a PyPI `mcp` server of the project's own
+//! that speaks both protocol eras. `support::peers()` installs them (pinned) on first
+//! use and fails loudly when it cannot.
+
+mod support;
+
+mod everything;
+mod filesystem;
+mod lifecycle;
+mod malformed;
+mod python;

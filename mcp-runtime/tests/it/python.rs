@@ -1,0 +1,295 @@
+//! The project's PyPI `mcp` 2.3.0 server over stdio, in both eras: 2026-07-28 (the
+//! probe finds it) and legacy (the client is told to use the handshake).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_runtime::{
+    Client, ClientBuilder, Era, InputKind, InputKinds, InputRequest, InputResponse, LogLevel,
+    ProtocolMode,
+};
+use serde_json::json;
+
+use crate::support::{self, Recording};
+
+fn builder(era: Era) -> ClientBuilder {
+    let b = Client::builder().name("py");
+    match era {
+        Era::Modern => b.protocol(ProtocolMode::Auto),
+        Era::Legacy => b.protocol(ProtocolMode::Legacy),
+    }
+}
+
+fn answering(era: Era, answer: InputResponse) -> (Client, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let a = asked.clone();
+    let c = builder(era)
+        .input_handler(move |req: InputRequest| {
+            a.fetch_add(1, Ordering::SeqCst);
+            let answer = answer.clone();
+            async move {
+                assert_eq!(req.message, "What is your name?");
+                assert!(matches!(req.kind, InputKind::Form { .. }));
+                answer
+            }
+        })
+        .stdio(support::pyserver())
+        .unwrap();
+    (c, asked)
+}
+
+async fn tools_prompts_resources(era: Era) {
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = builder(era).build(rec).unwrap();
+    let d = c.connect().await.unwrap();
+    assert_eq!(d.era, era);
+    match era {
+        Era::Modern => assert_eq!(d.protocol_version, "2026-07-28"),
+        Era::Legacy => assert_eq!(d.protocol_version, "2025-11-25"),
+    }
+    assert_eq!(d.info.name, "pyserver");
+    assert_eq!(
+        c.instructions().await.unwrap().as_deref(),
+        Some("Test peer for the Rust MCP client.")
+    );
+
+    let tools = c.list_tools().await.unwrap();
+    let add = tools.iter().find(|t| t.name == "add").unwrap();
+    assert!(add.output_schema.is_some());
+    let r = c.call_tool("echo", json!({"message": "hi"})).await.unwrap();
+    assert_eq!(r.text(), "Echo: hi");
+    let r = c.call_tool("add", json!({"a": 1.5, "b": 2})).await.unwrap();
+    assert_eq!(r.structured_content, Some(json!({"sum": 3.5})));
+    let r = c.call_tool("fail", json!({})).await.unwrap();
+    assert!(r.is_error());
+    assert!(r.text().contains("always fails"));
+
+    let p = c.get_prompt("greet", [("name", "Ann")]).await.unwrap();
+    assert!(
+        matches!(&p.messages[0].content, mcp_runtime::Content::Text { text, .. } if text.contains("Ann"))
+    );
+    let read = c.read_resource("py://readme").await.unwrap();
+    assert!(read.contents[0]
+        .text
+        .as_deref()
+        .unwrap()
+        .contains("pyserver readme"));
+    let templates = c.list_resource_templates().await.unwrap();
+    assert!(templates
+        .iter()
+        .any(|t| t.uri_template == "py://items/{id}"));
+    let read = c.read_resource("py://items/42").await.unwrap();
+    assert_eq!(read.contents[0].text.as_deref(), Some("item 42"));
+
+    // Every modern request carries the 2026-07-28 envelope; legacy ones do not.
+    let log = log.lock().unwrap();
+    for r in log.requests.iter().filter(|r| r.method != "initialize") {
+        let meta = r.params.get("_meta");
+        match era {
+            Era::Modern => {
+                let meta = meta.unwrap_or_else(|| panic!("{} without _meta", r.method));
+                assert_eq!(
+                    meta["io.modelcontextprotocol/protocolVersion"],
+                    "2026-07-28"
+                );
+                assert!(meta["io.modelcontextprotocol/clientCapabilities"].is_object());
+                assert_eq!(
+                    meta["io.modelcontextprotocol/clientInfo"]["name"],
+                    "mcp-runtime"
+                );
+            }
+            Era::Legacy => assert!(meta
+                .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+                .is_none()),
+        }
+    }
+    drop(log);
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_tools_prompts_resources() {
+    tools_prompts_resources(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_tools_prompts_resources() {
+    tools_prompts_resources(Era::Legacy).await;
+}
+
+async fn elicitation_round(era: Era) {
+    let (c, asked) = answering(era, InputResponse::accept(json!({"name": "Ann"})));
+    let r = c.call_tool("ask_name", json!({})).await.unwrap();
+    assert_eq!(r.text(), "Hello, Ann");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    c.close().await.unwrap();
+
+    let (c, _) = answering(era, InputResponse::Decline);
+    assert_eq!(
+        c.call_tool("ask_name", json!({})).await.unwrap().text(),
+        "declined"
+    );
+    c.close().await.unwrap();
+    let (c, _) = answering(era, InputResponse::Cancel);
+    assert_eq!(
+        c.call_tool("ask_name", json!({})).await.unwrap().text(),
+        "cancelled"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_elicitation_round_trip() {
+    elicitation_round(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_elicitation_round_trip() {
+    elicitation_round(Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn modern_input_required_retry_echoes_request_state_on_a_new_id() {
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = Client::builder()
+        .input_handler(|_req: InputRequest| async { InputResponse::accept(json!({"name": "Bo"})) })
+        .build(rec)
+        .unwrap();
+    let r = c.call_tool("ask_name", json!({})).await.unwrap();
+    assert_eq!(r.text(), "Hello, Bo");
+    let log = log.lock().unwrap();
+    let calls: Vec<_> = log
+        .requests
+        .iter()
+        .filter(|r| r.method == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0].id, calls[1].id, "the retry has a new id");
+    assert!(calls[0].params.get("requestState").is_none());
+    let state = calls[1].params["requestState"].as_str().unwrap();
+    assert!(state.starts_with("v1."), "{state}");
+    let responses = calls[1].params["inputResponses"].as_object().unwrap();
+    let (_, answer) = responses.iter().next().unwrap();
+    assert_eq!(
+        answer,
+        &json!({"action": "accept", "content": {"name": "Bo"}})
+    );
+    assert_eq!(calls[1].params["name"], "ask_name");
+    drop(log);
+    c.close().await.unwrap();
+}
+
+async fn no_input_never_waits(era: Era) {
+    // No handler: no elicitation capability; the server says so at once.
+    let c = builder(era).stdio(support::pyserver()).unwrap();
+    let start = Instant::now();
+    let e = c.call_tool("ask_name", json!({})).await.unwrap_err();
+    assert!(e.is_protocol(), "{e}");
+    assert_eq!(e.code(), Some(-32021), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+    c.close().await.unwrap();
+
+    // A handler, but input requests switched off: the same.
+    let c = builder(era)
+        .input_handler(|_r: InputRequest| async { panic!("must not be asked") })
+        .input_kinds(InputKinds::NONE)
+        .stdio(support::pyserver())
+        .unwrap();
+    let e = c.call_tool("ask_name", json!({})).await.unwrap_err();
+    assert_eq!(e.code(), Some(-32021), "{e}");
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_without_input_never_waits() {
+    no_input_never_waits(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_without_input_never_waits() {
+    no_input_never_waits(Era::Legacy).await;
+}
+
+async fn progress(era: Era) {
+    let c = builder(era).stdio(support::pyserver()).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let r = c
+        .call_tool("slow", json!({"seconds": 0.4, "steps": 4}))
+        .on_progress(move |p| {
+            s.lock()
+                .unwrap()
+                .push((p.progress, p.total, p.message.clone()))
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "done");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert_eq!(seen[3], (4.0, Some(4.0), Some("step 4/4".to_owned())));
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_progress() {
+    progress(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_progress() {
+    progress(Era::Legacy).await;
+}
+
+/// Collects the server log messages written through `tracing`.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn server_logs_reach_tracing(era: Era) {
+    let captured = Captured::default();
+    let w = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let c = builder(era)
+        .log_level(LogLevel::Warning)
+        .stdio(support::pyserver())
+        .unwrap();
+    let r = c
+        .call_tool("log", json!({"message": "disk almost full"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "logged");
+    c.close().await.unwrap();
+    let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = out
+        .lines()
+        .find(|l| l.contains("disk almost full"))
+        .unwrap_or_else(|| panic!("no server log line in:\n{out}"));
+    assert!(
+        line.contains("WARN") && line.contains("mcp_runtime::server_log"),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn modern_server_logs_reach_tracing() {
+    server_logs_reach_tracing(Era::Modern).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn legacy_server_logs_reach_tracing() {
+    server_logs_reach_tracing(Era::Legacy).await;
+}

@@ -1,0 +1,231 @@
+//! Shared test support: the real peers (installed by tests/peers/install.sh), and a
+//! transport wrapper that records what the session sends.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use mcp_runtime::jsonrpc::{Notification, Request, Response};
+use mcp_runtime::{BoxFuture, RequestContext, Result, StdioConfig, StdioTransport, Transport};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// Installs the pinned peers once per test process (the script is idempotent and takes
+/// a lock), and fails loudly when that is not possible.
+pub fn peers() -> PathBuf {
+    static DONE: OnceLock<PathBuf> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let root = repo_root();
+        let script = root.join("tests/peers/install.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; bash is required", script.display()));
+        assert!(
+            out.status.success(),
+            "installing the test peers failed (run `bash tests/peers/install.sh` and read its error; it needs npm and python3 with venv):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let peers = root.join(".peers");
+        for bin in [
+            "npm/node_modules/.bin/mcp-server-everything",
+            "npm/node_modules/.bin/mcp-server-filesystem",
+            "venv/bin/python",
+        ] {
+            assert!(
+                peers.join(bin).exists(),
+                "test peer {bin} is missing after install; run `bash tests/peers/install.sh`"
+            );
+        }
+        peers
+    })
+    .clone()
+}
+
+pub fn everything() -> StdioConfig {
+    StdioConfig::new(
+        peers()
+            .join("npm/node_modules/.bin/mcp-server-everything")
+            .display()
+            .to_string(),
+    )
+    .arg("stdio")
+    .name("everything")
+}
+
+pub fn filesystem(dir: &Path) -> StdioConfig {
+    StdioConfig::new(
+        peers()
+            .join("npm/node_modules/.bin/mcp-server-filesystem")
+            .display()
+            .to_string(),
+    )
+    .arg(dir.display().to_string())
+    .name("filesystem")
+}
+
+pub fn pyserver() -> StdioConfig {
+    StdioConfig::new(peers().join("venv/bin/python").display().to_string())
+        .arg(
+            repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+        )
+        .arg("stdio")
+        .name("pyserver")
+}
+
+/// What the recording transport saw.
+#[derive(Default, Debug)]
+pub struct Log {
+    pub requests: Vec<Request>,
+    pub cancels: Vec<Notification>,
+    pub notifications: Vec<Notification>,
+}
+
+/// A custom transport (the public trait) that tunnels through a real stdio transport
+/// and records every message the session sends.
+pub struct Recording {
+    pub inner: Arc<StdioTransport>,
+    pub log: Arc<Mutex<Log>>,
+}
+
+impl Recording {
+    pub fn new(config: StdioConfig) -> (Self, Arc<Mutex<Log>>, Arc<StdioTransport>) {
+        let inner = Arc::new(StdioTransport::new(config));
+        let log = Arc::new(Mutex::new(Log::default()));
+        (
+            Recording {
+                inner: inner.clone(),
+                log: log.clone(),
+            },
+            log,
+            inner,
+        )
+    }
+}
+
+impl Transport for Recording {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        self.log.lock().unwrap().requests.push(request.clone());
+        self.inner.request(request, cx)
+    }
+    fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        self.log.lock().unwrap().notifications.push(n.clone());
+        self.inner.notify(n, version)
+    }
+    fn cancel<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        self.log.lock().unwrap().cancels.push(n.clone());
+        self.inner.cancel(n, version)
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        self.inner.close()
+    }
+}
+
+/// True while a process with this pid exists (a zombie counts: it was not reaped).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Processes (zombies included) in the process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // Fields after the command (which is in parentheses and may contain spaces).
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // state ppid pgrp ...
+        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Children of this test process (zombies included).
+pub fn my_children() -> Vec<(u32, String)> {
+    let me = std::process::id();
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(me) {
+            out.push((pid, fields.first().copied().unwrap_or("?").to_owned()));
+        }
+    }
+    out
+}
+
+/// Fills an elicitation form the way a person would: defaults where given, otherwise a
+/// plausible value for each property's type and format.
+pub fn fill_form(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{json, Map, Value};
+    let mut out = Map::new();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, p) in props {
+            let value = if let Some(d) = p.get("default") {
+                d.clone()
+            } else if let Some(e) = p.get("enum").and_then(Value::as_array) {
+                e.first().cloned().unwrap_or(Value::Null)
+            } else if let Some(o) = p.get("oneOf").and_then(Value::as_array) {
+                o.first()
+                    .and_then(|c| c.get("const"))
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            } else {
+                match (
+                    p.get("type").and_then(Value::as_str),
+                    p.get("format").and_then(Value::as_str),
+                ) {
+                    (Some("string"), Some("email")) => json!("ann@example.com"),
+                    (Some("string"), Some("uri")) => json!("https://example.com"),
+                    (Some("string"), Some("date")) => json!("2000-01-31"),
+                    (Some("string"), Some("date-time")) => json!("2000-01-31T10:00:00Z"),
+                    (Some("string"), _) => json!("Ann"),
+                    (Some("integer"), _) => {
+                        json!(p.get("minimum").and_then(Value::as_i64).unwrap_or(1))
+                    }
+                    (Some("number"), _) => {
+                        json!(p.get("minimum").and_then(Value::as_f64).unwrap_or(1.5))
+                    }
+                    (Some("boolean"), _) => json!(true),
+                    (Some("array"), _) => json!([]),
+                    _ => Value::Null,
+                }
+            };
+            if !value.is_null() {
+                out.insert(name.clone(), value);
+            }
+        }
+    }
+    Value::Object(out)
+}

