@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{
-    Client, ClientBuilder, Era, InputKind, InputKinds, InputRequest, InputResponse, LogLevel,
-    ProtocolMode,
+    Client, ClientBuilder, CompletionRef, Era, InputKind, InputKinds, InputRequest, InputResponse,
+    LogLevel, ProtocolMode,
 };
 use serde_json::json;
 
@@ -292,4 +292,165 @@ async fn modern_server_logs_reach_tracing() {
 #[tokio::test(flavor = "current_thread")]
 async fn legacy_server_logs_reach_tracing() {
     server_logs_reach_tracing(Era::Legacy).await;
+}
+
+async fn pagination_blob_completion(era: Era) {
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = builder(era).build(rec).unwrap();
+    let resources = c.list_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris.len(), 27, "{uris:?}");
+    assert_eq!(uris[0], "py://readme");
+    assert_eq!(uris[26], "py://gen/24");
+    // The second page's cursor is the empty string: it is sent back, not taken as the end.
+    let cursors: Vec<Option<serde_json::Value>> = log
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method == "resources/list")
+        .map(|r| r.params.get("cursor").cloned())
+        .collect();
+    assert_eq!(cursors, [None, Some(json!("")), Some(json!("p3"))]);
+
+    let blob = c.read_resource("py://blob").await.unwrap();
+    assert_eq!(
+        blob.contents[0].mime_type.as_deref(),
+        Some("application/octet-stream")
+    );
+    assert_eq!(
+        blob.contents[0].blob_bytes().unwrap(),
+        (0..=255u8).collect::<Vec<_>>()
+    );
+    let generated = c.read_resource("py://gen/7").await.unwrap();
+    assert_eq!(generated.contents[0].text.as_deref(), Some("generated 7"));
+    let missing = c.read_resource("py://gen/99").await.unwrap_err();
+    assert!(missing.is_protocol() && missing.is_not_found(), "{missing}");
+
+    let names = c
+        .complete(CompletionRef::Prompt("greet".into()), "name", "A", &[])
+        .await
+        .unwrap();
+    assert_eq!(names.values, ["Ann", "Alice"]);
+    assert_eq!(names.total, Some(2));
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_pagination_blob_completion() {
+    pagination_blob_completion(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_pagination_blob_completion() {
+    pagination_blob_completion(Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn modern_tool_list_is_cached_for_its_ttl() {
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = Client::builder().build(rec).unwrap();
+    let first = c.list_tools().await.unwrap();
+    let second = c.list_tools().await.unwrap();
+    assert_eq!(first, second);
+    let lists = |log: &Mutex<support::Log>| {
+        log.lock()
+            .unwrap()
+            .requests
+            .iter()
+            .filter(|r| r.method == "tools/list")
+            .count()
+    };
+    assert_eq!(
+        lists(&log),
+        1,
+        "ttlMs 60000: the second list comes from the cache"
+    );
+    // Other lists have ttlMs 0 and are fetched every time.
+    c.list_prompts().await.unwrap();
+    c.list_prompts().await.unwrap();
+    let prompts = log
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method == "prompts/list")
+        .count();
+    assert_eq!(prompts, 2);
+    // Closing forgets the cache.
+    c.close().await.unwrap();
+    c.list_tools().await.unwrap();
+    assert_eq!(lists(&log), 2);
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn legacy_list_changed_refreshes_tools() {
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let ch = changes.clone();
+    let c = builder(Era::Legacy)
+        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .stdio(support::pyserver())
+        .unwrap();
+    let before = c.list_tools().await.unwrap();
+    assert!(!before.iter().any(|t| t.name == "extra_tool"));
+    c.call_tool("add_tool", json!({})).await.unwrap();
+    // The notification arrives before the call's result.
+    assert_eq!(
+        changes.lock().unwrap().as_slice(),
+        [mcp_runtime::Change::Tools]
+    );
+    let after = c.list_tools().await.unwrap();
+    assert!(after.iter().any(|t| t.name == "extra_tool"));
+    assert_eq!(
+        c.call_tool("extra_tool", json!({})).await.unwrap().text(),
+        "extra"
+    );
+    c.close().await.unwrap();
+}
+
+async fn timeout_and_cancel(era: Era) {
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = builder(era).build(rec).unwrap();
+    c.connect().await.unwrap();
+    let start = Instant::now();
+    let e = c
+        .call_tool("sleep_forever", json!({}))
+        .timeout(Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout() && !e.is_protocol(), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(3));
+    let token = mcp_runtime::CancellationToken::new();
+    let t = token.clone();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.call_tool("sleep_forever", json!({})).cancel_on(t).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    token.cancel();
+    assert!(call.await.unwrap().unwrap_err().is_cancelled());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Both the timeout and the cancel told the server to stop.
+    let cancels = log.lock().unwrap().cancels.len();
+    assert_eq!(cancels, 2);
+    // The session carries on.
+    assert_eq!(
+        c.call_tool("echo", json!({"message": "on"}))
+            .await
+            .unwrap()
+            .text(),
+        "Echo: on"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn modern_timeout_and_cancel() {
+    timeout_and_cancel(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn legacy_timeout_and_cancel() {
+    timeout_and_cancel(Era::Legacy).await;
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# Installs the pinned test peers, then: format check, clippy, tests, doc tests, examples.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "installing test peers (npm servers, Python venv with mcp, Node 22)"
+bash tests/peers/install.sh
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked
+else
+  echo "cargo-nextest not found; using cargo test" >&2
+  cargo test --workspace --locked --lib --bins --tests
+fi
+
+step "doc tests"
+cargo test --workspace --locked --doc
+
+step "examples"
+cargo run -q --locked -p examples --example custom_transport
+MCP_EVERYTHING_BIN="$PWD/.peers/npm/node_modules/.bin/mcp-server-everything" \
+  cargo run -q --locked -p examples --example quickstart
+
+step "all checks passed"
