@@ -336,7 +336,10 @@ impl ClientBuilder {
             caps.insert("extensions".into(), Value::Object(self.extensions.clone()));
         }
         let client_info = serde_json::to_value(&self.client_info).unwrap_or(Value::Null);
-        let inner = Arc::new(Inner {
+        let inner = Arc::new_cyclic(|weak| Inner {
+            incoming: Incoming(Arc::new(Inbox {
+                inner: weak.clone(),
+            })),
             transport: Box::new(transport),
             name: self.name,
             client_info,
@@ -372,6 +375,7 @@ impl ClientBuilder {
 /// handshake for servers before 2026-07-28.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn run() -> mcp_runtime::Result<()> {
 /// use mcp_runtime::{Client, StdioConfig};
 /// let client = Client::builder().stdio(
@@ -399,6 +403,8 @@ impl fmt::Debug for Client {
 }
 
 struct Inner {
+    /// The session's inbox, handed to the transport with each request.
+    incoming: Incoming,
     transport: Box<dyn Transport>,
     name: String,
     client_info: Value,
@@ -440,13 +446,15 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// A `tools/call` in the making: await it, or set options first.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn run(client: mcp_runtime::Client) -> mcp_runtime::Result<()> {
 /// use std::time::Duration;
 /// let result = client
-///     .call_tool("longRunningOperation", serde_json::json!({"duration": 5, "steps": 5}))
+///     .call_tool("trigger-long-running-operation", serde_json::json!({"duration": 5, "steps": 5}))
 ///     .timeout(Duration::from_secs(10))
 ///     .on_progress(|p| println!("{} of {:?}", p.progress, p.total))
 ///     .await?;
+/// println!("{}", result.text());
 /// # Ok(()) }
 /// ```
 #[must_use = "a call does nothing until awaited"]
@@ -801,12 +809,6 @@ impl Inner {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn incoming(self: &Arc<Self>) -> Incoming {
-        Incoming(Arc::new(Inbox {
-            inner: Arc::downgrade(self),
-        }))
-    }
-
     fn reset(&self) {
         *lock(&self.state) = None;
         self.invalidate_all();
@@ -875,6 +877,7 @@ impl Inner {
             return self.initialize().await;
         }
         let mut version = MODERN_VERSIONS[0].to_owned();
+        let mut last_version_error = None;
         for _ in 0..3 {
             let mut params = Map::new();
             params.insert(
@@ -912,7 +915,10 @@ impl Inner {
                     };
                     match chosen {
                         Some(chosen) => return Ok(discovered(v, chosen)),
-                        None => break,
+                        None => {
+                            last_version_error = None;
+                            break;
+                        }
                     }
                 }
                 Err(e) if e.code() == Some(-32022) || e.code() == Some(-32004) => {
@@ -926,13 +932,32 @@ impl Inner {
                                 .collect()
                         })
                         .unwrap_or_default();
+                    // The server speaks the modern protocol: retry with a version it
+                    // lists (possibly the same one), never fall back to `initialize`
+                    // unless it lists only handshake versions.
                     match MODERN_VERSIONS
                         .iter()
-                        .find(|m| supported.iter().any(|s| s == *m) && **m != version)
+                        .find(|m| supported.iter().any(|s| s == *m))
                     {
                         Some(v) => version = (*v).to_owned(),
-                        None => break,
+                        None if supported
+                            .iter()
+                            .any(|s| LEGACY_VERSIONS.contains(&s.as_str())) =>
+                        {
+                            last_version_error = None;
+                            break;
+                        }
+                        None => {
+                            return Err(Error::unsupported(format!(
+                                "{} speaks protocol versions {supported:?}; this client speaks {} and {}",
+                                self.name,
+                                MODERN_VERSIONS.join(", "),
+                                LEGACY_VERSIONS.join(", ")
+                            ))
+                            .with_source(e))
+                        }
                     }
+                    last_version_error = Some(e);
                 }
                 Err(e) if self.protocol == ProtocolMode::Modern => return Err(e),
                 Err(e) => {
@@ -940,6 +965,9 @@ impl Inner {
                     break;
                 }
             }
+        }
+        if let Some(e) = last_version_error {
+            return Err(e);
         }
         if self.protocol == ProtocolMode::Modern {
             return Err(Error::unsupported(format!(
@@ -1035,7 +1063,7 @@ impl Inner {
             version: version.to_owned(),
             timeout: Some(timeout),
             headers: Vec::new(),
-            incoming: self.incoming(),
+            incoming: self.incoming.clone(),
         };
         let mut guard = CancelGuard {
             inner: Arc::downgrade(self),
@@ -1138,7 +1166,9 @@ impl Inner {
                 p.insert("_meta".into(), Value::Object(meta));
             }
             if let Some((responses, state)) = answers.take() {
-                p.insert("inputResponses".into(), Value::Object(responses));
+                if !responses.is_empty() {
+                    p.insert("inputResponses".into(), Value::Object(responses));
+                }
                 if let Some(s) = state {
                     p.insert("requestState".into(), s);
                 }
@@ -1453,4 +1483,242 @@ fn log_message(server: &str, params: &Value) {
 #[allow(dead_code)]
 fn _assert_send(c: &Client) -> impl Future<Output = Result<Vec<Tool>>> + Send + '_ {
     c.list_tools()
+}
+
+#[cfg(test)]
+mod tests {
+    //! Protocol paths no real peer shows on demand (version retries, silent probes,
+    //! endless input rounds, unknown result types), driven through a scripted
+    //! transport. Everything else is tested against real servers in `tests/it`.
+    use super::*;
+    use crate::jsonrpc::Notification;
+
+    type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
+
+    enum Step {
+        Reply(Value),
+        Fail(i64, Value),
+        Hang,
+    }
+
+    struct Scripted {
+        script: Box<Script>,
+        seen: Arc<Mutex<Vec<Request>>>,
+    }
+
+    impl Transport for Scripted {
+        fn request(
+            &self,
+            request: Request,
+            _cx: RequestContext,
+        ) -> BoxFuture<'_, Result<Response>> {
+            let n = {
+                let mut seen = lock(&self.seen);
+                seen.push(request.clone());
+                seen.len() - 1
+            };
+            let step = (self.script)(&request, n);
+            Box::pin(async move {
+                match step {
+                    Step::Reply(v) => Ok(Response {
+                        id: request.id,
+                        outcome: Ok(v),
+                    }),
+                    Step::Fail(code, data) => Ok(Response {
+                        id: request.id,
+                        outcome: Err(ErrorObject {
+                            code,
+                            message: "scripted".into(),
+                            data: Some(data),
+                        }),
+                    }),
+                    Step::Hang => std::future::pending().await,
+                }
+            })
+        }
+        fn notify<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn cancel<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+        fn close(&self) -> BoxFuture<'_, Result<()>> {
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn scripted(
+        builder: ClientBuilder,
+        script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
+    ) -> (Client, Arc<Mutex<Vec<Request>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let t = Scripted {
+            script: Box::new(script),
+            seen: seen.clone(),
+        };
+        (builder.build(t).unwrap(), seen)
+    }
+
+    fn discover_ok() -> Value {
+        json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+               "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "9"}}})
+    }
+
+    #[tokio::test]
+    async fn unsupported_version_is_retried_with_a_listed_version() {
+        let (c, seen) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+            ("server/discover", 0) => Step::Fail(
+                -32022,
+                json!({"supported": ["2026-07-28"], "requested": "x"}),
+            ),
+            ("server/discover", _) => Step::Reply(discover_ok()),
+            _ => Step::Reply(json!({"tools": []})),
+        });
+        let d = c.connect().await.unwrap();
+        assert_eq!(d.era, Era::Modern);
+        assert_eq!(d.info.version, "9");
+        let seen = lock(&seen);
+        assert_eq!(seen.len(), 2);
+        assert_ne!(seen[0].id, seen[1].id);
+        assert_eq!(seen[1].params["_meta"][META_VERSION], "2026-07-28");
+    }
+
+    #[tokio::test]
+    async fn a_version_error_never_falls_back_to_initialize() {
+        let (c, seen) = scripted(Client::builder(), |_, _| {
+            Step::Fail(-32022, json!({"supported": ["2099-01-01"]}))
+        });
+        let e = c.connect().await.unwrap_err();
+        assert!(e.is_unsupported(), "{e}");
+        assert!(lock(&seen).iter().all(|r| r.method == "server/discover"));
+    }
+
+    #[tokio::test]
+    async fn a_silent_probe_falls_back_to_initialize() {
+        let (c, seen) = scripted(
+            Client::builder().probe_timeout(Duration::from_millis(50)),
+            |r, _| match r.method.as_str() {
+                "server/discover" => Step::Hang,
+                "initialize" => {
+                    Step::Reply(json!({"protocolVersion": "2024-11-05", "capabilities": {},
+                                                   "serverInfo": {"name": "old", "version": "1"}}))
+                }
+                _ => Step::Reply(json!({})),
+            },
+        );
+        let d = c.connect().await.unwrap();
+        assert_eq!(
+            (d.era, d.protocol_version.as_str()),
+            (Era::Legacy, "2024-11-05")
+        );
+        assert_eq!(lock(&seen)[1].method, "initialize");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_handshake_version_is_refused() {
+        let (c, _) = scripted(Client::builder().protocol(ProtocolMode::Legacy), |_, _| {
+            Step::Reply(json!({"protocolVersion": "1999-01-01", "capabilities": {}}))
+        });
+        let e = c.connect().await.unwrap_err();
+        assert!(
+            e.is_unsupported() && e.to_string().contains("1999-01-01"),
+            "{e}"
+        );
+    }
+
+    #[tokio::test]
+    async fn result_types() {
+        let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            "tools/call" if r.params["name"] == "weird" => {
+                Step::Reply(json!({"resultType": "task", "content": []}))
+            }
+            "tools/call" => {
+                Step::Reply(json!({"content": [{"type": "text", "text": "no resultType"}]}))
+            }
+            _ => Step::Reply(json!({})),
+        });
+        let e = c.call_tool("weird", json!({})).await.unwrap_err();
+        assert!(
+            e.is_invalid_response() && e.to_string().contains("task"),
+            "{e}"
+        );
+        assert_eq!(
+            c.call_tool("plain", json!({})).await.unwrap().text(),
+            "no resultType"
+        );
+    }
+
+    #[tokio::test]
+    async fn input_rounds_are_bounded_and_state_only_retries_at_once() {
+        let (c, seen) = scripted(
+            Client::builder()
+                .max_input_rounds(3)
+                .input_handler(|_r: InputRequest| async { InputResponse::Cancel }),
+            |r, _| match r.method.as_str() {
+                "server/discover" => Step::Reply(discover_ok()),
+                "tools/call" if r.params["name"] == "shed" => match r.params.get("requestState") {
+                    None => Step::Reply(
+                        json!({"resultType": "input_required", "requestState": "s\u{e9}1"}),
+                    ),
+                    Some(_) => Step::Reply(json!({"resultType": "complete", "content": []})),
+                },
+                _ => Step::Reply(json!({"resultType": "input_required",
+                    "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}},
+                    "requestState": "again"})),
+            },
+        );
+        let e = c.call_tool("loop", json!({})).await.unwrap_err();
+        assert!(
+            e.is_invalid_response() && e.to_string().contains("3 rounds"),
+            "{e}"
+        );
+        let calls = lock(&seen)
+            .iter()
+            .filter(|r| r.method == "tools/call")
+            .count();
+        assert_eq!(calls, 4, "the first request and 3 retries");
+        lock(&seen).clear();
+        c.call_tool("shed", json!({})).await.unwrap();
+        let seen = lock(&seen);
+        assert_eq!(seen[1].params["requestState"], "s\u{e9}1");
+        assert!(seen[1].params.get("inputResponses").is_none());
+    }
+
+    #[tokio::test]
+    async fn server_requests_without_handlers_get_errors() {
+        let (c, _) = scripted(
+            Client::builder().roots(vec![crate::input::Root {
+                uri: "file:///p".into(),
+                name: None,
+            }]),
+            |_, _| Step::Reply(json!({})),
+        );
+        let inbox = c.inner.incoming.clone();
+        let ask = |method: &str| {
+            inbox.request(Request {
+                id: Id::Number(1),
+                method: method.into(),
+                params: json!({}),
+            })
+        };
+        assert_eq!(ask("ping").await.outcome, Ok(json!({})));
+        assert_eq!(
+            ask("roots/list").await.outcome,
+            Ok(json!({"roots": [{"uri": "file:///p"}]}))
+        );
+        assert_eq!(
+            ask("sampling/createMessage")
+                .await
+                .outcome
+                .unwrap_err()
+                .code,
+            -32601
+        );
+        assert_eq!(
+            ask("elicitation/create").await.outcome.unwrap_err().code,
+            -32601
+        );
+        assert_eq!(ask("nope/nope").await.outcome.unwrap_err().code, -32601);
+    }
 }

@@ -2,6 +2,7 @@
 //! server, in whichever protocol era it speaks, over stdio or a transport of your own.
 //!
 //! ```no_run
+//! # #[allow(dead_code)]
 //! # async fn run() -> mcp_runtime::Result<()> {
 //! use mcp_runtime::{Client, StdioConfig};
 //!

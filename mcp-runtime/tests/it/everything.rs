@@ -388,3 +388,46 @@ async fn list_changed_invalidates_and_notifies() {
         .contains(&mcp_runtime::Change::Tools));
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn url_elicitation_and_input_kinds() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let c = Client::builder()
+        .input_handler(move |req: mcp_runtime::InputRequest| {
+            s.lock().unwrap().push(req.kind.clone());
+            async { InputResponse::accept(json!({})) }
+        })
+        .stdio(support::everything())
+        .unwrap();
+    let r = c
+        .call_tool(
+            "trigger-url-elicitation",
+            json!({"url": "https://example.com/consent", "message": "Please consent", "elicitationId": "e-1"}),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{}", r.text());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [InputKind::Url {
+            url: "https://example.com/consent".into(),
+            elicitation_id: Some("e-1".into())
+        }]
+    );
+    c.close().await.unwrap();
+
+    // Forms only: the URL tool is not even offered (no url capability declared).
+    let c = Client::builder()
+        .input_handler(|_req: mcp_runtime::InputRequest| async { InputResponse::Decline })
+        .input_kinds(mcp_runtime::InputKinds::FORM)
+        .stdio(support::everything())
+        .unwrap();
+    let tools = c.list_tools().await.unwrap();
+    assert!(tools
+        .iter()
+        .any(|t| t.name == "trigger-elicitation-request"));
+    assert!(!tools.iter().any(|t| t.name == "trigger-url-elicitation"));
+    c.close().await.unwrap();
+}

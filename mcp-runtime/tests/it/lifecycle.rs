@@ -130,3 +130,41 @@ async fn a_crash_fails_calls_in_flight_fast_and_the_next_request_restarts() {
     assert_ne!(transport.pid(), Some(pid));
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn close_escalates_for_a_server_that_ignores_stdin_and_sigterm() {
+    // A server that answers the handshake, then ignores end of input and SIGTERM.
+    const STUBBORN: &str = r#"
+import json, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "serverInfo": {"name": "stubborn", "version": "1"}}}), flush=True)
+    elif "id" in msg:
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+while True:
+    time.sleep(1)
+"#;
+    let transport = Arc::new(StdioTransport::new(
+        mcp_runtime::StdioConfig::new("python3")
+            .args(["-c", STUBBORN])
+            .close_grace(Duration::from_millis(300)),
+    ));
+    let c = Client::builder().build(transport.clone()).unwrap();
+    c.connect().await.unwrap();
+    let pid = transport.pid().unwrap();
+    let start = Instant::now();
+    c.close().await.unwrap();
+    // stdin closed + 300 ms, SIGTERM ignored + 300 ms, then SIGKILL.
+    assert!(
+        start.elapsed() >= Duration::from_millis(550),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(
+        !support::process_exists(pid),
+        "SIGKILL ends it and it is reaped"
+    );
+}

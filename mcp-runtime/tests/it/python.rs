@@ -454,3 +454,26 @@ async fn modern_timeout_and_cancel() {
 async fn legacy_timeout_and_cancel() {
     timeout_and_cancel(Era::Legacy).await;
 }
+
+#[tokio::test]
+async fn ten_megabyte_messages_pass_both_ways() {
+    let c = Client::builder().stdio(support::pyserver()).unwrap();
+    let big: String = "x".repeat(10 * 1024 * 1024);
+    let r = c
+        .call_tool("echo", json!({"message": big}))
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let text = r.text();
+    assert_eq!(text.len(), 10 * 1024 * 1024 + "Echo: ".len());
+    assert!(text.starts_with("Echo: xxx") && text.ends_with("xxx"));
+    // And the connection is fine afterwards.
+    assert_eq!(
+        c.call_tool("echo", json!({"message": "small"}))
+            .await
+            .unwrap()
+            .text(),
+        "Echo: small"
+    );
+    c.close().await.unwrap();
+}
