@@ -362,8 +362,13 @@ impl ClientBuilder {
             progress: Mutex::new(HashMap::new()),
             cache: Mutex::new(HashMap::new()),
             cache_generation: AtomicU64::new(0),
+            listens: Mutex::new(HashMap::new()),
+            session_reset: Notify::new(),
         });
-        Ok(Client { inner })
+        Ok(Client {
+            inner,
+            life: Arc::new(Life::default()),
+        })
     }
 }
 
@@ -392,6 +397,7 @@ impl ClientBuilder {
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
+    life: Arc<Life>,
 }
 
 impl fmt::Debug for Client {
@@ -427,6 +433,35 @@ struct Inner {
     progress: Mutex<HashMap<Id, Arc<CallProgress>>>,
     cache: Mutex<HashMap<String, CacheEntry>>,
     cache_generation: AtomicU64,
+    listens: Mutex<HashMap<Id, ListenSlot>>,
+    session_reset: Notify,
+}
+
+/// An open `subscriptions/listen` request: told when the server acknowledges it, and
+/// when the server ends it with `notifications/cancelled`.
+struct ListenSlot {
+    ack: Option<tokio::sync::oneshot::Sender<Value>>,
+    ended: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// Owned by every clone of a [`Client`]: when the last one goes, the listener stops.
+#[derive(Default)]
+struct Life {
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Life {
+    fn stop_listener(&self) {
+        if let Some(h) = lock(&self.listener).take() {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.stop_listener();
+    }
 }
 
 struct CallProgress {
@@ -729,9 +764,89 @@ impl Client {
             .map(|_| ())
     }
 
+    /// Listens for the server's changes until [`close`](Self::close) (or until the last
+    /// clone of the client is dropped), so `on_change` callbacks run as changes happen
+    /// and cached lists follow the server. `resources` are URIs whose content changes
+    /// to hear about; a later call replaces them. Returns once the server confirmed.
+    ///
+    /// 2026-07-28 servers announce changes only on a `subscriptions/listen` stream,
+    /// which this keeps open and reopens when it breaks (after a restart too); once it
+    /// is back, `on_change` runs for everything listened to, since changes made
+    /// meanwhile are lost. Older servers announce list changes on their own; for them
+    /// this subscribes to the resources (`resources/subscribe`), again after a restart.
+    ///
+    /// Without resources, does nothing for a server that announces no changes. Fails
+    /// when the server cannot be reached or does not send updates for a resource.
+    pub async fn listen(&self, resources: &[&str]) -> Result<()> {
+        self.life.stop_listener();
+        let details = self.inner.ensure().await?;
+        let uris: Vec<String> = resources.iter().map(|s| (*s).to_owned()).collect();
+        let caps = &details.capabilities;
+        let announces = caps.tools_list_changed()
+            || caps.prompts_list_changed()
+            || caps.resources_list_changed();
+        if uris.is_empty() && !announces {
+            return Ok(());
+        }
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let inner = self.inner.clone();
+        let task = match details.era {
+            Era::Modern => tokio::spawn(listen_modern(inner, uris.clone(), ready_tx)),
+            Era::Legacy => {
+                if !uris.is_empty() && !caps.resources_subscribe() {
+                    return Err(Error::unsupported(format!(
+                        "{} does not send updates for {}",
+                        self.inner.name,
+                        uris.join(", ")
+                    )));
+                }
+                tokio::spawn(listen_legacy(inner, uris.clone(), ready_tx))
+            }
+        };
+        *lock(&self.life.listener) = Some(task.abort_handle());
+        let agreed = match ready_rx.await {
+            Ok(Ok(agreed)) => agreed,
+            Ok(Err(e)) => {
+                self.life.stop_listener();
+                return Err(e);
+            }
+            Err(_) => {
+                self.life.stop_listener();
+                return Err(Error::closed(
+                    "the listener stopped before the server confirmed",
+                ));
+            }
+        };
+        let confirmed: Vec<&str> = agreed
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let missing: Vec<&str> = uris
+            .iter()
+            .map(String::as_str)
+            .filter(|u| !confirmed.contains(u))
+            .collect();
+        if !missing.is_empty() {
+            self.life.stop_listener();
+            return Err(Error::unsupported(format!(
+                "{} does not send updates for {}",
+                self.inner.name,
+                missing.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops listening (see [`listen`](Self::listen)).
+    pub fn stop_listening(&self) {
+        self.life.stop_listener();
+    }
+
     /// Closes the connection: stops a stdio server's process. The next request
     /// connects again.
     pub async fn close(&self) -> Result<()> {
+        self.life.stop_listener();
         let _connecting = self.inner.connect_lock.lock().await;
         self.inner.reset();
         self.inner.transport.close().await
@@ -812,6 +927,7 @@ impl Inner {
     fn reset(&self) {
         *lock(&self.state) = None;
         self.invalidate_all();
+        self.session_reset.notify_waiters();
     }
 
     fn invalidate_all(&self) {
@@ -1349,6 +1465,179 @@ impl Inner {
     }
 }
 
+type Ready = tokio::sync::oneshot::Sender<Result<Value>>;
+
+const LISTEN_BACKOFF: Duration = Duration::from_secs(1);
+/// A listen stream has no timeout of its own: it stays open until it ends.
+const LISTEN_FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
+struct ListenGuard<'a> {
+    inner: &'a Inner,
+    id: Id,
+}
+
+impl Drop for ListenGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.listens).remove(&self.id);
+    }
+}
+
+async fn listen_modern(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
+    let mut ready = Some(ready);
+    loop {
+        let outcome = listen_once(&inner, &uris, &mut ready).await;
+        if let Err(e) = outcome {
+            match ready.take() {
+                Some(r) => {
+                    let _ = r.send(Err(e));
+                    return;
+                }
+                None => {
+                    tracing::debug!(server = %inner.name, error = %e, "listen stream ended; reopening")
+                }
+            }
+        }
+        tokio::time::sleep(LISTEN_BACKOFF).await;
+    }
+}
+
+/// One `subscriptions/listen` request, from acknowledgement to its end.
+async fn listen_once(inner: &Arc<Inner>, uris: &[String], ready: &mut Option<Ready>) -> Result<()> {
+    let details = inner.ensure().await?;
+    if details.era != Era::Modern {
+        return Err(Error::unsupported(
+            "the server no longer speaks the 2026-07-28 protocol",
+        ));
+    }
+    let id = Id::Number(inner.next_id());
+    let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
+    let (end_tx, end_rx) = tokio::sync::oneshot::channel();
+    lock(&inner.listens).insert(
+        id.clone(),
+        ListenSlot {
+            ack: Some(ack_tx),
+            ended: Some(end_tx),
+        },
+    );
+    let _guard = ListenGuard {
+        inner,
+        id: id.clone(),
+    };
+    let mut filter = Map::new();
+    for key in [
+        "toolsListChanged",
+        "promptsListChanged",
+        "resourcesListChanged",
+    ] {
+        filter.insert(key.into(), Value::Bool(true));
+    }
+    if !uris.is_empty() {
+        filter.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    let mut params = Map::new();
+    params.insert(
+        "_meta".into(),
+        Value::Object(inner.modern_meta(&details.protocol_version, None)),
+    );
+    params.insert("notifications".into(), Value::Object(filter));
+    let request = Request {
+        id,
+        method: "subscriptions/listen".into(),
+        params: Value::Object(params),
+    };
+    let opts = RequestOptions {
+        timeout: Some(LISTEN_FOREVER),
+        max_timeout: Some(LISTEN_FOREVER),
+        ..Default::default()
+    };
+    let stream = inner.exchange(&details.protocol_version, request, &opts, None, true);
+    tokio::pin!(stream);
+    tokio::select! {
+        agreed = ack_rx => {
+            let agreed = agreed.unwrap_or(Value::Null);
+            match ready.take() {
+                Some(r) => {
+                    let _ = r.send(Ok(agreed));
+                }
+                None => {
+                    // Back after a break: whatever changed meanwhile was not heard.
+                    inner.invalidate_all();
+                    inner.changed(Change::Tools);
+                    inner.changed(Change::Prompts);
+                    inner.changed(Change::Resources);
+                    for uri in uris {
+                        inner.changed(Change::Resource(uri.clone()));
+                    }
+                }
+            }
+        }
+        out = &mut stream => {
+            out?;
+            return Err(Error::invalid_response("the listen request ended before it was acknowledged"));
+        }
+    }
+    tokio::select! {
+        out = &mut stream => out.map(|_| ()),
+        _ = end_rx => Ok(()),
+    }
+}
+
+async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
+    let mut ready = Some(ready);
+    loop {
+        // Register for the next reset before subscribing, so none is missed.
+        let reset = inner.session_reset.notified();
+        tokio::pin!(reset);
+        reset.as_mut().enable();
+        let mut outcome = Ok(());
+        for uri in &uris {
+            let mut params = Map::new();
+            params.insert("uri".into(), Value::String(uri.clone()));
+            if let Err(e) = inner
+                .call(
+                    "resources/subscribe",
+                    params,
+                    &RequestOptions::default(),
+                    false,
+                    false,
+                )
+                .await
+            {
+                outcome = Err(e);
+                break;
+            }
+        }
+        match (outcome, ready.take()) {
+            (Ok(()), Some(r)) => {
+                let _ = r.send(Ok(json!({ "resourceSubscriptions": uris })));
+            }
+            (Err(e), Some(r)) => {
+                let _ = r.send(Err(e));
+                return;
+            }
+            (Ok(()), None) => {
+                for uri in &uris {
+                    inner.changed(Change::Resource(uri.clone()));
+                }
+            }
+            (Err(e), None) => {
+                tracing::debug!(server = %inner.name, error = %e, "resubscribing failed; retrying");
+                tokio::time::sleep(LISTEN_BACKOFF).await;
+                continue;
+            }
+        }
+        // Wait for the session to break (a restart), then subscribe again once the
+        // next session is up.
+        reset.await;
+        loop {
+            tokio::time::sleep(LISTEN_BACKOFF).await;
+            if inner.ensure().await.is_ok() {
+                break;
+            }
+        }
+    }
+}
+
 fn discovered(mut v: Value, version: String) -> ServerDetails {
     let info = v
         .get_mut("_meta")
@@ -1435,6 +1724,37 @@ impl IncomingHandler for Inbox {
                     inner.changed(Change::Resource(uri.to_owned()));
                 }
             }
+            "notifications/subscriptions/acknowledged" => {
+                let id = subscription_id(&params);
+                let mut listens = lock(&inner.listens);
+                match id
+                    .and_then(|id| listens.get_mut(&id))
+                    .and_then(|s| s.ack.take())
+                {
+                    Some(ack) => {
+                        let _ =
+                            ack.send(params.get("notifications").cloned().unwrap_or(Value::Null));
+                    }
+                    None => {
+                        tracing::debug!(server = %inner.name, "acknowledgement for no listen request ignored")
+                    }
+                }
+            }
+            "notifications/cancelled" => {
+                // A server ends a listen stream on stdio this way.
+                let id: Option<Id> = params
+                    .get("requestId")
+                    .cloned()
+                    .and_then(|i| serde_json::from_value(i).ok());
+                let ended = id.and_then(|id| {
+                    lock(&inner.listens)
+                        .get_mut(&id)
+                        .and_then(|s| s.ended.take())
+                });
+                if let Some(ended) = ended {
+                    let _ = ended.send(());
+                }
+            }
             other => tracing::debug!(server = %inner.name, method = other, "notification ignored"),
         }
     }
@@ -1458,6 +1778,14 @@ impl IncomingHandler for Inbox {
             inner.reset();
         }
     }
+}
+
+fn subscription_id(params: &Value) -> Option<Id> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
+        .cloned()
+        .and_then(|i| serde_json::from_value(i).ok())
 }
 
 fn log_message(server: &str, params: &Value) {

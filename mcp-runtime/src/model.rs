@@ -739,6 +739,14 @@ impl ServerCapabilities {
     pub fn tools_list_changed(&self) -> bool {
         self.flag("tools", Some("listChanged"))
     }
+    /// The server announces changes to its prompt list.
+    pub fn prompts_list_changed(&self) -> bool {
+        self.flag("prompts", Some("listChanged"))
+    }
+    /// The server announces changes to its resource list.
+    pub fn resources_list_changed(&self) -> bool {
+        self.flag("resources", Some("listChanged"))
+    }
     /// The server lets clients subscribe to resource changes.
     pub fn resources_subscribe(&self) -> bool {
         self.flag("resources", Some("subscribe"))

@@ -431,3 +431,29 @@ async fn url_elicitation_and_input_kinds() {
     assert!(!tools.iter().any(|t| t.name == "trigger-url-elicitation"));
     c.close().await.unwrap();
 }
+
+#[tokio::test]
+async fn legacy_listen_subscribes_to_resources() {
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let ch = changes.clone();
+    let c = Client::builder()
+        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .stdio(support::everything())
+        .unwrap();
+    let uri = "demo://resource/static/document/architecture.md";
+    c.listen(&[uri]).await.unwrap();
+    c.call_tool("toggle-subscriber-updates", json!({}))
+        .await
+        .unwrap();
+    let want = mcp_runtime::Change::Resource(uri.into());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !changes.lock().unwrap().contains(&want) {
+        assert!(
+            Instant::now() < deadline,
+            "no update for {uri}: {:?}",
+            changes.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    c.close().await.unwrap();
+}

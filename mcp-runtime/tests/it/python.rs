@@ -477,3 +477,78 @@ async fn ten_megabyte_messages_pass_both_ways() {
     );
     c.close().await.unwrap();
 }
+
+async fn wait_for(changes: &Mutex<Vec<mcp_runtime::Change>>, want: &mcp_runtime::Change) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !changes.lock().unwrap().contains(want) {
+        assert!(
+            Instant::now() < deadline,
+            "no {want:?} in {:?}",
+            changes.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn modern_listen_hears_list_changes_and_reopens_after_a_restart() {
+    let changes = Arc::new(Mutex::new(Vec::new()));
+    let ch = changes.clone();
+    let (rec, log, _) = Recording::new(support::pyserver());
+    let c = Client::builder()
+        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .build(rec)
+        .unwrap();
+    let before = c.list_tools().await.unwrap();
+    c.listen(&["py://readme"]).await.unwrap();
+    let listen = log
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .find(|r| r.method == "subscriptions/listen")
+        .cloned()
+        .expect("a listen request");
+    assert_eq!(listen.params["notifications"]["toolsListChanged"], true);
+    assert_eq!(
+        listen.params["notifications"]["resourceSubscriptions"],
+        json!(["py://readme"])
+    );
+
+    c.call_tool("add_tool", json!({})).await.unwrap();
+    wait_for(&changes, &mcp_runtime::Change::Tools).await;
+    let after = c.list_tools().await.unwrap();
+    assert_eq!(after.len(), before.len() + 1, "the cached list was dropped");
+
+    // The server dies; the listener reopens the stream on a new process, and then
+    // reports everything it listens to as changed.
+    changes.lock().unwrap().clear();
+    let _ = c.call_tool("crash", json!({})).await;
+    wait_for(
+        &changes,
+        &mcp_runtime::Change::Resource("py://readme".into()),
+    )
+    .await;
+    let listens = log
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .filter(|r| r.method == "subscriptions/listen")
+        .count();
+    assert_eq!(listens, 2);
+    c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn legacy_listen_refuses_resources_the_server_cannot_watch() {
+    let c = builder(Era::Legacy).stdio(support::pyserver()).unwrap();
+    let e = c.listen(&["py://readme"]).await.unwrap_err();
+    assert!(
+        e.is_unsupported() && e.to_string().contains("py://readme"),
+        "{e}"
+    );
+    // List changes need no listener with older servers.
+    c.listen(&[]).await.unwrap();
+    c.close().await.unwrap();
+}
