@@ -21,6 +21,7 @@ use crate::model::{
     self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
     Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
+use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
 
 /// The newest protocol version, the stateless 2026-07-28 revision.
@@ -99,6 +100,8 @@ pub struct RequestOptions {
     on_progress: Option<ProgressCallback>,
     cancel: Option<CancellationToken>,
     log_level: Option<LogLevel>,
+    /// `Mcp-Param-*` headers, computed by the session for `tools/call`.
+    headers: Vec<(String, String)>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -309,6 +312,27 @@ impl ClientBuilder {
         builder.build(crate::transport::stdio::StdioTransport::new(config))
     }
 
+    /// Talks to a server over Streamable HTTP (or HTTP+SSE for 2024-11-05 servers).
+    /// Fails on a URL that cannot work (plain `http://` to a non-loopback host, say).
+    #[cfg(feature = "http")]
+    pub fn http(self, config: crate::transport::http::HttpConfig) -> Result<Client> {
+        let builder = if self.name == "mcp" {
+            let host = config
+                .url()
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(str::to_owned));
+            match host {
+                Some(h) => self.name(h),
+                None => self,
+            }
+        } else {
+            self
+        };
+        let transport = crate::transport::http::HttpTransport::new(config)?;
+        builder.build(transport)
+    }
+
     /// Builds the client over any transport. Nothing is sent until the first request.
     pub fn build(self, transport: impl Transport) -> Result<Client> {
         if !self.errors.is_empty() {
@@ -364,6 +388,7 @@ impl ClientBuilder {
             cache_generation: AtomicU64::new(0),
             listens: Mutex::new(HashMap::new()),
             session_reset: Notify::new(),
+            tool_headers: Mutex::new(None),
         });
         Ok(Client {
             inner,
@@ -435,6 +460,9 @@ struct Inner {
     cache_generation: AtomicU64,
     listens: Mutex<HashMap<Id, ListenSlot>>,
     session_reset: Notify,
+    /// For transports that mirror arguments into headers: each listed tool's
+    /// `x-mcp-header` annotations. `None` until the tools are listed.
+    tool_headers: Mutex<Option<HashMap<String, Vec<ParamHeader>>>>,
 }
 
 /// An open `subscriptions/listen` request: told when the server acknowledges it, and
@@ -548,24 +576,38 @@ impl<'a> IntoFuture for CallTool<'a> {
     type IntoFuture = BoxFuture<'a, Result<CallToolResult>>;
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let mut params = Map::new();
-            params.insert("name".into(), Value::String(self.name));
-            match self.arguments {
-                Value::Null => {}
-                Value::Object(_) => {
-                    params.insert("arguments".into(), self.arguments);
-                }
-                _ => {
-                    return Err(Error::config(
-                        "tool arguments must be a JSON object (or null for none)",
-                    ))
-                }
+            let inner = &self.client.inner;
+            if !matches!(self.arguments, Value::Null | Value::Object(_)) {
+                return Err(Error::config(
+                    "tool arguments must be a JSON object (or null for none)",
+                ));
             }
-            let v = self
-                .client
-                .inner
-                .call("tools/call", params, &self.options, true, true)
-                .await?;
+            let mut options = self.options;
+            options.headers = inner.param_headers(&self.name, &self.arguments).await;
+            let mut params = Map::new();
+            params.insert("name".into(), Value::String(self.name.clone()));
+            if let Value::Object(_) = self.arguments {
+                params.insert("arguments".into(), self.arguments.clone());
+            }
+            let v = match inner
+                .call("tools/call", params.clone(), &options, true, true)
+                .await
+            {
+                // The server says the headers do not match the arguments: its tool
+                // list changed. List again and retry once.
+                Err(e)
+                    if matches!(e.code(), Some(-32020 | -32001))
+                        && inner.transport.mirrors_param_headers() =>
+                {
+                    inner.invalidate("tools/");
+                    *lock(&inner.tool_headers) = None;
+                    options.headers = inner.param_headers(&self.name, &self.arguments).await;
+                    inner
+                        .call("tools/call", params, &options, true, true)
+                        .await?
+                }
+                other => other?,
+            };
             CallToolResult::from_value(v)
         })
     }
@@ -606,9 +648,11 @@ impl Client {
 
     /// Every tool the server offers (all pages). Cached while the server's `ttlMs`
     /// allows, until the server says the list changed.
+    ///
+    /// Over HTTP, a tool whose `x-mcp-header` annotations are invalid is left out, with
+    /// a warning: the server could not be called correctly with it.
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
-        let items = self.inner.list("tools/list", "tools").await?;
-        Ok(typed_items(&self.inner.name, "tool", &items))
+        self.inner.list_tools().await
     }
 
     /// Calls a tool. `arguments` is a JSON object (or `Value::Null` for none). Await the
@@ -920,6 +964,57 @@ impl Drop for ProgressGuard<'_> {
 }
 
 impl Inner {
+    async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
+        let items = self.list("tools/list", "tools").await?;
+        let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
+        if !self.transport.mirrors_param_headers() {
+            return Ok(tools);
+        }
+        let mut map = HashMap::new();
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in tools {
+            match headers::param_headers(&tool.input_schema) {
+                Ok(h) => {
+                    map.insert(tool.name.clone(), h);
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    tracing::warn!(server = %self.name, tool = %tool.name, "left out a tool with an invalid x-mcp-header: {why}")
+                }
+            }
+        }
+        *lock(&self.tool_headers) = Some(map);
+        Ok(kept)
+    }
+
+    /// The `Mcp-Param-*` headers for a call, listing the tools first if needed.
+    async fn param_headers(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Vec<(String, String)> {
+        if !self.transport.mirrors_param_headers() {
+            return Vec::new();
+        }
+        if lock(&self.tool_headers).is_none() {
+            if let Err(e) = self.list_tools().await {
+                tracing::debug!(server = %self.name, error = %e, "could not list tools to find their header arguments");
+            }
+        }
+        let map = lock(&self.tool_headers);
+        map.as_ref()
+            .and_then(|m| m.get(tool))
+            .map(|hs| {
+                hs.iter()
+                    .filter_map(|h| {
+                        headers::header_value(arguments, &h.path)
+                            .map(|v| (format!("Mcp-Param-{}", h.name), v))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn next_id(&self) -> i64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -933,6 +1028,7 @@ impl Inner {
     fn invalidate_all(&self) {
         self.cache_generation.fetch_add(1, Ordering::AcqRel);
         lock(&self.cache).clear();
+        *lock(&self.tool_headers) = None;
     }
 
     fn invalidate(&self, prefix: &str) {
@@ -991,6 +1087,15 @@ impl Inner {
     async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
         if self.protocol == ProtocolMode::Legacy {
             return self.initialize().await;
+        }
+        if self.protocol == ProtocolMode::Auto && self.transport.era_hint() == Some(Era::Legacy) {
+            // Known to be an older server: skip the probe, unless that is no longer so.
+            match self.initialize().await {
+                Ok(d) => return Ok(d),
+                Err(e) => {
+                    tracing::debug!(server = %self.name, error = %e, "initialize failed where it worked before; probing again")
+                }
+            }
         }
         let mut version = MODERN_VERSIONS[0].to_owned();
         let mut last_version_error = None;
@@ -1178,7 +1283,8 @@ impl Inner {
         let cx = RequestContext {
             version: version.to_owned(),
             timeout: Some(timeout),
-            headers: Vec::new(),
+            headers: opts.headers.clone(),
+            idempotent: !matches!(method.as_str(), "tools/call" | "subscriptions/listen"),
             incoming: self.incoming.clone(),
         };
         let mut guard = CancelGuard {
@@ -1707,6 +1813,7 @@ impl IncomingHandler for Inbox {
             "notifications/message" => log_message(&inner.name, &params),
             "notifications/tools/list_changed" => {
                 inner.invalidate("tools/");
+                *lock(&inner.tool_headers) = None;
                 inner.changed(Change::Tools);
             }
             "notifications/prompts/list_changed" => {

@@ -50,6 +50,8 @@ enum Kind {
     Config { detail: String },
     /// The server and client have nothing in common (protocol version, capability).
     Unsupported { detail: String },
+    /// An HTTP server answered with an error status and no JSON-RPC error.
+    Http { status: u16, detail: String },
 }
 
 impl Error {
@@ -103,6 +105,14 @@ impl Error {
         })
     }
 
+    /// An HTTP error status without a JSON-RPC error in the body. For custom transports.
+    pub fn http_status(status: u16, detail: impl Into<String>) -> Self {
+        Self::new(Kind::Http {
+            status,
+            detail: detail.into(),
+        })
+    }
+
     pub(crate) fn cancelled(method: impl Into<String>) -> Self {
         Self::new(Kind::Cancelled {
             method: method.into(),
@@ -143,6 +153,32 @@ impl Error {
             self.inner.kind,
             Kind::Transport { .. } | Kind::Closed { .. }
         )
+    }
+
+    /// True when an HTTP server answered with an error status (see
+    /// [`status`](Error::status)).
+    pub fn is_http(&self) -> bool {
+        matches!(self.inner.kind, Kind::Http { .. })
+    }
+
+    /// True when the server requires authorization it did not get (HTTP 401), or
+    /// refuses the credentials given (HTTP 403).
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(
+            self.inner.kind,
+            Kind::Http {
+                status: 401 | 403,
+                ..
+            }
+        )
+    }
+
+    /// The HTTP status, for an HTTP error.
+    pub fn status(&self) -> Option<u16> {
+        match self.inner.kind {
+            Kind::Http { status, .. } => Some(status),
+            _ => None,
+        }
     }
 
     /// True when the connection ended, for example because the server process exited.
@@ -238,6 +274,23 @@ impl fmt::Display for Error {
             }
             Kind::Config { detail } => write!(f, "configuration error: {detail}"),
             Kind::Unsupported { detail } => write!(f, "unsupported: {detail}"),
+            Kind::Http { status: 401, detail } => write!(
+                f,
+                "the server requires authorization (HTTP 401){}; configure a bearer token or OAuth for it",
+                if detail.is_empty() { String::new() } else { format!(": {detail}") }
+            ),
+            Kind::Http { status: 403, detail } => write!(
+                f,
+                "the server refused the request (HTTP 403){}; check the credentials and their scopes",
+                if detail.is_empty() { String::new() } else { format!(": {detail}") }
+            ),
+            Kind::Http { status, detail } => {
+                write!(f, "the server answered HTTP {status}")?;
+                if !detail.is_empty() {
+                    write!(f, ": {detail}")?;
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -34,6 +34,7 @@ mod error;
 pub mod input;
 pub mod jsonrpc;
 mod model;
+mod secret;
 pub mod transport;
 
 pub use client::{
@@ -43,7 +44,10 @@ pub use client::{
 pub use error::{Error, Result};
 pub use input::{InputHandler, InputKind, InputKinds, InputRequest, InputResponse, Root};
 pub use model::*;
+pub use secret::Secret;
 pub use tokio_util::sync::CancellationToken;
+#[cfg(feature = "http")]
+pub use transport::http::{HttpConfig, HttpTransport};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::{StdioConfig, StdioTransport};
 pub use transport::{BoxFuture, Incoming, RequestContext, Transport};

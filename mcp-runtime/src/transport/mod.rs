@@ -17,6 +17,11 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::jsonrpc::{Notification, Request, Response};
 
+pub(crate) mod headers;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "http")]
+pub(crate) mod sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 
@@ -34,6 +39,10 @@ pub struct RequestContext {
     pub timeout: Option<Duration>,
     /// Extra HTTP headers for this request (`Mcp-Param-*` mirrored from arguments).
     pub headers: Vec<(String, String)>,
+    /// Sending the request twice does no harm (everything but `tools/call` and
+    /// `subscriptions/listen`): a transport may re-send it on a new id when its
+    /// connection broke before the answer.
+    pub idempotent: bool,
     /// Where to hand everything the server sends that is not this request's response.
     pub incoming: Incoming,
 }
@@ -75,6 +84,21 @@ pub trait Transport: Send + Sync + 'static {
     /// Releases the connection (stops a local server process). The next request
     /// connects again.
     fn close(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// The era this transport already knows the server speaks (from an earlier
+    /// connection to the same place), so the session can skip the probe. The session
+    /// probes anyway if the hint turns out wrong.
+    fn era_hint(&self) -> Option<crate::Era> {
+        None
+    }
+
+    /// True when the server expects tool arguments annotated `x-mcp-header` mirrored
+    /// into `Mcp-Param-*` headers (HTTP). The session then computes them for
+    /// [`RequestContext::headers`] and leaves tools with invalid annotations out of
+    /// the tool list.
+    fn mirrors_param_headers(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -89,6 +113,12 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         (**self).close()
+    }
+    fn era_hint(&self) -> Option<crate::Era> {
+        (**self).era_hint()
+    }
+    fn mirrors_param_headers(&self) -> bool {
+        (**self).mirrors_param_headers()
     }
 }
 

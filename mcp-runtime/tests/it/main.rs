@@ -8,6 +8,7 @@ mod support;
 
 mod everything;
 mod filesystem;
+mod http;
 mod lifecycle;
 mod malformed;
 mod python;

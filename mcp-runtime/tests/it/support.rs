@@ -229,3 +229,77 @@ pub fn fill_form(schema: &serde_json::Value) -> serde_json::Value {
     }
     Value::Object(out)
 }
+
+/// A real MCP server listening on a loopback port, stopped when dropped.
+pub struct HttpServer {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl HttpServer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn start(mut cmd: Command, port: u16) -> HttpServer {
+        use std::os::unix::process::CommandExt;
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0);
+        let child = cmd.spawn().expect("start the HTTP test server");
+        let server = HttpServer { child, port };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the HTTP test server did not listen on {port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        server
+    }
+
+    /// server-everything in `streamableHttp` (path /mcp) or `sse` (path /sse) mode.
+    pub fn everything(mode: &str) -> HttpServer {
+        let port = free_port();
+        let mut cmd = Command::new(peers().join("npm/node_modules/.bin/mcp-server-everything"));
+        cmd.arg(mode).env("PORT", port.to_string());
+        HttpServer::start(cmd, port)
+    }
+
+    /// The project's PyPI `mcp` server over HTTP (path /mcp); `flags` from
+    /// `stateless`, `json`.
+    pub fn python(flags: &[&str]) -> HttpServer {
+        Self::python_on(free_port(), flags)
+    }
+
+    pub fn python_on(port: u16, flags: &[&str]) -> HttpServer {
+        let mut cmd = Command::new(peers().join("venv/bin/python"));
+        cmd.arg(repo_root().join("tests/peers/pyserver.py"))
+            .arg("http")
+            .arg(port.to_string())
+            .args(flags);
+        HttpServer::start(cmd, port)
+    }
+
+    pub fn stop(&mut self) {
+        let pgid = self.child.id() as i32;
+        let _ = Command::new("kill")
+            .args(["-KILL", &format!("-{pgid}")])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}

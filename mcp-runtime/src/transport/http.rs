@@ -1,0 +1,1372 @@
+//! Streamable HTTP — the stateless 2026-07-28 wire and the legacy session wire
+//! (2025-03-26 … 2025-11-25) — and the 2024-11-05 HTTP+SSE transport, on hyper with
+//! rustls and pooled keep-alive connections (HTTP/1.1, or h2 where the server offers it).
+//!
+//! * `https://` always; plain `http://` only to loopback addresses, refused before any
+//!   byte is sent otherwise.
+//! * Headers and the bearer token are evaluated for every request, so a rotated token
+//!   is used on the next request without reconnecting. Their values never appear in
+//!   `Debug`, errors or logs.
+//! * Redirects are not followed (credentials are never sent to another place): a 3xx
+//!   is an error naming the new location's origin.
+//! * 2026-07-28: every request is a POST with `MCP-Protocol-Version`, `Mcp-Method`,
+//!   `Mcp-Name` and the `Mcp-Param-*` headers the session computed. Replies are JSON or
+//!   SSE. Cancelling drops the response stream. A reply stream that breaks before the
+//!   answer is re-issued on a new id only for requests the session marks idempotent
+//!   (everything but `tools/call`): a tool call is never run twice behind your back.
+//! * Legacy: `initialize` (capturing `Mcp-Session-Id`), `MCP-Protocol-Version` after it,
+//!   server requests on reply streams answered by POST, a standalone GET stream for
+//!   unrelated messages, resumption by GET with `Last-Event-ID` after the server's
+//!   `retry:` delay, one transparent re-initialize on 404 (expired session), and DELETE
+//!   on close.
+//! * When `initialize` gets 400/404/405 without a JSON-RPC body, the 2024-11-05
+//!   HTTP+SSE transport is tried: GET the URL, wait for the `endpoint` event, POST to it,
+//!   read every answer from the event stream.
+//! * The era detected is remembered per origin for the life of the process.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use http::{HeaderMap, Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming as Body;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as Pool;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::sse;
+use super::{BoxFuture, Incoming, RequestContext, Transport};
+use crate::client::{Era, MODERN_VERSIONS};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::secret::Secret;
+
+type TokenFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Option<Secret>>> + Send + Sync>;
+type HeaderFn = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+#[derive(Clone)]
+enum HeaderSource {
+    Static(Secret),
+    Dynamic(HeaderFn),
+}
+
+/// How to reach a Streamable HTTP (or HTTP+SSE) server.
+#[derive(Clone)]
+pub struct HttpConfig {
+    url: String,
+    headers: Vec<(String, HeaderSource)>,
+    bearer: Option<TokenFn>,
+    proxy: Option<String>,
+    request_timeout: Option<Duration>,
+    connect_timeout: Duration,
+}
+
+impl HttpConfig {
+    /// The server's MCP endpoint. Plain `http://` is allowed only for loopback.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpConfig {
+            url: url.into(),
+            headers: Vec::new(),
+            bearer: None,
+            proxy: None,
+            request_timeout: None,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// A header sent with every request.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .push((name.into(), HeaderSource::Static(Secret::new(value.into()))));
+        self
+    }
+
+    /// A header computed for every request (`None` leaves it out).
+    pub fn header_with(
+        mut self,
+        name: impl Into<String>,
+        value: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.headers
+            .push((name.into(), HeaderSource::Dynamic(Arc::new(value))));
+        self
+    }
+
+    /// A fixed bearer token (`Authorization: Bearer …`).
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        let token = Secret::new(token.into());
+        self.bearer_token_with(move || {
+            let t = token.clone();
+            async move { Ok(Some(t)) }
+        })
+    }
+
+    /// A bearer token read for every request, so a token that rotates is picked up on
+    /// the next request. `Ok(None)` sends no `Authorization`.
+    pub fn bearer_token_with<F, Fut>(mut self, provider: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<Option<Secret>>> + Send + 'static,
+    {
+        self.bearer = Some(Arc::new(move || Box::pin(provider())));
+        self
+    }
+
+    /// An HTTP proxy (`http://host:port`) for `https://` servers, reached with CONNECT.
+    /// Loopback servers are reached directly.
+    pub fn proxy(mut self, proxy: impl Into<String>) -> Self {
+        self.proxy = Some(proxy.into());
+        self
+    }
+
+    /// How long to wait for the response headers of each request. The session's
+    /// timeouts bound the whole request in any case.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+
+    /// How long to wait for a TCP connection (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .field("bearer", &self.bearer.as_ref().map(|_| "[redacted]"))
+            .field("proxy", &self.proxy)
+            .field("request_timeout", &self.request_timeout)
+            .finish()
+    }
+}
+
+type Req = http::Request<Full<Bytes>>;
+
+enum Clients {
+    Direct(Pool<HttpsConnector<HttpConnector>, Full<Bytes>>),
+    Proxied {
+        direct: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
+        tunnel: Box<Pool<HttpsConnector<Tunnel<HttpConnector>>, Full<Bytes>>>,
+    },
+}
+
+impl Clients {
+    fn send(&self, req: Req, loopback: bool) -> hyper_util::client::legacy::ResponseFuture {
+        match self {
+            Clients::Direct(c) => c.request(req),
+            Clients::Proxied { direct, .. } if loopback => direct.request(req),
+            Clients::Proxied { tunnel, .. } => tunnel.request(req),
+        }
+    }
+}
+
+/// What this process learned about an origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Detected {
+    Modern,
+    Streamable,
+    Sse,
+}
+
+fn era_cache() -> &'static Mutex<HashMap<String, Detected>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Detected>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
+
+/// A legacy Streamable HTTP session.
+struct LegacySession {
+    session_id: Option<String>,
+    version: String,
+    init_params: Value,
+    get_stream: Option<tokio::task::AbortHandle>,
+}
+
+/// A 2024-11-05 HTTP+SSE session.
+struct SseSession {
+    post_url: Uri,
+    pending: Arc<Pending>,
+    dead: Arc<AtomicBool>,
+    task: tokio::task::AbortHandle,
+}
+
+enum Mode {
+    Fresh,
+    Streamable(LegacySession),
+    Sse(Arc<SseSession>),
+}
+
+/// The HTTP transport. Create it with [`HttpTransport::new`] or
+/// [`ClientBuilder::http`](crate::ClientBuilder::http).
+pub struct HttpTransport {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    config: HttpConfig,
+    url: Uri,
+    origin: String,
+    clients: Clients,
+    mode: Mutex<Mode>,
+    reinit: AtomicU64,
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn tls<C>(conn: C) -> Result<HttpsConnector<C>> {
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
+        .map_err(|e| Error::config(format!("TLS setup failed: {e}")))?
+        .https_or_http()
+        .enable_all_versions()
+        .wrap_connector(conn))
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    if h.eq_ignore_ascii_case("localhost") || h.ends_with(".localhost") {
+        return true;
+    }
+    h.parse::<std::net::IpAddr>()
+        .map(|ip| ip.is_loopback())
+        .unwrap_or(false)
+}
+
+fn origin_of(uri: &Uri) -> String {
+    format!(
+        "{}://{}",
+        uri.scheme_str().unwrap_or("http"),
+        uri.authority().map(|a| a.as_str()).unwrap_or("")
+    )
+}
+
+impl HttpTransport {
+    /// Checks the URL and settings and builds the connection pool. Nothing is sent yet.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        let url: Uri = config
+            .url
+            .parse()
+            .map_err(|e| Error::config(format!("`{}` is not a valid URL: {e}", config.url)))?;
+        let host = url
+            .host()
+            .ok_or_else(|| Error::config(format!("`{}` has no host", config.url)))?
+            .to_owned();
+        let loopback = is_loopback(&host);
+        match url.scheme_str() {
+            Some("https") => {}
+            Some("http") if loopback => {}
+            Some("http") => {
+                return Err(Error::config(format!(
+                    "plain http:// is only allowed for loopback addresses; use https://{} instead",
+                    url.authority().map(|a| a.as_str()).unwrap_or(&host)
+                )))
+            }
+            _ => {
+                return Err(Error::config(format!(
+                    "`{}` must be an https:// URL (or http:// to a loopback address)",
+                    config.url
+                )))
+            }
+        }
+        for (name, _) in &config.headers {
+            HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::config(format!("`{name}` is not a valid HTTP header name")))?;
+        }
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(config.connect_timeout));
+        let pool = || {
+            Pool::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .clone()
+        };
+        let direct = pool().build(tls(http.clone())?);
+        let clients = match &config.proxy {
+            None => Clients::Direct(direct),
+            Some(p) => {
+                let proxy: Uri = p
+                    .parse()
+                    .map_err(|e| Error::config(format!("proxy `{p}` is not a valid URL: {e}")))?;
+                if proxy.scheme_str() != Some("http") {
+                    return Err(Error::config(format!(
+                        "proxy `{p}` must be an http:// URL (CONNECT proxies)"
+                    )));
+                }
+                let tunnel = Tunnel::new(proxy, http);
+                Clients::Proxied {
+                    direct,
+                    tunnel: Box::new(pool().build(tls(tunnel)?)),
+                }
+            }
+        };
+        Ok(HttpTransport {
+            inner: Arc::new(Shared {
+                origin: origin_of(&url),
+                url,
+                clients,
+                config,
+                mode: Mutex::new(Mode::Fresh),
+                reinit: AtomicU64::new(0),
+            }),
+        })
+    }
+}
+
+/// How a reply (JSON body or event stream) ended.
+enum Reply {
+    Answer(Response),
+    /// The event stream ended before the answer.
+    Broken {
+        last_event_id: Option<String>,
+        retry: Option<u64>,
+    },
+}
+
+impl Shared {
+    fn cached_era(&self) -> Option<Detected> {
+        lock(era_cache()).get(&self.origin).copied()
+    }
+
+    fn remember(&self, d: Detected) {
+        lock(era_cache()).insert(self.origin.clone(), d);
+    }
+
+    /// The headers of every request: content type, accept, the configured headers and
+    /// the bearer token, evaluated now.
+    async fn base_headers(&self, accept: &'static str) -> Result<HeaderMap> {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_static(accept));
+        for (name, source) in &self.config.headers {
+            let value = match source {
+                HeaderSource::Static(v) => Some(v.expose().to_owned()),
+                HeaderSource::Dynamic(f) => f(),
+            };
+            if let Some(v) = value {
+                let name = HeaderName::try_from(name.as_str())
+                    .map_err(|_| Error::config(format!("`{name}` is not a valid header name")))?;
+                let mut v = HeaderValue::try_from(v).map_err(|_| {
+                    Error::config(format!(
+                        "the value of header `{name}` is not a valid header value"
+                    ))
+                })?;
+                v.set_sensitive(true);
+                h.insert(name, v);
+            }
+        }
+        if let Some(provider) = &self.config.bearer {
+            if let Some(token) = provider().await? {
+                let mut v = HeaderValue::try_from(format!("Bearer {}", token.expose()))
+                    .map_err(|_| Error::config("the bearer token is not a valid header value"))?;
+                v.set_sensitive(true);
+                h.insert(AUTHORIZATION, v);
+            }
+        }
+        Ok(h)
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        url: &Uri,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+    ) -> Result<http::Response<Body>> {
+        let mut req = http::Request::builder().method(method).uri(url.clone());
+        if let Some(h) = req.headers_mut() {
+            *h = headers;
+            if body.is_some() {
+                h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            }
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
+            .map_err(|e| Error::config(format!("cannot build the request: {e}")))?;
+        let loopback = url.host().map(is_loopback).unwrap_or(false);
+        let fut = self.clients.send(req, loopback);
+        let resp = match self.config.request_timeout {
+            Some(t) => tokio::time::timeout(t, fut)
+                .await
+                .map_err(|_| Error::timeout("HTTP request", t))?,
+            None => fut.await,
+        };
+        let resp = resp.map_err(|e| {
+            let detail = if e.is_connect() {
+                format!("cannot connect to {}", self.origin)
+            } else {
+                format!("HTTP request to {} failed", self.origin)
+            };
+            let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+            let mut chain = String::new();
+            while let Some(s) = source {
+                chain.push_str(": ");
+                chain.push_str(&s.to_string());
+                source = s.source();
+            }
+            Error::transport(format!("{detail}{chain}")).with_source(e)
+        })?;
+        if resp.status().is_redirection() {
+            let to = resp
+                .headers()
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .and_then(|l| l.parse::<Uri>().ok())
+                .map(|u| {
+                    if u.authority().is_some() {
+                        origin_of(&u)
+                    } else {
+                        self.origin.clone()
+                    }
+                })
+                .unwrap_or_else(|| "elsewhere".to_owned());
+            return Err(Error::http_status(
+                resp.status().as_u16(),
+                format!("redirected to {to}; redirects are not followed, update the server URL"),
+            ));
+        }
+        Ok(resp)
+    }
+
+    /// Reads one reply: a JSON body or an event stream, until the answer to `id`.
+    /// Everything else the server sends goes to `incoming` (server requests are
+    /// answered through `answer`).
+    async fn read_reply(
+        self: &Arc<Self>,
+        resp: http::Response<Body>,
+        id: &Id,
+        incoming: &Incoming,
+        answer: Option<&Answerer>,
+    ) -> Result<Reply> {
+        let status = resp.status();
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.starts_with("text/event-stream") && status.is_success() {
+            return self
+                .read_stream(resp.into_body(), Some(id), incoming, answer, None)
+                .await;
+        }
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| {
+                Error::transport(format!(
+                    "reading the reply from {} failed: {e}",
+                    self.origin
+                ))
+            })?
+            .to_bytes();
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(status_error(status, ""));
+        }
+        let messages = match Message::parse(&body) {
+            Ok(m) => m,
+            Err(e) if status.is_success() => {
+                return Err(Error::invalid_response(format!(
+                    "the reply is not JSON-RPC: {e}"
+                )))
+            }
+            Err(_) => {
+                return Err(status_error(
+                    status,
+                    &String::from_utf8_lossy(&body[..body.len().min(200)]),
+                ))
+            }
+        };
+        let mut found = None;
+        for m in messages {
+            match m {
+                Ok(Message::Response(r)) if !status.is_success() => {
+                    // An error status with a JSON-RPC error: the answer (the id may be
+                    // missing when the server could not read the request).
+                    found = Some(Response {
+                        id: id.clone(),
+                        outcome: r.outcome,
+                    });
+                }
+                Ok(Message::Response(r)) if &r.id == id => found = Some(r),
+                Ok(other) => self.dispatch(other, incoming, answer),
+                Err(e) => {
+                    tracing::warn!(origin = %self.origin, error = %e, "skipped a malformed message in a reply")
+                }
+            }
+        }
+        match found {
+            Some(r) => Ok(Reply::Answer(r)),
+            None if !status.is_success() => Err(status_error(status, "")),
+            None => Err(Error::invalid_response(format!(
+                "the reply has no answer to request {id}"
+            ))),
+        }
+    }
+
+    async fn read_stream(
+        self: &Arc<Self>,
+        mut body: Body,
+        id: Option<&Id>,
+        incoming: &Incoming,
+        answer: Option<&Answerer>,
+        mut parser: Option<sse::Parser>,
+    ) -> Result<Reply> {
+        let mut p = parser.take().unwrap_or_default();
+        let mut events = Vec::new();
+        loop {
+            let frame = match body.frame().await {
+                None => break,
+                Some(Ok(f)) => f,
+                Some(Err(e)) => {
+                    tracing::debug!(origin = %self.origin, error = %e, "event stream broke");
+                    break;
+                }
+            };
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            p.push(&chunk, &mut events);
+            for ev in events.drain(..) {
+                if ev.data.is_empty() {
+                    continue; // a priming event: only an id (and maybe retry)
+                }
+                let messages = match Message::parse(ev.data.as_bytes()) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        tracing::warn!(origin = %self.origin, error = %e, "skipped a malformed event");
+                        continue;
+                    }
+                };
+                for m in messages {
+                    match m {
+                        Ok(Message::Response(r)) if Some(&r.id) == id => {
+                            return Ok(Reply::Answer(r))
+                        }
+                        Ok(other) => self.dispatch(other, incoming, answer),
+                        Err(e) => {
+                            tracing::warn!(origin = %self.origin, error = %e, "skipped a malformed message in an event")
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Reply::Broken {
+            last_event_id: p.last_id.clone(),
+            retry: p.retry,
+        })
+    }
+
+    fn dispatch(self: &Arc<Self>, m: Message, incoming: &Incoming, answer: Option<&Answerer>) {
+        match m {
+            Message::Notification(n) => incoming.notification(n),
+            Message::Request(req) => match answer {
+                Some(a) => {
+                    let a = a.clone();
+                    let incoming = incoming.clone();
+                    tokio::spawn(async move {
+                        let resp = incoming.request(req).await;
+                        if let Err(e) = a.send(Message::Response(resp)).await {
+                            tracing::warn!(error = %e, "could not send the answer to a server request");
+                        }
+                    });
+                }
+                None => {
+                    tracing::warn!(origin = %self.origin, method = %req.method, "ignored a server request on a stateless stream")
+                }
+            },
+            Message::Response(r) => {
+                tracing::debug!(origin = %self.origin, id = %r.id, "ignored a response to no pending request")
+            }
+        }
+    }
+
+    fn mcp_name(method: &str, params: &Value) -> Option<String> {
+        let v = match method {
+            "tools/call" | "prompts/get" => params.get("name"),
+            "resources/read" => params.get("uri"),
+            m if m.starts_with("tasks/") => params.get("taskId"),
+            _ => None,
+        }?;
+        v.as_str().map(super::headers::encode)
+    }
+
+    /// 2026-07-28: one POST per request.
+    async fn modern(self: &Arc<Self>, request: Request, cx: RequestContext) -> Result<Response> {
+        let original = request.id.clone();
+        let mut request = request;
+        let mut attempt = 0u32;
+        loop {
+            let mut h = self
+                .base_headers("application/json, text/event-stream")
+                .await?;
+            insert(&mut h, "mcp-protocol-version", &cx.version)?;
+            insert(&mut h, "mcp-method", &request.method)?;
+            if let Some(name) = Self::mcp_name(&request.method, &request.params) {
+                insert(&mut h, "mcp-name", &name)?;
+            }
+            for (k, v) in &cx.headers {
+                insert(&mut h, k, v)?;
+            }
+            let body = Message::Request(request.clone()).to_vec();
+            let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+            match self.read_reply(resp, &request.id, &cx.incoming, None).await? {
+                Reply::Answer(mut r) => {
+                    if request.method == "server/discover" && r.outcome.is_ok() {
+                        self.remember(Detected::Modern);
+                    }
+                    r.id = original;
+                    return Ok(r);
+                }
+                Reply::Broken { .. } if cx.idempotent && attempt < 2 => {
+                    attempt += 1;
+                    request.id = Id::String(format!("{original}~retry{attempt}"));
+                    tracing::debug!(origin = %self.origin, method = %request.method, "reply stream broke; re-issuing on a new id");
+                }
+                Reply::Broken { .. } => {
+                    return Err(Error::closed(format!(
+                        "the reply stream of `{}` broke before the answer; it is not re-sent because it may have run",
+                        request.method
+                    )))
+                }
+            }
+        }
+    }
+
+    fn legacy_headers(
+        h: &mut HeaderMap,
+        session: Option<&str>,
+        version: Option<&str>,
+    ) -> Result<()> {
+        if let Some(s) = session {
+            insert(h, "mcp-session-id", s)?;
+        }
+        if let Some(v) = version {
+            // 2025-03-26 servers do not know the header; later ones require it.
+            if v >= "2025-06-18" {
+                insert(h, "mcp-protocol-version", v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn session_snapshot(&self) -> (Option<String>, Option<String>) {
+        match &*lock(&self.mode) {
+            Mode::Streamable(s) => (s.session_id.clone(), Some(s.version.clone())),
+            _ => (None, None),
+        }
+    }
+
+    /// Legacy `initialize`: Streamable HTTP first, then HTTP+SSE.
+    async fn initialize(
+        self: &Arc<Self>,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Response> {
+        self.end_session(false).await;
+        if self.cached_era() == Some(Detected::Sse) {
+            return self.sse_initialize(request, cx).await;
+        }
+        let h = self
+            .base_headers("application/json, text/event-stream")
+            .await?;
+        let body = Message::Request(request.clone()).to_vec();
+        let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+        let status = resp.status();
+        let session_id = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let answerer = Answerer {
+            shared: self.clone(),
+            target: AnswerTarget::Post {
+                session: session_id.clone(),
+                version: None,
+            },
+        };
+        let reply = self
+            .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
+            .await;
+        let r = match reply {
+            Ok(Reply::Answer(r)) => r,
+            Ok(Reply::Broken { .. }) => {
+                return Err(Error::closed(
+                    "the server closed the stream before answering initialize",
+                ))
+            }
+            Err(e)
+                if matches!(
+                    status,
+                    StatusCode::BAD_REQUEST
+                        | StatusCode::NOT_FOUND
+                        | StatusCode::METHOD_NOT_ALLOWED
+                ) && e.is_http() =>
+            {
+                tracing::debug!(origin = %self.origin, %status, "initialize refused; trying the 2024-11-05 HTTP+SSE transport");
+                return match self.sse_initialize(request, cx).await {
+                    Ok(r) => Ok(r),
+                    Err(sse_error) => {
+                        tracing::debug!(origin = %self.origin, error = %sse_error, "HTTP+SSE failed too");
+                        Err(e)
+                    }
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        if let Ok(result) = &r.outcome {
+            let version = result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            self.remember(Detected::Streamable);
+            let get_stream = self.clone().spawn_get_stream(
+                cx.incoming.clone(),
+                session_id.clone(),
+                version.clone(),
+            );
+            *lock(&self.mode) = Mode::Streamable(LegacySession {
+                session_id,
+                version,
+                init_params: request.params.clone(),
+                get_stream: Some(get_stream),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The standalone GET stream of a legacy session: messages not tied to a request.
+    fn spawn_get_stream(
+        self: Arc<Self>,
+        incoming: Incoming,
+        session: Option<String>,
+        version: String,
+    ) -> tokio::task::AbortHandle {
+        let shared = self;
+        tokio::spawn(async move {
+            let mut parser: Option<sse::Parser> = None;
+            let mut failures = 0u32;
+            loop {
+                let mut h = match shared.base_headers("text/event-stream").await {
+                    Ok(h) => h,
+                    Err(_) => return,
+                };
+                if Self::legacy_headers(&mut h, session.as_deref(), Some(&version)).is_err() {
+                    return;
+                }
+                if let Some(id) = parser.as_ref().and_then(|p| p.last_id.clone()) {
+                    if insert(&mut h, "last-event-id", &id).is_err() {
+                        return;
+                    }
+                }
+                let resp = match shared.send(Method::GET, &shared.url, h, None).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        failures += 1;
+                        if failures > 5 {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if !resp.status().is_success() {
+                    // 405: the server offers no such stream.
+                    tracing::debug!(origin = %shared.origin, status = %resp.status(), "no standalone event stream");
+                    return;
+                }
+                failures = 0;
+                let answerer = Answerer {
+                    shared: shared.clone(),
+                    target: AnswerTarget::Post { session: session.clone(), version: Some(version.clone()) },
+                };
+                let retry = match shared
+                    .read_stream(resp.into_body(), None, &incoming, Some(&answerer), parser.take())
+                    .await
+                {
+                    Ok(Reply::Broken { last_event_id, retry }) => {
+                        let mut p = sse::Parser::default();
+                        p.last_id = last_event_id;
+                        p.retry = retry;
+                        parser = Some(p);
+                        retry
+                    }
+                    _ => None,
+                };
+                tokio::time::sleep(Duration::from_millis(retry.unwrap_or(1000))).await;
+            }
+        })
+        .abort_handle()
+    }
+
+    /// A request in a legacy Streamable HTTP session.
+    async fn legacy(self: &Arc<Self>, request: Request, cx: RequestContext) -> Result<Response> {
+        let mut reinitialized = false;
+        loop {
+            let (session, version) = self.session_snapshot();
+            let version = version.or_else(|| Some(cx.version.clone()));
+            let mut h = self
+                .base_headers("application/json, text/event-stream")
+                .await?;
+            Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+            let body = Message::Request(request.clone()).to_vec();
+            let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+            if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !reinitialized {
+                // The session expired (or the server restarted): start a new one, once.
+                reinitialized = true;
+                self.reinitialize(&cx).await?;
+                continue;
+            }
+            let answerer = Answerer {
+                shared: self.clone(),
+                target: AnswerTarget::Post {
+                    session: session.clone(),
+                    version: version.clone(),
+                },
+            };
+            let mut reply = self
+                .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
+                .await?;
+            let mut resumes = 0;
+            loop {
+                match reply {
+                    Reply::Answer(r) => return Ok(r),
+                    Reply::Broken { last_event_id: Some(last), retry } if resumes < 10 => {
+                        resumes += 1;
+                        // The server asked us to wait `retry` ms before reconnecting.
+                        tokio::time::sleep(Duration::from_millis(retry.unwrap_or(1000))).await;
+                        let mut h = self.base_headers("text/event-stream").await?;
+                        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+                        insert(&mut h, "last-event-id", &last)?;
+                        let resp = self.send(Method::GET, &self.url, h, None).await?;
+                        if !resp.status().is_success() {
+                            return Err(status_error(resp.status(), "resuming the event stream failed"));
+                        }
+                        let mut p = sse::Parser::default();
+                        p.last_id = Some(last);
+                        p.retry = retry;
+                        reply = self
+                            .read_stream(resp.into_body(), Some(&request.id), &cx.incoming, Some(&answerer), Some(p))
+                            .await?;
+                    }
+                    Reply::Broken { .. } => {
+                        return Err(Error::closed(format!(
+                            "the server closed the reply stream of `{}` before answering, and it cannot be resumed",
+                            request.method
+                        )))
+                    }
+                }
+            }
+        }
+    }
+
+    async fn reinitialize(self: &Arc<Self>, cx: &RequestContext) -> Result<()> {
+        let params = match &*lock(&self.mode) {
+            Mode::Streamable(s) => s.init_params.clone(),
+            _ => return Err(Error::closed("the session expired")),
+        };
+        let n = self.reinit.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            id: Id::String(format!("reinitialize-{n}")),
+            method: "initialize".into(),
+            params,
+        };
+        tracing::debug!(origin = %self.origin, "session expired (404); initializing a new one");
+        let r = self.initialize(request, cx.clone()).await?;
+        if let Err(e) = r.outcome {
+            return Err(Error::protocol(e.code, e.message, e.data));
+        }
+        let (session, version) = self.session_snapshot();
+        let mut h = self
+            .base_headers("application/json, text/event-stream")
+            .await?;
+        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+        let n = Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        let resp = self
+            .send(
+                Method::POST,
+                &self.url,
+                h,
+                Some(Message::Notification(n).to_vec()),
+            )
+            .await?;
+        let _ = resp.into_body().collect().await;
+        Ok(())
+    }
+
+    /// Opens the 2024-11-05 event stream and initializes through it.
+    async fn sse_initialize(
+        self: &Arc<Self>,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Response> {
+        let h = self.base_headers("text/event-stream").await?;
+        let resp = self.send(Method::GET, &self.url, h, None).await?;
+        let ct = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if !resp.status().is_success() || !ct.starts_with("text/event-stream") {
+            return Err(status_error(
+                resp.status(),
+                "the server offers neither Streamable HTTP nor HTTP+SSE at this URL",
+            ));
+        }
+        let pending: Arc<Pending> = Arc::new(Mutex::new(HashMap::new()));
+        let dead = Arc::new(AtomicBool::new(false));
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        let task = tokio::spawn(sse_reader(
+            self.clone(),
+            resp.into_body(),
+            pending.clone(),
+            dead.clone(),
+            cx.incoming.clone(),
+            endpoint_tx,
+        ));
+        let endpoint = match tokio::time::timeout(Duration::from_secs(10), endpoint_rx).await {
+            Ok(Ok(e)) => e,
+            _ => {
+                task.abort();
+                return Err(Error::invalid_response(
+                    "the event stream sent no `endpoint` event",
+                ));
+            }
+        };
+        let post_url = resolve(&self.url, &endpoint)?;
+        if origin_of(&post_url) != self.origin {
+            task.abort();
+            return Err(Error::invalid_response(format!(
+                "the `endpoint` event points to another origin ({}); refused",
+                origin_of(&post_url)
+            )));
+        }
+        let session = Arc::new(SseSession {
+            post_url,
+            pending,
+            dead,
+            task: task.abort_handle(),
+        });
+        *lock(&self.mode) = Mode::Sse(session.clone());
+        self.remember(Detected::Sse);
+        self.sse_request(&session, request).await
+    }
+
+    async fn sse_post(&self, session: &SseSession, message: Message) -> Result<()> {
+        let h = self
+            .base_headers("application/json, text/event-stream")
+            .await?;
+        let resp = self
+            .send(Method::POST, &session.post_url, h, Some(message.to_vec()))
+            .await?;
+        let status = resp.status();
+        let _ = resp.into_body().collect().await;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(status_error(status, ""))
+        }
+    }
+
+    async fn sse_request(&self, session: &SseSession, request: Request) -> Result<Response> {
+        if session.dead.load(Ordering::Acquire) {
+            return Err(Error::closed("the event stream closed"));
+        }
+        let (tx, rx) = oneshot::channel();
+        lock(&session.pending).insert(request.id.clone(), tx);
+        let guard = PendingGuard {
+            pending: &session.pending,
+            id: Some(request.id.clone()),
+        };
+        self.sse_post(session, Message::Request(request)).await?;
+        let out = rx
+            .await
+            .map_err(|_| Error::closed("the event stream closed"))?;
+        drop(guard);
+        out
+    }
+
+    async fn end_session(&self, delete: bool) {
+        let mode = std::mem::replace(&mut *lock(&self.mode), Mode::Fresh);
+        match mode {
+            Mode::Fresh => {}
+            Mode::Streamable(s) => {
+                if let Some(h) = s.get_stream {
+                    h.abort();
+                }
+                if let (true, Some(id)) = (delete, s.session_id) {
+                    if let Ok(mut h) = self.base_headers("application/json").await {
+                        if insert(&mut h, "mcp-session-id", &id).is_ok() {
+                            // 405 means the server does not let clients end sessions.
+                            if let Ok(resp) = self.send(Method::DELETE, &self.url, h, None).await {
+                                let _ = resp.into_body().collect().await;
+                            }
+                        }
+                    }
+                }
+            }
+            Mode::Sse(s) => {
+                s.task.abort();
+                s.dead.store(true, Ordering::Release);
+                let drained: Vec<_> = lock(&s.pending).drain().collect();
+                for (_, tx) in drained {
+                    let _ = tx.send(Err(Error::closed("the transport was closed")));
+                }
+            }
+        }
+    }
+}
+
+struct PendingGuard<'a> {
+    pending: &'a Pending,
+    id: Option<Id>,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            lock(self.pending).remove(&id);
+        }
+    }
+}
+
+async fn sse_reader(
+    shared: Arc<Shared>,
+    mut body: Body,
+    pending: Arc<Pending>,
+    dead: Arc<AtomicBool>,
+    incoming: Incoming,
+    endpoint: oneshot::Sender<String>,
+) {
+    let mut endpoint = Some(endpoint);
+    let mut parser = sse::Parser::default();
+    let mut events = Vec::new();
+    let answerer = Answerer {
+        shared: shared.clone(),
+        target: AnswerTarget::Sse,
+    };
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { break };
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        parser.push(&chunk, &mut events);
+        for ev in events.drain(..) {
+            if ev.event == "endpoint" {
+                if let Some(tx) = endpoint.take() {
+                    let _ = tx.send(ev.data);
+                }
+                continue;
+            }
+            if !(ev.event.is_empty() || ev.event == "message") || ev.data.is_empty() {
+                continue;
+            }
+            let messages = match Message::parse(ev.data.as_bytes()) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(origin = %shared.origin, error = %e, "skipped a malformed event");
+                    continue;
+                }
+            };
+            for m in messages {
+                match m {
+                    Ok(Message::Response(r)) => {
+                        let tx = lock(&pending).remove(&r.id);
+                        match tx {
+                            Some(tx) => {
+                                let _ = tx.send(Ok(r));
+                            }
+                            None => {
+                                tracing::debug!(id = %r.id, "ignored a response to no pending request")
+                            }
+                        }
+                    }
+                    Ok(other) => shared.dispatch(other, &incoming, Some(&answerer)),
+                    Err(e) => tracing::warn!(error = %e, "skipped a malformed message"),
+                }
+            }
+        }
+    }
+    incoming.disconnected();
+    dead.store(true, Ordering::Release);
+    {
+        let mut mode = lock(&shared.mode);
+        if matches!(&*mode, Mode::Sse(s) if Arc::ptr_eq(&s.pending, &pending)) {
+            *mode = Mode::Fresh;
+        }
+    }
+    let drained: Vec<_> = lock(&pending).drain().collect();
+    for (_, tx) in drained {
+        let _ = tx.send(Err(Error::closed("the server closed the event stream")));
+    }
+}
+
+/// Where answers to server requests (and notifications) go in legacy modes.
+#[derive(Clone)]
+struct Answerer {
+    shared: Arc<Shared>,
+    target: AnswerTarget,
+}
+
+#[derive(Clone)]
+enum AnswerTarget {
+    Post {
+        session: Option<String>,
+        version: Option<String>,
+    },
+    Sse,
+}
+
+impl Answerer {
+    async fn send(&self, message: Message) -> Result<()> {
+        match &self.target {
+            AnswerTarget::Post { session, version } => {
+                let mut h = self
+                    .shared
+                    .base_headers("application/json, text/event-stream")
+                    .await?;
+                Shared::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+                let resp = self
+                    .shared
+                    .send(Method::POST, &self.shared.url, h, Some(message.to_vec()))
+                    .await?;
+                let status = resp.status();
+                let _ = resp.into_body().collect().await;
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(status_error(status, ""))
+                }
+            }
+            AnswerTarget::Sse => {
+                let session = match &*lock(&self.shared.mode) {
+                    Mode::Sse(s) => s.clone(),
+                    _ => return Err(Error::closed("the event stream closed")),
+                };
+                self.shared.sse_post(&session, message).await
+            }
+        }
+    }
+}
+
+fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
+    let n = HeaderName::try_from(name)
+        .map_err(|_| Error::config(format!("`{name}` is not a valid header name")))?;
+    let v = HeaderValue::try_from(value)
+        .map_err(|_| Error::config(format!("the value of `{name}` is not a valid header value")))?;
+    h.insert(n, v);
+    Ok(())
+}
+
+fn status_error(status: StatusCode, detail: &str) -> Error {
+    Error::http_status(status.as_u16(), detail.trim().to_owned())
+}
+
+/// Resolves the `endpoint` event's URI against the event stream's URL.
+fn resolve(base: &Uri, reference: &str) -> Result<Uri> {
+    let reference = reference.trim();
+    if let Ok(u) = reference.parse::<Uri>() {
+        if u.scheme().is_some() {
+            return Ok(u);
+        }
+    }
+    let scheme = base.scheme_str().unwrap_or("http");
+    let authority = base.authority().map(|a| a.as_str()).unwrap_or("");
+    let path = if reference.starts_with('/') {
+        reference.to_owned()
+    } else {
+        let base_path = base.path();
+        let dir = &base_path[..base_path.rfind('/').map(|i| i + 1).unwrap_or(0)];
+        format!("{dir}{reference}")
+    };
+    format!("{scheme}://{authority}{path}")
+        .parse()
+        .map_err(|e| {
+            Error::invalid_response(format!("the `endpoint` event is not a valid URI: {e}"))
+        })
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        Box::pin(async move {
+            let shared = &self.inner;
+            if MODERN_VERSIONS.contains(&cx.version.as_str()) {
+                return shared.modern(request, cx).await;
+            }
+            if request.method == "initialize" {
+                return shared.initialize(request, cx).await;
+            }
+            let sse = match &*lock(&shared.mode) {
+                Mode::Sse(s) => Some(s.clone()),
+                _ => None,
+            };
+            match sse {
+                Some(s) => shared.sse_request(&s, request).await,
+                None => shared.legacy(request, cx).await,
+            }
+        })
+    }
+
+    fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let shared = &self.inner;
+            let sse = match &*lock(&shared.mode) {
+                Mode::Sse(s) => Some(s.clone()),
+                _ => None,
+            };
+            if let Some(s) = sse {
+                return shared.sse_post(&s, Message::Notification(n)).await;
+            }
+            let mut h = shared
+                .base_headers("application/json, text/event-stream")
+                .await?;
+            if MODERN_VERSIONS.contains(&version) {
+                insert(&mut h, "mcp-protocol-version", version)?;
+                insert(&mut h, "mcp-method", &n.method)?;
+            } else {
+                let (session, v) = shared.session_snapshot();
+                Shared::legacy_headers(&mut h, session.as_deref(), v.as_deref().or(Some(version)))?;
+            }
+            let resp = shared
+                .send(
+                    Method::POST,
+                    &shared.url,
+                    h,
+                    Some(Message::Notification(n).to_vec()),
+                )
+                .await?;
+            let status = resp.status();
+            let _ = resp.into_body().collect().await;
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(status_error(status, "the server refused a notification"))
+            }
+        })
+    }
+
+    fn cancel<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            if MODERN_VERSIONS.contains(&version) {
+                // Dropping the request closed its stream: that is the cancellation.
+                return Ok(());
+            }
+            // Legacy: a dropped stream is not a cancellation; say it.
+            self.notify(n, version).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.inner.end_session(true).await;
+            Ok(())
+        })
+    }
+
+    fn era_hint(&self) -> Option<Era> {
+        match self.inner.cached_era()? {
+            Detected::Modern => Some(Era::Modern),
+            Detected::Streamable | Detected::Sse => Some(Era::Legacy),
+        }
+    }
+
+    fn mirrors_param_headers(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_http_only_for_loopback() {
+        for ok in [
+            "http://localhost:3000/mcp",
+            "http://127.0.0.1/mcp",
+            "http://[::1]:8080/",
+            "https://example.com/mcp",
+        ] {
+            assert!(HttpTransport::new(HttpConfig::new(ok)).is_ok(), "{ok}");
+        }
+        for bad in [
+            "http://example.com/mcp",
+            "http://10.0.0.1/mcp",
+            "ftp://example.com",
+            "not a url",
+        ] {
+            let e = HttpTransport::new(HttpConfig::new(bad)).unwrap_err();
+            assert!(e.is_config(), "{bad}: {e}");
+        }
+        let e = HttpTransport::new(HttpConfig::new("http://example.com/mcp")).unwrap_err();
+        assert!(e.to_string().contains("https://example.com"), "{e}");
+    }
+
+    #[test]
+    fn secrets_stay_out_of_debug() {
+        let c = HttpConfig::new("https://example.com/mcp")
+            .bearer_token("tok-123456")
+            .header("X-Api-Key", "key-987654");
+        let d = format!("{c:?}");
+        assert!(
+            !d.contains("tok-123456") && !d.contains("key-987654"),
+            "{d}"
+        );
+        assert!(d.contains("X-Api-Key"));
+    }
+
+    #[test]
+    fn endpoint_resolution() {
+        let base: Uri = "http://127.0.0.1:3001/sse".parse().unwrap();
+        assert_eq!(
+            resolve(&base, "/message?sessionId=1").unwrap().to_string(),
+            "http://127.0.0.1:3001/message?sessionId=1"
+        );
+        assert_eq!(
+            resolve(&base, "message?x=1").unwrap().to_string(),
+            "http://127.0.0.1:3001/message?x=1"
+        );
+        assert_eq!(
+            resolve(&base, "http://127.0.0.1:3001/m")
+                .unwrap()
+                .to_string(),
+            "http://127.0.0.1:3001/m"
+        );
+    }
+}
