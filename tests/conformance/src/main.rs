@@ -33,7 +33,7 @@ type Failure = Box<dyn std::error::Error>;
 
 async fn run() -> Result<(), Failure> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .ok_or("usage: mcp-conformance-client <server-url>")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let version =
