@@ -396,46 +396,50 @@ impl Shared {
         Ok(h)
     }
 
+    /// Sends one HTTP request. A request that fails because a pooled keep-alive
+    /// connection turned out to be dead (the server restarted, or closed it as idle) is
+    /// sent once more on a fresh connection when `retry_stale` says that is harmless.
     async fn send(
         &self,
         method: Method,
         url: &Uri,
         headers: HeaderMap,
         body: Option<Vec<u8>>,
+        retry_stale: bool,
     ) -> Result<http::Response<Body>> {
-        let mut req = http::Request::builder().method(method).uri(url.clone());
-        if let Some(h) = req.headers_mut() {
-            *h = headers;
-            if body.is_some() {
-                h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            }
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body.unwrap_or_default())))
-            .map_err(|e| Error::config(format!("cannot build the request: {e}")))?;
+        let has_body = body.is_some();
+        let body = Bytes::from(body.unwrap_or_default());
         let loopback = url.host().map(is_loopback).unwrap_or(false);
-        let fut = self.clients.send(req, loopback);
-        let resp = match self.config.request_timeout {
-            Some(t) => tokio::time::timeout(t, fut)
-                .await
-                .map_err(|_| Error::timeout("HTTP request", t))?,
-            None => fut.await,
-        };
-        let resp = resp.map_err(|e| {
-            let detail = if e.is_connect() {
-                format!("cannot connect to {}", self.origin)
-            } else {
-                format!("HTTP request to {} failed", self.origin)
-            };
-            let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
-            let mut chain = String::new();
-            while let Some(s) = source {
-                chain.push_str(": ");
-                chain.push_str(&s.to_string());
-                source = s.source();
+        let mut attempt = 0;
+        let resp = loop {
+            attempt += 1;
+            let mut req = http::Request::builder()
+                .method(method.clone())
+                .uri(url.clone());
+            if let Some(h) = req.headers_mut() {
+                *h = headers.clone();
+                if has_body {
+                    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                }
             }
-            Error::transport(format!("{detail}{chain}")).with_source(e)
-        })?;
+            let req = req
+                .body(Full::new(body.clone()))
+                .map_err(|e| Error::config(format!("cannot build the request: {e}")))?;
+            let fut = self.clients.send(req, loopback);
+            let resp = match self.config.request_timeout {
+                Some(t) => tokio::time::timeout(t, fut)
+                    .await
+                    .map_err(|_| Error::timeout("HTTP request", t))?,
+                None => fut.await,
+            };
+            match resp {
+                Ok(r) => break r,
+                Err(e) if retry_stale && attempt == 1 && stale_connection(&e) => {
+                    tracing::debug!(origin = %self.origin, "a pooled connection was dead; sending again on a new one");
+                }
+                Err(e) => return Err(self.request_error(e)),
+            }
+        };
         if resp.status().is_redirection() {
             let to = resp
                 .headers()
@@ -456,6 +460,22 @@ impl Shared {
             ));
         }
         Ok(resp)
+    }
+
+    fn request_error(&self, e: hyper_util::client::legacy::Error) -> Error {
+        let detail = if e.is_connect() {
+            format!("cannot connect to {}", self.origin)
+        } else {
+            format!("HTTP request to {} failed", self.origin)
+        };
+        let mut source: Option<&dyn std::error::Error> = std::error::Error::source(&e);
+        let mut chain = String::new();
+        while let Some(s) = source {
+            chain.push_str(": ");
+            chain.push_str(&s.to_string());
+            source = s.source();
+        }
+        Error::transport(format!("{detail}{chain}")).with_source(e)
     }
 
     /// Reads one reply: a JSON body or an event stream, until the answer to `id`.
@@ -640,7 +660,9 @@ impl Shared {
                 insert(&mut h, k, v)?;
             }
             let body = Message::Request(request.clone()).to_vec();
-            let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+            let resp = self
+                .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
+                .await?;
             match self.read_reply(resp, &request.id, &cx.incoming, None).await? {
                 Reply::Answer(mut r) => {
                     if request.method == "server/discover" && r.outcome.is_ok() {
@@ -702,7 +724,9 @@ impl Shared {
             .base_headers("application/json, text/event-stream")
             .await?;
         let body = Message::Request(request.clone()).to_vec();
-        let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+        let resp = self
+            .send(Method::POST, &self.url, h, Some(body), true)
+            .await?;
         let status = resp.status();
         let session_id = resp
             .headers()
@@ -791,7 +815,7 @@ impl Shared {
                         return;
                     }
                 }
-                let resp = match shared.send(Method::GET, &shared.url, h, None).await {
+                let resp = match shared.send(Method::GET, &shared.url, h, None, true).await {
                     Ok(r) => r,
                     Err(_) => {
                         failures += 1;
@@ -842,7 +866,9 @@ impl Shared {
                 .await?;
             Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
             let body = Message::Request(request.clone()).to_vec();
-            let resp = self.send(Method::POST, &self.url, h, Some(body)).await?;
+            let resp = self
+                .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
+                .await?;
             if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !reinitialized {
                 // The session expired (or the server restarted): start a new one, once.
                 reinitialized = true;
@@ -870,7 +896,7 @@ impl Shared {
                         let mut h = self.base_headers("text/event-stream").await?;
                         Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
                         insert(&mut h, "last-event-id", &last)?;
-                        let resp = self.send(Method::GET, &self.url, h, None).await?;
+                        let resp = self.send(Method::GET, &self.url, h, None, true).await?;
                         if !resp.status().is_success() {
                             return Err(status_error(resp.status(), "resuming the event stream failed"));
                         }
@@ -923,6 +949,7 @@ impl Shared {
                 &self.url,
                 h,
                 Some(Message::Notification(n).to_vec()),
+                true,
             )
             .await?;
         let _ = resp.into_body().collect().await;
@@ -936,7 +963,7 @@ impl Shared {
         cx: RequestContext,
     ) -> Result<Response> {
         let h = self.base_headers("text/event-stream").await?;
-        let resp = self.send(Method::GET, &self.url, h, None).await?;
+        let resp = self.send(Method::GET, &self.url, h, None, true).await?;
         let ct = resp
             .headers()
             .get(CONTENT_TYPE)
@@ -985,15 +1012,26 @@ impl Shared {
         });
         *lock(&self.mode) = Mode::Sse(session.clone());
         self.remember(Detected::Sse);
-        self.sse_request(&session, request).await
+        self.sse_request(&session, request, true).await
     }
 
-    async fn sse_post(&self, session: &SseSession, message: Message) -> Result<()> {
+    async fn sse_post(
+        &self,
+        session: &SseSession,
+        message: Message,
+        retry_stale: bool,
+    ) -> Result<()> {
         let h = self
             .base_headers("application/json, text/event-stream")
             .await?;
         let resp = self
-            .send(Method::POST, &session.post_url, h, Some(message.to_vec()))
+            .send(
+                Method::POST,
+                &session.post_url,
+                h,
+                Some(message.to_vec()),
+                retry_stale,
+            )
             .await?;
         let status = resp.status();
         let _ = resp.into_body().collect().await;
@@ -1004,7 +1042,12 @@ impl Shared {
         }
     }
 
-    async fn sse_request(&self, session: &SseSession, request: Request) -> Result<Response> {
+    async fn sse_request(
+        &self,
+        session: &SseSession,
+        request: Request,
+        idempotent: bool,
+    ) -> Result<Response> {
         if session.dead.load(Ordering::Acquire) {
             return Err(Error::closed("the event stream closed"));
         }
@@ -1014,7 +1057,8 @@ impl Shared {
             pending: &session.pending,
             id: Some(request.id.clone()),
         };
-        self.sse_post(session, Message::Request(request)).await?;
+        self.sse_post(session, Message::Request(request), idempotent)
+            .await?;
         let out = rx
             .await
             .map_err(|_| Error::closed("the event stream closed"))?;
@@ -1034,7 +1078,9 @@ impl Shared {
                     if let Ok(mut h) = self.base_headers("application/json").await {
                         if insert(&mut h, "mcp-session-id", &id).is_ok() {
                             // 405 means the server does not let clients end sessions.
-                            if let Ok(resp) = self.send(Method::DELETE, &self.url, h, None).await {
+                            if let Ok(resp) =
+                                self.send(Method::DELETE, &self.url, h, None, true).await
+                            {
                                 let _ = resp.into_body().collect().await;
                             }
                         }
@@ -1164,7 +1210,13 @@ impl Answerer {
                 Shared::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
                 let resp = self
                     .shared
-                    .send(Method::POST, &self.shared.url, h, Some(message.to_vec()))
+                    .send(
+                        Method::POST,
+                        &self.shared.url,
+                        h,
+                        Some(message.to_vec()),
+                        true,
+                    )
                     .await?;
                 let status = resp.status();
                 let _ = resp.into_body().collect().await;
@@ -1179,10 +1231,20 @@ impl Answerer {
                     Mode::Sse(s) => s.clone(),
                     _ => return Err(Error::closed("the event stream closed")),
                 };
-                self.shared.sse_post(&session, message).await
+                self.shared.sse_post(&session, message, true).await
             }
         }
     }
+}
+
+/// A request that failed on a pooled connection the server had already closed.
+fn stale_connection(e: &hyper_util::client::legacy::Error) -> bool {
+    if e.is_connect() {
+        return false;
+    }
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<hyper::Error>())
+        .is_some_and(|h| h.is_incomplete_message() || h.is_canceled())
 }
 
 fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
@@ -1237,7 +1299,7 @@ impl Transport for HttpTransport {
                 _ => None,
             };
             match sse {
-                Some(s) => shared.sse_request(&s, request).await,
+                Some(s) => shared.sse_request(&s, request, cx.idempotent).await,
                 None => shared.legacy(request, cx).await,
             }
         })
@@ -1251,7 +1313,7 @@ impl Transport for HttpTransport {
                 _ => None,
             };
             if let Some(s) = sse {
-                return shared.sse_post(&s, Message::Notification(n)).await;
+                return shared.sse_post(&s, Message::Notification(n), true).await;
             }
             let mut h = shared
                 .base_headers("application/json, text/event-stream")
@@ -1269,6 +1331,7 @@ impl Transport for HttpTransport {
                     &shared.url,
                     h,
                     Some(Message::Notification(n).to_vec()),
+                    true,
                 )
                 .await?;
             let status = resp.status();

@@ -213,7 +213,9 @@ async fn python_legacy_session() {
     c.close().await.unwrap();
 }
 
-#[tokio::test]
+// Multi-threaded, as applications run: the connection pool notices the old server's
+// connections closing while this test waits for the new server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_server_is_recovered_on_the_next_call() {
     // Legacy session: the new process does not know the session (404) → one new
     // initialize, transparently.
