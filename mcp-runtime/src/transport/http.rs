@@ -22,7 +22,8 @@
 //! * When `initialize` gets 400/404/405 without a JSON-RPC body, the 2024-11-05
 //!   HTTP+SSE transport is tried: GET the URL, wait for the `endpoint` event, POST to it,
 //!   read every answer from the event stream.
-//! * The era detected is remembered per origin for the life of the process.
+//! * The era detected is remembered per endpoint (origin and path) for the life of the
+//!   process; when the remembered answer stops working, detection starts over.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -355,12 +356,13 @@ enum Reply {
 }
 
 impl Shared {
+    /// What was detected at this endpoint before (keyed by origin and path).
     fn cached_era(&self) -> Option<Detected> {
-        lock(era_cache()).get(&self.origin).copied()
+        lock(era_cache()).get(&self.config.url).copied()
     }
 
     fn remember(&self, d: Detected) {
-        lock(era_cache()).insert(self.origin.clone(), d);
+        lock(era_cache()).insert(self.config.url.clone(), d);
     }
 
     /// The headers of every request: content type, accept, the configured headers and
@@ -718,7 +720,12 @@ impl Shared {
     ) -> Result<Response> {
         self.end_session(false).await;
         if self.cached_era() == Some(Detected::Sse) {
-            return self.sse_initialize(request, cx).await;
+            match self.sse_initialize(request.clone(), cx.clone()).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    tracing::debug!(origin = %self.origin, error = %e, "HTTP+SSE worked here before but not now; trying Streamable HTTP")
+                }
+            }
         }
         let h = self
             .base_headers("application/json, text/event-stream")
