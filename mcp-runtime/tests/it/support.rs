@@ -234,6 +234,7 @@ pub fn fill_form(schema: &serde_json::Value) -> serde_json::Value {
 pub struct HttpServer {
     child: std::process::Child,
     pub port: u16,
+    stopped: bool,
 }
 
 impl HttpServer {
@@ -248,7 +249,11 @@ impl HttpServer {
             .stderr(std::process::Stdio::null())
             .process_group(0);
         let child = cmd.spawn().expect("start the HTTP test server");
-        let server = HttpServer { child, port };
+        let server = HttpServer {
+            child,
+            port,
+            stopped: false,
+        };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -284,10 +289,20 @@ impl HttpServer {
     }
 
     pub fn stop(&mut self) {
-        let pgid = self.child.id() as i32;
-        let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{pgid}")])
-            .status();
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        // The server runs in its own process group (pgid = its pid): stop all of it.
+        // (Not `/usr/bin/kill -KILL -PGID`: procps reads `-PGID` as a signal there.)
+        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+            if pgid > 1 {
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
