@@ -1,6 +1,24 @@
-//! Procedural macros of the MCP client toolkit.
+//! `#[mcp(...)]`: declare an MCP server once on a struct and use it as an object.
 //!
-//! The `#[mcp(...)]` attribute (declare a server once on a struct, with typed per-tool
-//! methods checked against a committed schema snapshot) is planned work: this crate is a
-//! placeholder in the workspace until then, and exports nothing yet.
+//! Use it through `mcp_runtime::mcp`. The macro parses the declaration into a model
+//! (`parse`), checks it — against the committed snapshot of the server's tools when
+//! there is one (`snapshot`, `check`) — reporting every error at once at the offending
+//! token, then expands (`expand`). On errors the struct is re-emitted unchanged next to
+//! the errors, so the rest of the crate still sees it.
 #![deny(missing_docs)]
+
+use proc_macro::TokenStream;
+
+mod check;
+mod ctxt;
+mod expand;
+mod parse;
+mod schema;
+mod snapshot;
+
+/// Declares an MCP server on a struct whose fields are its inputs. See the
+/// `mcp-runtime` documentation and `docs/declaring-servers.md`.
+#[proc_macro_attribute]
+pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    expand::mcp(attr.into(), item.into()).into()
+}

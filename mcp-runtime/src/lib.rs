@@ -29,12 +29,17 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![doc(test(attr(deny(warnings))))]
 
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 mod client;
 mod error;
 pub mod input;
 pub mod jsonrpc;
 mod model;
 mod secret;
+#[cfg(all(feature = "stdio", feature = "http"))]
+pub mod server;
 pub mod transport;
 
 pub use client::{
@@ -43,8 +48,15 @@ pub use client::{
 };
 pub use error::{Error, Result};
 pub use input::{InputHandler, InputKind, InputKinds, InputRequest, InputResponse, Root};
+#[cfg(feature = "macros")]
+pub use mcp_macros::mcp;
 pub use model::*;
 pub use secret::Secret;
+#[cfg(all(feature = "stdio", feature = "http"))]
+pub use server::{
+    expand_template, ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpBuilder, McpTool,
+    ToolShape, Typed,
+};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 pub use transport::http::{HttpConfig, HttpTransport};

@@ -6,6 +6,7 @@
 
 mod support;
 
+mod declared;
 mod everything;
 mod filesystem;
 mod http;

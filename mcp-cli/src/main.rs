@@ -1,0 +1,296 @@
+//! `mcp`: writes and checks the snapshots `#[mcp(...)]` reads, and inspects servers.
+//!
+//! * `mcp snapshot` refreshes every snapshot in `.mcp/` from its server (stdio servers
+//!   are started; HTTP servers get a bearer token from `MCP_TOKEN_<NAME>` if set).
+//! * `mcp snapshot --check` exits non-zero when a server's lists differ (for CI).
+//! * `mcp snapshot NAME --url URL` / `mcp snapshot NAME -- COMMAND…` adds one.
+//! * `mcp tools NAME`, `mcp call NAME TOOL '{json}'` inspect a server by snapshot name
+//!   (or `--url` / `-- COMMAND…`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use mcp_runtime::{Client, HttpConfig, StdioConfig};
+use serde_json::{json, Value};
+
+fn cli() -> Command {
+    let target = |c: Command| {
+        c.arg(
+            Arg::new("url")
+                .long("url")
+                .help("the server's Streamable HTTP endpoint"),
+        )
+        .arg(
+            Arg::new("command")
+                .last(true)
+                .num_args(1..)
+                .help("the command that starts a stdio server"),
+        )
+        .arg(
+            Arg::new("dir")
+                .long("dir")
+                .help("the snapshot folder (default: the nearest .mcp/ up from here)"),
+        )
+    };
+    Command::new("mcp")
+        .about("Snapshots of declared MCP servers, and quick inspection of any MCP server")
+        .subcommand_required(true)
+        .subcommand(target(
+            Command::new("snapshot")
+                .about("Refresh (or with --check, verify) the committed snapshots in .mcp/")
+                .arg(Arg::new("name").help("only this server; with --url or a command, add it"))
+                .arg(
+                    Arg::new("check")
+                        .long("check")
+                        .action(ArgAction::SetTrue)
+                        .help("exit 1 when a snapshot is out of date"),
+                ),
+        ))
+        .subcommand(target(
+            Command::new("tools")
+                .about("List a server's tools")
+                .arg(Arg::new("name")),
+        ))
+        .subcommand(target(
+            Command::new("call")
+                .about("Call a tool and print its result as JSON")
+                .arg(Arg::new("name").required(true))
+                .arg(Arg::new("tool").required(true))
+                .arg(Arg::new("arguments").default_value("{}")),
+        ))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let m = cli().get_matches();
+    let out = match m.subcommand() {
+        Some(("snapshot", sm)) => snapshot(sm).await,
+        Some(("tools", sm)) => tools(sm).await,
+        Some(("call", sm)) => call(sm).await,
+        _ => Err("unknown command".into()),
+    };
+    match out {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcp: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+fn snapshot_dir(m: &ArgMatches, create: bool) -> Result<PathBuf, Failure> {
+    if let Some(d) = m.get_one::<String>("dir") {
+        return Ok(PathBuf::from(d));
+    }
+    let cwd = std::env::current_dir()?;
+    for dir in cwd.ancestors() {
+        if dir.join(".mcp").is_dir() {
+            return Ok(dir.join(".mcp"));
+        }
+    }
+    if create {
+        return Ok(cwd.join(".mcp"));
+    }
+    Err("no .mcp/ folder here or above; add a server with `mcp snapshot NAME --url URL` or `mcp snapshot NAME -- COMMAND`".into())
+}
+
+/// The connection a snapshot or the command line describes.
+fn connection(m: &ArgMatches, stored: Option<&Value>) -> Result<Value, Failure> {
+    if let Some(url) = m.get_one::<String>("url") {
+        return Ok(json!({"url": url}));
+    }
+    if let Some(cmd) = m.get_many::<String>("command") {
+        return Ok(json!({"command": cmd.collect::<Vec<_>>()}));
+    }
+    stored
+        .cloned()
+        .ok_or_else(|| "give --url URL or -- COMMAND… (no snapshot describes this server)".into())
+}
+
+fn client(name: &str, server: &Value) -> Result<Client, Failure> {
+    let builder = Client::builder().name(name);
+    if let Some(url) = server.get("url").and_then(Value::as_str) {
+        let mut config = HttpConfig::new(url);
+        let var = format!("MCP_TOKEN_{}", name.to_ascii_uppercase().replace('-', "_"));
+        if let Ok(token) = std::env::var(&var) {
+            config = config.bearer_token(token);
+        }
+        return Ok(builder.http(config)?);
+    }
+    if let Some(argv) = server.get("command").and_then(Value::as_array) {
+        let argv: Vec<String> = argv
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+        return Ok(builder.stdio(StdioConfig::from_argv(argv)?)?);
+    }
+    Err(format!("the snapshot of `{name}` says neither `url` nor `command`").into())
+}
+
+fn read(path: &Path) -> Result<Value, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?)
+}
+
+fn sorted(mut items: Vec<Value>, key: &str) -> Vec<Value> {
+    items.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
+    items
+}
+
+/// What a server offers now, in snapshot form.
+async fn capture(name: &str, server: &Value) -> Result<Value, Failure> {
+    let c = client(name, server)?;
+    let details = c.connect().await?;
+    let tools = c.list_tools().await?;
+    let prompts = if details.capabilities.prompts() {
+        c.list_prompts().await?
+    } else {
+        Vec::new()
+    };
+    let templates = if details.capabilities.resources() {
+        c.list_resource_templates().await?
+    } else {
+        Vec::new()
+    };
+    c.close().await?;
+    Ok(json!({
+        "format": 1,
+        "name": name,
+        "server": server,
+        "tools": sorted(tools.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "name"),
+        "prompts": sorted(prompts.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "name"),
+        "resourceTemplates": sorted(templates.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "uriTemplate"),
+    }))
+}
+
+fn write(path: &Path, v: &Value) -> Result<(), Failure> {
+    let mut text = serde_json::to_string_pretty(v)?;
+    text.push('\n');
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
+    let check = m.get_flag("check");
+    let adding = m.contains_id("url") || m.contains_id("command");
+    let dir = snapshot_dir(m, adding)?;
+    let names: Vec<String> = match m.get_one::<String>("name") {
+        Some(n) => vec![n.clone()],
+        None => {
+            let mut names: Vec<String> = std::fs::read_dir(&dir)?
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(|f| f.strip_suffix(".json"))
+                        .map(str::to_owned)
+                })
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    if names.is_empty() {
+        return Err(format!("no snapshots in {}", dir.display()).into());
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut stale = 0;
+    for name in names {
+        let path = dir.join(format!("{name}.json"));
+        let old = if path.exists() {
+            Some(read(&path)?)
+        } else {
+            None
+        };
+        let server = connection(m, old.as_ref().and_then(|o| o.get("server")))?;
+        let new = match capture(&name, &server).await {
+            Ok(n) => n,
+            Err(e) => {
+                eprintln!("mcp: {name}: cannot reach the server: {e}");
+                stale += 1;
+                continue;
+            }
+        };
+        let same = old.as_ref() == Some(&new);
+        if check {
+            if same {
+                println!("{name}: up to date");
+            } else {
+                println!("{name}: out of date; run `mcp snapshot {name}`");
+                stale += 1;
+            }
+        } else {
+            write(&path, &new)?;
+            let tools = new["tools"].as_array().map_or(0, Vec::len);
+            println!(
+                "{name}: {} ({tools} tools){}",
+                path.display(),
+                if same { ", unchanged" } else { "" }
+            );
+        }
+    }
+    Ok(if stale == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+async fn open(m: &ArgMatches) -> Result<Client, Failure> {
+    let name = m
+        .get_one::<String>("name")
+        .cloned()
+        .unwrap_or_else(|| "server".into());
+    let stored = match snapshot_dir(m, false) {
+        Ok(dir) if dir.join(format!("{name}.json")).exists() => {
+            read(&dir.join(format!("{name}.json")))?
+                .get("server")
+                .cloned()
+        }
+        _ => None,
+    };
+    let server = connection(m, stored.as_ref())?;
+    client(&name, &server)
+}
+
+async fn tools(m: &ArgMatches) -> Result<ExitCode, Failure> {
+    let c = open(m).await?;
+    for t in c.list_tools().await? {
+        println!(
+            "{}\t{}",
+            t.name,
+            t.description
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or("")
+        );
+    }
+    c.close().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn call(m: &ArgMatches) -> Result<ExitCode, Failure> {
+    let c = open(m).await?;
+    let tool = m.get_one::<String>("tool").ok_or("which tool?")?;
+    let args: Value = serde_json::from_str(
+        m.get_one::<String>("arguments")
+            .map_or("{}", String::as_str),
+    )
+    .map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    let r = c.call_tool(tool, args).await?;
+    println!("{}", serde_json::to_string_pretty(&r)?);
+    c.close().await?;
+    Ok(if r.is_error() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}

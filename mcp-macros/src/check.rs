@@ -1,0 +1,327 @@
+//! Checks a declaration: settings that cannot work, and — with a snapshot — tool names
+//! the server does not offer, fixed arguments a tool does not take, and method names
+//! that collide.
+
+use serde_json::Value;
+use syn::spanned::Spanned;
+
+use crate::ctxt::{hint, Ctxt};
+use crate::parse::{Decl, Name, Predicate};
+use crate::schema::snake;
+
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+pub const PREDICATES: &[&str] = &["destructive", "open_world", "not_read_only"];
+/// Methods every declared server has (through `Deref` to `Mcp`): tools must not
+/// shadow them.
+pub const HANDLE_METHODS: &[&str] = &[
+    "name",
+    "client",
+    "tools",
+    "call",
+    "call_typed",
+    "prompts",
+    "prompt",
+    "resources",
+    "resource",
+    "resource_from_template",
+    "resource_templates",
+    "complete",
+    "instructions",
+    "version",
+    "listen",
+    "close",
+    "new",
+    "with_context",
+];
+
+fn loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h == "localhost" || h.ends_with(".localhost") || h.starts_with("127.") || h == "::1"
+}
+
+pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
+    for e in &d.errors {
+        cx.push(e.clone());
+    }
+    let connections = [d.url.is_some(), d.command.is_some(), d.transport.is_some()];
+    match connections.iter().filter(|c| **c).count() {
+        0 => cx.error(
+            item_span,
+            "an MCP server needs `url = \"…\"`, `command(\"…\")` or `transport = Self::method`",
+        ),
+        1 => {}
+        _ => {
+            let second = d
+                .command
+                .as_ref()
+                .map(|(k, _)| k.span())
+                .or(d.transport.as_ref().map(|t| t.span()))
+                .unwrap_or(item_span);
+            cx.error(second, "give only one of `url`, `command` and `transport`")
+        }
+    }
+    if let Some(url) = &d.url {
+        let v = url.value();
+        match v.split_once("://") {
+            Some(("https", _)) => {}
+            Some(("http", rest)) => {
+                let authority = rest.split('/').next().unwrap_or("");
+                let host = match authority.rsplit_once(':') {
+                    Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
+                    _ => authority,
+                };
+                if !loopback(host) {
+                    cx.error(url.span(), format!("plain http:// is only allowed for loopback addresses; use https://{authority}"));
+                }
+            }
+            _ => cx.error(
+                url.span(),
+                "the url must start with https:// (or http:// for a loopback address)",
+            ),
+        }
+    }
+    if let Some((key, argv)) = &d.command {
+        if argv.is_empty() || argv[0].value().is_empty() {
+            cx.error(
+                key.span(),
+                "`command` needs at least the program, like `command(\"npx\", \"-y\", \"pkg\")`",
+            );
+        }
+    }
+    if d.directory.is_some() && d.command.is_none() {
+        if let Some(dir) = &d.directory {
+            cx.error(dir.span(), "`directory` applies to a `command` server only");
+        }
+    }
+    if let Some(t) = &d.timeout {
+        match t.base10_parse::<u64>() {
+            Ok(0) | Err(_) => cx.error(t.span(), "`timeout` is a number of seconds above zero"),
+            Ok(_) => {}
+        }
+    }
+    if let Some(l) = &d.log_level {
+        let s = l.to_string();
+        if !LOG_LEVELS.contains(&s.as_str()) {
+            cx.error(
+                l.span(),
+                format!(
+                    "unknown MCP log level `{s}`: use one of {}{}",
+                    LOG_LEVELS.join(", "),
+                    hint(&s, LOG_LEVELS)
+                ),
+            );
+        }
+    }
+    if let Some((key, kinds)) = &d.input_requests {
+        for k in kinds {
+            let s = k.to_string();
+            if !matches!(s.as_str(), "form" | "url" | "none") {
+                cx.error(
+                    k.span(),
+                    format!("unknown input request kind `{s}`: use `form`, `url` or `none`"),
+                );
+            }
+        }
+        if kinds.len() > 1 && kinds.iter().any(|k| k == "none") {
+            cx.error(
+                key.span(),
+                "`none` cannot be combined with other input request kinds",
+            );
+        }
+        if kinds.is_empty() {
+            cx.error(
+                key.span(),
+                "list the accepted kinds (`form`, `url`), or `none`",
+            );
+        }
+    }
+    for ext in &d.extensions {
+        let n = &ext.name.value;
+        let known = matches!(n.as_str(), "apps" | "tasks");
+        let prefixed = n.split_once('/').is_some_and(|(prefix, rest)| {
+            prefix.contains('.')
+                && !rest.is_empty()
+                && !prefix.starts_with('.')
+                && !prefix.ends_with('.')
+        });
+        if !known && !prefixed {
+            cx.error(
+                ext.name.span,
+                format!("extension `{n}` needs a vendor prefix, like \"com.example/{n}\" (`apps` and `tasks` are known by name)"),
+            );
+        }
+    }
+    if let Some(drift) = &d.drift {
+        let s = drift.to_string();
+        if !matches!(s.as_str(), "warn" | "error" | "ignore") {
+            cx.error(
+                drift.span(),
+                format!("unknown drift policy `{s}`: use `warn`, `error` or `ignore`"),
+            );
+        }
+    }
+    for a in &d.approvals {
+        if let Some(Predicate::Builtin(p)) = &a.predicate {
+            let s = p.to_string();
+            if !PREDICATES.contains(&s.as_str()) {
+                cx.error(
+                    p.span(),
+                    format!(
+                        "unknown approval predicate `{s}`: use {} or a method like `Self::needs_approval`{}",
+                        PREDICATES.join(", "),
+                        hint(&s, PREDICATES)
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(o) = &d.oauth {
+        cx.error(
+            o.span(),
+            "`oauth(...)` is not available yet: OAuth support is still to come; use `bearer_token = Self::method` meanwhile",
+        );
+    }
+    if let Some(p) = &d.prefix {
+        let v = p.value();
+        if v.is_empty()
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            cx.error(p.span(), "`prefix` is letters, digits, `_` or `-`");
+        }
+    }
+}
+
+/// What the model sees a server tool as, and the method generated for it.
+pub struct Planned<'a> {
+    pub tool: &'a Value,
+    pub server_name: String,
+    pub model_name: String,
+    pub method: String,
+    pub fixed: Vec<String>,
+    pub span: proc_macro2::Span,
+}
+
+pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<Planned<'a>> {
+    let offered: Vec<&str> = tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(Value::as_str))
+        .collect();
+    let check_name = |setting: &str, n: &Name, cx: &mut Ctxt| {
+        if !offered.contains(&n.value.as_str()) {
+            cx.error(
+                n.span,
+                format!(
+                    "`{setting}` names `{}`, which the server's snapshot does not offer{}",
+                    n.value,
+                    hint(&n.value, &offered)
+                ),
+            );
+        }
+    };
+    for n in d.only.iter().flatten() {
+        check_name("only", n, cx);
+    }
+    for n in &d.except {
+        check_name("except", n, cx);
+    }
+    for t in &d.tools {
+        check_name("tool", &t.name, cx);
+    }
+    for a in &d.approvals {
+        for n in &a.names {
+            check_name("requires_approval", n, cx);
+        }
+    }
+    for n in d.defer.iter().flatten() {
+        check_name("defer", n, cx);
+    }
+    for t in &d.tools {
+        let Some(tool) = tools
+            .iter()
+            .find(|x| x.get("name").and_then(Value::as_str) == Some(t.name.value.as_str()))
+        else {
+            continue;
+        };
+        let props: Vec<&str> = tool
+            .get("inputSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        for (k, _) in &t.fixed {
+            if !props.contains(&k.value.as_str()) {
+                cx.error(
+                    k.span,
+                    format!(
+                        "`{}` takes no argument `{}`{}",
+                        t.name.value,
+                        k.value,
+                        hint(&k.value, &props)
+                    ),
+                );
+            }
+        }
+    }
+    // Plan the methods and look for collisions.
+    let mut planned: Vec<Planned> = Vec::new();
+    for tool in tools {
+        let Some(name) = tool.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        if d.only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|n| n.value == name))
+            || d.except.iter().any(|n| n.value == name)
+        {
+            continue;
+        }
+        let decl = d.tools.iter().find(|t| t.name.value == name);
+        let model_name = match (decl.and_then(|t| t.rename.as_ref()), &d.prefix) {
+            (Some(r), _) => r.value.clone(),
+            (None, Some(p)) => format!("{}_{name}", p.value()),
+            (None, None) => name.to_owned(),
+        };
+        let span = decl
+            .map(|t| t.rename.as_ref().map(|r| r.span).unwrap_or(t.name.span))
+            .or_else(|| d.prefix.as_ref().map(|p| p.span()))
+            .unwrap_or_else(proc_macro2::Span::call_site);
+        let method = snake(&model_name);
+        if let Some(other) = planned.iter().find(|p| p.method == method) {
+            cx.error(
+                span,
+                format!(
+                    "tools `{}` and `{name}` would both become the method `{method}`; rename one with `tool({name}, as = …)`",
+                    other.server_name
+                ),
+            );
+        }
+        if HANDLE_METHODS.contains(&method.as_str()) {
+            cx.error(
+                span,
+                format!("tool `{name}` would become the method `{method}`, which every server handle already has; rename it with `tool({name}, as = …)` or set a `prefix`"),
+            );
+        }
+        planned.push(Planned {
+            tool,
+            server_name: name.to_owned(),
+            model_name,
+            method,
+            fixed: decl
+                .map(|t| t.fixed.iter().map(|(k, _)| k.value.clone()).collect())
+                .unwrap_or_default(),
+            span,
+        });
+    }
+    planned
+}

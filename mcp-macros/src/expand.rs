@@ -1,0 +1,490 @@
+//! Emits the code for a declaration.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use serde_json::Value;
+use syn::spanned::Spanned;
+use syn::{Data, DeriveInput, Fields, Lit, Path};
+
+use crate::check::{self, Planned};
+use crate::ctxt::Ctxt;
+use crate::parse::{Decl, Predicate, Source};
+use crate::schema::{ident, pascal, snake, Gen};
+use crate::snapshot;
+
+pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let decl = match syn::parse2::<Decl>(attr) {
+        Ok(d) => d,
+        Err(e) => return fallback(item, e),
+    };
+    let input = match syn::parse2::<DeriveInput>(item.clone()) {
+        Ok(i) => i,
+        Err(e) => return fallback(item, e),
+    };
+    let mut cx = Ctxt::default();
+    let fields: Vec<(syn::Ident, syn::Type)> = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(n) => n
+                .named
+                .iter()
+                .filter_map(|f| f.ident.clone().map(|i| (i, f.ty.clone())))
+                .collect(),
+            Fields::Unit => Vec::new(),
+            Fields::Unnamed(u) => {
+                cx.error(
+                    u.span(),
+                    "an MCP server struct has named fields (its inputs), or none",
+                );
+                Vec::new()
+            }
+        },
+        _ => {
+            cx.error(input.ident.span(), "`#[mcp]` goes on a struct");
+            Vec::new()
+        }
+    };
+    if !input.generics.params.is_empty() {
+        cx.error(
+            input.generics.span(),
+            "an MCP server struct cannot be generic",
+        );
+    }
+    check::settings(&decl, &mut cx, input.ident.span());
+    let name = decl
+        .snapshot
+        .as_ref()
+        .map(|s| s.value())
+        .unwrap_or_else(|| snake(&input.ident.to_string()));
+    let anchor = decl
+        .url
+        .as_ref()
+        .map(|u| u.span())
+        .unwrap_or(input.ident.span());
+    let snap = match snapshot::find(&name) {
+        Ok(s) => s,
+        Err(msg) => {
+            cx.error(anchor, msg);
+            None
+        }
+    };
+    let planned = match &snap {
+        Some(s) => check::against_snapshot(&decl, &s.tools, &mut cx),
+        None => Vec::new(),
+    };
+    if let Err(e) = cx.finish() {
+        return fallback(item, e);
+    }
+    generate(&decl, &input, &fields, &name, snap.as_ref(), &planned)
+}
+
+/// The user's item, unchanged, next to the errors: the rest of the crate still sees it.
+fn fallback(item: TokenStream, e: syn::Error) -> TokenStream {
+    let errors = e.to_compile_error();
+    quote! { #item #errors }
+}
+
+fn lit_string(l: &Lit) -> TokenStream {
+    match l {
+        Lit::Str(s) => quote! { #s },
+        other => quote! { ::std::string::ToString::to_string(&#other) },
+    }
+}
+
+/// A closure body's access to the instance: `Self::method(&*this)`.
+fn with_this(
+    path: &Path,
+    args: TokenStream,
+    default: TokenStream,
+    map: impl FnOnce(TokenStream) -> TokenStream,
+) -> TokenStream {
+    let call = quote_spanned! { path.span()=> #path(&*__mcp_this #args) };
+    let mapped = map(call);
+    quote! {{
+        let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+        move || match __mcp_w.upgrade() {
+            ::core::option::Option::Some(__mcp_this) => #mapped,
+            ::core::option::Option::None => #default,
+        }
+    }}
+}
+
+fn generate(
+    d: &Decl,
+    input: &DeriveInput,
+    fields: &[(syn::Ident, syn::Type)],
+    name: &str,
+    snap: Option<&snapshot::Snapshot>,
+    planned: &[Planned],
+) -> TokenStream {
+    let krate: TokenStream = match &d.krate {
+        Some(p) => p.to_token_stream(),
+        None => quote! { ::mcp_runtime },
+    };
+    let ty = &input.ident;
+    let vis = &input.vis;
+    let attrs = &input.attrs;
+    let mut chain = quote! { #krate::Mcp::builder(#name) };
+    if let Some(u) = &d.url {
+        chain.extend(quote! { .url(#u) });
+    }
+    if let Some((_, argv)) = &d.command {
+        chain.extend(quote! { .command([#(#argv),*]) });
+    }
+    if let Some(dir) = &d.directory {
+        chain.extend(quote! { .directory(#dir) });
+    }
+    let none = quote! { ::core::option::Option::None };
+    for (k, v) in &d.env {
+        let key = &k.value;
+        match v {
+            Source::Lit(l) => {
+                let s = lit_string(l);
+                chain.extend(quote! { .env(#key, #s) });
+            }
+            Source::Method(p) => {
+                let f = with_this(p, quote! {}, quote! { ::std::string::String::new() }, |c| {
+                    quote! { ::std::string::ToString::to_string(&#c) }
+                });
+                chain.extend(quote! { .env_with(#key, #f) });
+            }
+        }
+    }
+    if let Some(p) = &d.transport {
+        let f = with_this(
+            p,
+            quote! {},
+            quote! { ::core::result::Result::Err(#krate::Error::closed("the server object is gone")) },
+            |c| quote! { ::core::result::Result::Ok(#c) },
+        );
+        chain.extend(quote! { .transport(#f) });
+    }
+    for (h, v) in &d.headers {
+        match v {
+            Source::Lit(l) => {
+                let s = lit_string(l);
+                chain.extend(quote! { .header(#h, #s) });
+            }
+            Source::Method(p) => {
+                let f = with_this(p, quote! {}, none.clone(), |c| {
+                    quote! { ::core::option::Option::Some(::std::string::ToString::to_string(&#c)) }
+                });
+                chain.extend(quote! { .header_with(#h, #f) });
+            }
+        }
+    }
+    match &d.bearer_token {
+        Some(Source::Lit(l)) => {
+            let s = lit_string(l);
+            chain.extend(quote! { .bearer_token(#s) });
+        }
+        Some(Source::Method(p)) => {
+            let f = with_this(p, quote! {}, none.clone(), |c| {
+                quote! { ::core::option::Option::Some(::std::string::ToString::to_string(&#c)) }
+            });
+            chain.extend(quote! { .bearer_token_with(#f) });
+        }
+        None => {}
+    }
+    if let Some(t) = &d.timeout {
+        chain.extend(quote! { .timeout(::std::time::Duration::from_secs(#t)) });
+    }
+    if let Some(l) = &d.log_level {
+        let v = format_ident!("{}", pascal(&l.to_string()));
+        chain.extend(quote! { .log_level(#krate::LogLevel::#v) });
+    }
+    if let Some((_, kinds)) = &d.input_requests {
+        let form = kinds.iter().any(|k| k == "form");
+        let url = kinds.iter().any(|k| k == "url");
+        chain.extend(quote! { .input_requests(#krate::InputKinds { form: #form, url: #url }) });
+    }
+    for ext in &d.extensions {
+        let n = &ext.name.value;
+        let settings = ext.settings.iter().map(|(k, v)| {
+            let key = k.to_string();
+            match v {
+                Source::Lit(l) => quote! { (#key, #krate::__private::to_value(#l)) },
+                Source::Method(p) => {
+                    syn::Error::new(p.span(), "extension settings are literals").to_compile_error()
+                }
+            }
+        });
+        chain.extend(quote! {
+            .extension(#n, #krate::__private::serde_json::Value::Object(
+                [#(#settings),*].into_iter().map(|(k, v): (&str, #krate::__private::serde_json::Value)| (::std::string::ToString::to_string(k), v)).collect()
+            ))
+        });
+    }
+    if let Some(only) = &d.only {
+        let names = only.iter().map(|n| &n.value);
+        chain.extend(quote! { .only([#(#names),*]) });
+    }
+    if !d.except.is_empty() {
+        let names = d.except.iter().map(|n| &n.value);
+        chain.extend(quote! { .except([#(#names),*]) });
+    }
+    if let Some(p) = &d.prefix {
+        chain.extend(quote! { .prefix(#p) });
+    }
+    for t in &d.tools {
+        let n = &t.name.value;
+        let mut shape = quote! { #krate::ToolShape::new(#n) };
+        if let Some(r) = &t.rename {
+            let r = &r.value;
+            shape.extend(quote! { .rename(#r) });
+        }
+        if let Some(desc) = &t.description {
+            shape.extend(quote! { .description(#desc) });
+        }
+        for (k, v) in &t.fixed {
+            let key = &k.value;
+            match v {
+                Source::Lit(l) => {
+                    shape.extend(quote! { .fixed_argument(#key, #krate::__private::to_value(#l)) })
+                }
+                Source::Method(p) => {
+                    let f = with_this(
+                        p,
+                        quote! {},
+                        quote! { #krate::__private::serde_json::Value::Null },
+                        |c| {
+                            quote! { #krate::__private::to_value(#c) }
+                        },
+                    );
+                    shape.extend(quote! { .fixed_argument_with(#key, #f) });
+                }
+            }
+        }
+        if let Some(p) = &t.wrap {
+            shape.extend(quote_spanned! { p.span()=>
+                .wrap({
+                    let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+                    move |__mcp_result: #krate::CallToolResult, __mcp_args: #krate::__private::serde_json::Value| {
+                        let __mcp_this = __mcp_w.upgrade();
+                        async move {
+                            match __mcp_this {
+                                ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_result, __mcp_args).await,
+                                ::core::option::Option::None => ::core::result::Result::Ok(__mcp_result),
+                            }
+                        }
+                    }
+                })
+            });
+        }
+        chain.extend(quote! { .tool(#shape) });
+    }
+    for p in &d.local_tools {
+        chain.extend(
+            quote_spanned! { p.span()=> .local_tool(<#p as ::core::default::Default>::default()) },
+        );
+    }
+    for a in &d.approvals {
+        let names = a.names.iter().map(|n| &n.value);
+        let names = quote! { { let __mcp_names: ::std::vec::Vec<&str> = ::std::vec![#(#names),*]; __mcp_names } };
+        match &a.predicate {
+            None => chain.extend(quote! { .requires_approval(#names) }),
+            Some(Predicate::Builtin(b)) => {
+                let body = match b.to_string().as_str() {
+                    "destructive" => quote! { __mcp_tool.is_destructive() },
+                    "open_world" => quote! {
+                        __mcp_tool.annotations.as_ref().and_then(|a| a.open_world_hint).unwrap_or(true)
+                    },
+                    _ => quote! { !__mcp_tool.is_read_only() },
+                };
+                chain.extend(
+                    quote! { .requires_approval_if(#names, |__mcp_tool: &#krate::Tool| #body) },
+                );
+            }
+            Some(Predicate::Method(p)) => {
+                chain.extend(quote_spanned! { p.span()=>
+                    .requires_approval_if(#names, {
+                        let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+                        move |__mcp_tool: &#krate::Tool| match __mcp_w.upgrade() {
+                            ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_tool),
+                            ::core::option::Option::None => true,
+                        }
+                    })
+                });
+            }
+        }
+    }
+    if let Some(defer) = &d.defer {
+        let names = defer.iter().map(|n| &n.value);
+        chain.extend(quote! { .defer({ let __mcp_names: ::std::vec::Vec<&str> = ::std::vec![#(#names),*]; __mcp_names }) });
+    }
+    for p in &d.after_change {
+        chain.extend(quote_spanned! { p.span()=>
+            .after_change({
+                let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+                move |__mcp_change: &#krate::Change| {
+                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&*__mcp_this, __mcp_change) }
+                }
+            })
+        });
+    }
+    for p in &d.after_progress {
+        chain.extend(quote_spanned! { p.span()=>
+            .after_progress({
+                let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+                move |__mcp_progress: &#krate::Progress| {
+                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&*__mcp_this, __mcp_progress) }
+                }
+            })
+        });
+    }
+    for p in &d.before_input_request {
+        chain.extend(quote_spanned! { p.span()=>
+            .before_input_request({
+                let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
+                move |__mcp_request: #krate::InputRequest| {
+                    let __mcp_this = __mcp_w.upgrade();
+                    async move {
+                        match __mcp_this {
+                            ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_request).await,
+                            ::core::option::Option::None => ::core::option::Option::None,
+                        }
+                    }
+                }
+            })
+        });
+    }
+    if let Some(drift) = &d.drift {
+        let v = format_ident!("{}", pascal(&drift.to_string()));
+        chain.extend(quote! { .drift(#krate::DriftPolicy::#v) });
+    }
+    if let Some(s) = snap {
+        let path = s.path.display().to_string();
+        chain.extend(quote! { .snapshot(::core::include_str!(#path)) });
+    }
+    chain.extend(quote! { .context(__mcp_context) .build_or_defer() });
+
+    // Typed per-tool methods, from the snapshot.
+    let mut gen = Gen::new(krate.clone());
+    let module = format_ident!("{}_tools", snake(&ty.to_string()));
+    let mut methods = Vec::new();
+    for p in planned {
+        let method = ident(&p.method);
+        let model_name = &p.model_name;
+        let description = p.tool.get("description").and_then(Value::as_str);
+        let doc = description
+            .map(|t| t.lines().map(|l| format!(" {l}")).collect::<Vec<_>>())
+            .unwrap_or_else(|| vec![format!(" Calls the `{}` tool.", p.server_name)]);
+        let empty = serde_json::json!({"type": "object"});
+        let schema = p.tool.get("inputSchema").unwrap_or(&empty);
+        let has_args = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|props| props.keys().any(|k| !p.fixed.contains(k)));
+        let output = p.tool.get("outputSchema").filter(|o| {
+            o.get("type").and_then(Value::as_str) == Some("object")
+                && o.get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| !m.is_empty())
+        });
+        let out_ty = output.map(|o| {
+            let id = gen.object(
+                &format!("{}_output", p.method),
+                o,
+                Some("The tool's structured output."),
+                &[],
+            );
+            quote! { #module::#id }
+        });
+        let span = p.span;
+        let (param, args) = if has_args {
+            let id = gen.object(&p.method, schema, description, &p.fixed);
+            (quote! { , arguments: #module::#id }, quote! { &arguments })
+        } else {
+            (
+                quote! {},
+                quote! { &#krate::__private::serde_json::Map::<::std::string::String, #krate::__private::serde_json::Value>::new() },
+            )
+        };
+        methods.push(match out_ty {
+            Some(out) => quote_spanned! { span=>
+                #( #[doc = #doc] )*
+                pub async fn #method(&self #param) -> #krate::Result<#krate::Typed<#out>> {
+                    self.__mcp.call_typed(#model_name, #args).await
+                }
+            },
+            None => quote_spanned! { span=>
+                #( #[doc = #doc] )*
+                pub async fn #method(&self #param) -> #krate::Result<#krate::CallToolResult> {
+                    let __mcp_args = #krate::__private::serde_json::to_value(#args)
+                        .unwrap_or(#krate::__private::serde_json::Value::Null);
+                    self.__mcp.call(#model_name, __mcp_args).await
+                }
+            },
+        });
+    }
+    let types = &gen.items;
+    let types_module = if types.is_empty() {
+        quote! {}
+    } else {
+        let doc = format!(" Argument and output types of `{ty}`'s tools, from its snapshot.");
+        quote! {
+            #[doc = #doc]
+            #[allow(missing_docs, clippy::all)]
+            #vis mod #module {
+                #(#types)*
+            }
+        }
+    };
+
+    let field_defs = fields.iter().map(|(i, t)| quote! { #i: #t });
+    let field_params: Vec<TokenStream> = fields.iter().map(|(i, t)| quote! { #i: #t }).collect();
+    let field_names: Vec<&syn::Ident> = fields.iter().map(|(i, _)| i).collect();
+    let struct_fields = match &input.data {
+        Data::Struct(s) => match &s.fields {
+            Fields::Named(n) => {
+                let named = n.named.iter();
+                quote! { #(#named,)* }
+            }
+            _ => quote! {},
+        },
+        _ => quote! {},
+    };
+    let _ = field_defs;
+    let new_doc = format!(
+        " Declares the `{name}` server with these inputs. Nothing connects until it is first used."
+    );
+    let span = Span::call_site();
+    quote_spanned! { span=>
+        #(#attrs)*
+        #vis struct #ty {
+            #struct_fields
+            #[doc(hidden)]
+            __mcp: #krate::Mcp,
+        }
+
+        #[automatically_derived]
+        #[allow(dead_code)]
+        impl #ty {
+            #[doc = #new_doc]
+            #[allow(clippy::new_ret_no_self, clippy::too_many_arguments)]
+            pub fn new(#(#field_params),*) -> ::std::sync::Arc<Self> {
+                Self::with_context(#krate::Context::default() #(, #field_names)*)
+            }
+
+            /// Like `new`, with per-connection configuration (HTTP proxy, request timeout).
+            #[allow(clippy::too_many_arguments)]
+            pub fn with_context(__mcp_context: #krate::Context #(, #field_params)*) -> ::std::sync::Arc<Self> {
+                ::std::sync::Arc::new_cyclic(|__mcp_weak: &::std::sync::Weak<Self>| {
+                    let __mcp = #chain;
+                    Self { #(#field_names,)* __mcp }
+                })
+            }
+
+            #(#methods)*
+        }
+
+        #[automatically_derived]
+        impl ::core::ops::Deref for #ty {
+            type Target = #krate::Mcp;
+            fn deref(&self) -> &#krate::Mcp {
+                &self.__mcp
+            }
+        }
+
+        #types_module
+    }
+}
