@@ -74,7 +74,8 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
     if let Err(e) = cx.finish() {
         return fallback(item, e);
     }
-    generate(&decl, &input, &fields, &name, snap.as_ref(), &planned)
+    let server_name = snake(&input.ident.to_string());
+    generate(&decl, &input, &fields, &server_name, snap.as_ref(), &planned)
 }
 
 /// The user's item, unchanged, next to the errors: the rest of the crate still sees it.

@@ -161,3 +161,152 @@ async fn a_declared_server_is_an_object() {
     assert!(ev.progress.load(Ordering::SeqCst) >= 2);
     ev.close().await.unwrap();
 }
+
+/// The project's PyPI `mcp` server over HTTP, stateless 2026-07-28: headers and the
+/// token come from the instance for every request; typed structured output.
+#[mcp(
+    url = "http://127.0.0.1:39417/mcp",
+    snapshot = "pyserver",
+    bearer_token = Self::token,
+    header("X-Request-Count", Self::count),
+    only(add, echo, ask_name, add_tool),
+    input_requests(form),
+    before_input_request = Self::no_answer,
+    before_input_request = Self::ask_person,
+    tool(MarkdownEcho),
+    drift = error,
+)]
+pub struct Py {
+    tokens: Arc<AtomicUsize>,
+}
+
+impl Py {
+    fn token(&self) -> String {
+        format!("token-{}", self.tokens.fetch_add(1, Ordering::SeqCst))
+    }
+    fn count(&self) -> usize {
+        self.tokens.load(Ordering::SeqCst)
+    }
+    async fn no_answer(&self, _req: InputRequest) -> Option<InputResponse> {
+        None
+    }
+    async fn ask_person(&self, _req: InputRequest) -> Option<InputResponse> {
+        Some(InputResponse::accept(json!({"name": "Ada"})))
+    }
+}
+
+/// A tool of our own that calls the server.
+#[derive(Default)]
+pub struct MarkdownEcho;
+
+impl mcp_runtime::LocalTool for MarkdownEcho {
+    fn definition(&self) -> Tool {
+        serde_json::from_value(json!({
+            "name": "markdown_echo",
+            "description": "Echoes the message in bold.",
+            "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
+        }))
+        .unwrap()
+    }
+    fn call<'a>(
+        &'a self,
+        server: &'a mcp_runtime::Mcp,
+        arguments: Value,
+    ) -> mcp_runtime::BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+        Box::pin(async move {
+            let echoed = server.call("echo", arguments).await?;
+            Ok(CallToolResult { content: vec![Content::text(format!("**{}**", echoed.text()))], ..Default::default() })
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_from_the_instance_typed_output_and_a_local_tool() {
+    // The declaration's fixed port (no other test uses it).
+    let _server = support::HttpServer::python_on(39417, &["stateless"]);
+    let tokens = Arc::new(AtomicUsize::new(0));
+    let py = Py::new(tokens.clone());
+    assert_eq!(py.name(), "py");
+    let names: Vec<String> = py.tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["echo", "add", "ask_name", "add_tool", "markdown_echo"]);
+
+    // The token method runs for every request: no reconnect needed when it rotates.
+    let before = tokens.load(Ordering::SeqCst);
+    let typed = py.add(py_tools::Add { a: 1.5, b: 2.0 }).await.unwrap();
+    assert_eq!(typed.output, Some(py_tools::AddOutput { sum: 3.5 }));
+    py.echo(py_tools::Echo { message: "x".into() }).await.unwrap();
+    assert!(tokens.load(Ordering::SeqCst) >= before + 2, "one token per request");
+
+    // The first input callback declines to answer; the second answers.
+    assert_eq!(py.ask_name().await.unwrap().text(), "Hello, Ada");
+    // A tool of our own calling the server.
+    let bold = py.call("markdown_echo", json!({"message": "hi"})).await.unwrap();
+    assert_eq!(bold.text(), "**Echo: hi**");
+    py.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn drift_from_the_snapshot_is_reported() {
+    let mut snapshot: Value = serde_json::from_str(include_str!("../../../.mcp/pyserver.json")).unwrap();
+    let tools = snapshot["tools"].as_array_mut().unwrap();
+    tools.push(json!({"name": "retired_tool", "inputSchema": {"type": "object"}}));
+    tools.iter_mut().find(|t| t["name"] == "echo").unwrap()["inputSchema"]["properties"]["extra"] = json!({"type": "string"});
+    let strict = mcp_runtime::Mcp::builder("pyserver")
+        .command([support::peers().join("venv/bin/python").display().to_string(), support::repo_root().join("tests/peers/pyserver.py").display().to_string(), "stdio".into()])
+        .snapshot(&snapshot.to_string())
+        .drift(mcp_runtime::DriftPolicy::Error)
+        .build()
+        .unwrap();
+    let e = strict.tools().await.unwrap_err();
+    let msg = e.to_string();
+    assert!(e.is_config() && msg.contains("retired_tool") && msg.contains("`echo` changed"), "{msg}");
+    strict.close().await.unwrap();
+
+    // A declaration naming a tool the server does not offer fails on first load.
+    let wrong = mcp_runtime::Mcp::builder("pyserver")
+        .command([support::peers().join("venv/bin/python").display().to_string(), support::repo_root().join("tests/peers/pyserver.py").display().to_string(), "stdio".into()])
+        .only(["ecko"])
+        .build()
+        .unwrap();
+    let e = wrong.tools().await.unwrap_err();
+    assert!(e.to_string().contains("did you mean `echo`"), "{e}");
+    wrong.close().await.unwrap();
+}
+
+/// server-filesystem through npx, with a working directory and environment.
+#[mcp(
+    command("npx", "-y", "@modelcontextprotocol/server-filesystem@2026.8.31", "."),
+    directory = "/tmp",
+    env(MCP_FS_TEST = "1", MCP_FS_USER = Self::user),
+    only(read_text_file, list_allowed_directories),
+    tool(read_text_file, as = read),
+    requires_approval(if = destructive),
+)]
+pub struct Files {
+    user: String,
+}
+
+impl Files {
+    fn user(&self) -> String {
+        self.user.clone()
+    }
+}
+
+#[tokio::test]
+async fn filesystem_via_npx_with_typed_structured_output() {
+    let files = Files::new("ann".into());
+    let tools = files.tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["read", "list_allowed_directories"]);
+    assert!(!tools[0].requires_approval(), "read-only tools are not destructive");
+    let dirs = files.list_allowed_directories().await.unwrap();
+    let out = dirs.output.expect("structured output");
+    assert!(out.content.contains("/tmp"), "{}", out.content);
+    std::fs::write("/tmp/mcp-declared-test.txt", "typed").unwrap();
+    let r = files
+        .read(files_tools::Read { path: "/tmp/mcp-declared-test.txt".into(), head: None, tail: None })
+        .await
+        .unwrap();
+    assert_eq!(r.output.unwrap().content, "typed");
+    files.close().await.unwrap();
+}
