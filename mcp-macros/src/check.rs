@@ -301,7 +301,7 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
             cx.error(
                 span,
                 format!(
-                    "tools `{}` and `{name}` would both become the method `{method}`; rename one with `tool({name}, as = …)`",
+                    "tools `{}` and `{name}` would both become the method `{method}`; rename one with `tool(\"{name}\", as = …)`",
                     other.server_name
                 ),
             );
@@ -309,7 +309,7 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
         if HANDLE_METHODS.contains(&method.as_str()) {
             cx.error(
                 span,
-                format!("tool `{name}` would become the method `{method}`, which every server handle already has; rename it with `tool({name}, as = …)` or set a `prefix`"),
+                format!("tool `{name}` would become the method `{method}`, which every server handle already has; rename it with `tool(\"{name}\", as = …)` or set a `prefix`"),
             );
         }
         planned.push(Planned {

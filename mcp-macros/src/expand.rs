@@ -75,7 +75,14 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         return fallback(item, e);
     }
     let server_name = snake(&input.ident.to_string());
-    generate(&decl, &input, &fields, &server_name, snap.as_ref(), &planned)
+    generate(
+        &decl,
+        &input,
+        &fields,
+        &server_name,
+        snap.as_ref(),
+        &planned,
+    )
 }
 
 /// The user's item, unchanged, next to the errors: the rest of the crate still sees it.

@@ -215,7 +215,10 @@ impl mcp_runtime::LocalTool for MarkdownEcho {
     ) -> mcp_runtime::BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
         Box::pin(async move {
             let echoed = server.call("echo", arguments).await?;
-            Ok(CallToolResult { content: vec![Content::text(format!("**{}**", echoed.text()))], ..Default::default() })
+            Ok(CallToolResult {
+                content: vec![Content::text(format!("**{}**", echoed.text()))],
+                ..Default::default()
+            })
         })
     }
 }
@@ -227,44 +230,88 @@ async fn settings_from_the_instance_typed_output_and_a_local_tool() {
     let tokens = Arc::new(AtomicUsize::new(0));
     let py = Py::new(tokens.clone());
     assert_eq!(py.name(), "py");
-    let names: Vec<String> = py.tools().await.unwrap().into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["echo", "add", "ask_name", "add_tool", "markdown_echo"]);
+    let names: Vec<String> = py
+        .tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(
+        names,
+        ["echo", "add", "ask_name", "add_tool", "markdown_echo"]
+    );
 
     // The token method runs for every request: no reconnect needed when it rotates.
     let before = tokens.load(Ordering::SeqCst);
     let typed = py.add(py_tools::Add { a: 1.5, b: 2.0 }).await.unwrap();
     assert_eq!(typed.output, Some(py_tools::AddOutput { sum: 3.5 }));
-    py.echo(py_tools::Echo { message: "x".into() }).await.unwrap();
-    assert!(tokens.load(Ordering::SeqCst) >= before + 2, "one token per request");
+    py.echo(py_tools::Echo {
+        message: "x".into(),
+    })
+    .await
+    .unwrap();
+    assert!(
+        tokens.load(Ordering::SeqCst) >= before + 2,
+        "one token per request"
+    );
 
     // The first input callback declines to answer; the second answers.
     assert_eq!(py.ask_name().await.unwrap().text(), "Hello, Ada");
     // A tool of our own calling the server.
-    let bold = py.call("markdown_echo", json!({"message": "hi"})).await.unwrap();
+    let bold = py
+        .call("markdown_echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
     assert_eq!(bold.text(), "**Echo: hi**");
     py.close().await.unwrap();
 }
 
 #[tokio::test]
 async fn drift_from_the_snapshot_is_reported() {
-    let mut snapshot: Value = serde_json::from_str(include_str!("../../../.mcp/pyserver.json")).unwrap();
+    let mut snapshot: Value =
+        serde_json::from_str(include_str!("../../../.mcp/pyserver.json")).unwrap();
     let tools = snapshot["tools"].as_array_mut().unwrap();
     tools.push(json!({"name": "retired_tool", "inputSchema": {"type": "object"}}));
-    tools.iter_mut().find(|t| t["name"] == "echo").unwrap()["inputSchema"]["properties"]["extra"] = json!({"type": "string"});
+    tools.iter_mut().find(|t| t["name"] == "echo").unwrap()["inputSchema"]["properties"]["extra"] =
+        json!({"type": "string"});
     let strict = mcp_runtime::Mcp::builder("pyserver")
-        .command([support::peers().join("venv/bin/python").display().to_string(), support::repo_root().join("tests/peers/pyserver.py").display().to_string(), "stdio".into()])
+        .command([
+            support::peers()
+                .join("venv/bin/python")
+                .display()
+                .to_string(),
+            support::repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ])
         .snapshot(&snapshot.to_string())
         .drift(mcp_runtime::DriftPolicy::Error)
         .build()
         .unwrap();
     let e = strict.tools().await.unwrap_err();
     let msg = e.to_string();
-    assert!(e.is_config() && msg.contains("retired_tool") && msg.contains("`echo` changed"), "{msg}");
+    assert!(
+        e.is_config() && msg.contains("retired_tool") && msg.contains("`echo` changed"),
+        "{msg}"
+    );
     strict.close().await.unwrap();
 
     // A declaration naming a tool the server does not offer fails on first load.
     let wrong = mcp_runtime::Mcp::builder("pyserver")
-        .command([support::peers().join("venv/bin/python").display().to_string(), support::repo_root().join("tests/peers/pyserver.py").display().to_string(), "stdio".into()])
+        .command([
+            support::peers()
+                .join("venv/bin/python")
+                .display()
+                .to_string(),
+            support::repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ])
         .only(["ecko"])
         .build()
         .unwrap();
@@ -298,13 +345,20 @@ async fn filesystem_via_npx_with_typed_structured_output() {
     let tools = files.tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["read", "list_allowed_directories"]);
-    assert!(!tools[0].requires_approval(), "read-only tools are not destructive");
+    assert!(
+        !tools[0].requires_approval(),
+        "read-only tools are not destructive"
+    );
     let dirs = files.list_allowed_directories().await.unwrap();
     let out = dirs.output.expect("structured output");
     assert!(out.content.contains("/tmp"), "{}", out.content);
     std::fs::write("/tmp/mcp-declared-test.txt", "typed").unwrap();
     let r = files
-        .read(files_tools::Read { path: "/tmp/mcp-declared-test.txt".into(), head: None, tail: None })
+        .read(files_tools::Read {
+            path: "/tmp/mcp-declared-test.txt".into(),
+            head: None,
+            tail: None,
+        })
         .await
         .unwrap();
     assert_eq!(r.output.unwrap().content, "typed");

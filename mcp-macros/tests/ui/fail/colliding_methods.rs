@@ -1,0 +1,10 @@
+use mcp_runtime::mcp;
+
+#[mcp(
+    command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31"),
+    tool(echo, as = sum),
+    tool("get-sum", as = sum),
+)]
+pub struct Everything;
+
+fn main() {}

@@ -1,0 +1,9 @@
+use mcp_runtime::mcp;
+
+#[mcp(
+    command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31"),
+    tool(echo, as = call),
+)]
+pub struct Everything;
+
+fn main() {}

@@ -1,0 +1,112 @@
+//! Every setting of `#[mcp(...)]`, in the forms it takes. Nothing connects: servers
+//! connect on first use.
+use std::sync::Arc;
+
+use mcp_runtime::{mcp, CallToolResult, Change, InputRequest, InputResponse, Progress, Tool};
+
+#[mcp(
+    url = "https://mcp.example.com/mcp",
+    header("X-MCP-Toolsets", "issues,pull_requests"),
+    header("X-Account", Self::account),
+    bearer_token = Self::token,
+    timeout = 30,
+    log_level = warning,
+    input_requests(form, url),
+    extension(apps),
+    extension(tasks),
+    extension("com.example/audit", level = "full", verbose = true),
+    prefix = "linear",
+    except(delete_everything),
+    tool(search_issues, as = find_issues, description = "Search the team's issues", fixed_arguments(owner = "crmne", repo = Self::repo), wrap = Self::trim),
+    tool(Summarize),
+    requires_approval(create_issue, merge_pull_request),
+    requires_approval(if = destructive),
+    requires_approval(close_issue, if = Self::is_risky),
+    defer(search_code, list_workflows),
+    after_change = Self::refresh,
+    after_change = Self::log_change,
+    after_progress = Self::show_progress,
+    before_input_request = Self::ask_operator,
+    drift = warn,
+    crate = "::mcp_runtime",
+)]
+pub struct Linear {
+    user: String,
+}
+
+impl Linear {
+    fn account(&self) -> String {
+        format!("acct-{}", self.user)
+    }
+    fn token(&self) -> String {
+        format!("token-for-{}", self.user)
+    }
+    fn repo(&self) -> &'static str {
+        "ruby_llm"
+    }
+    async fn trim(&self, result: CallToolResult, _args: serde_json::Value) -> mcp_runtime::Result<CallToolResult> {
+        Ok(result)
+    }
+    fn is_risky(&self, tool: &Tool) -> bool {
+        tool.is_destructive()
+    }
+    fn refresh(&self, _change: &Change) {}
+    fn log_change(&self, change: &Change) {
+        println!("{change:?}");
+    }
+    fn show_progress(&self, p: &Progress) {
+        println!("{}", p.progress);
+    }
+    async fn ask_operator(&self, _req: InputRequest) -> Option<InputResponse> {
+        Some(InputResponse::Decline)
+    }
+}
+
+#[derive(Default)]
+pub struct Summarize;
+
+impl mcp_runtime::LocalTool for Summarize {
+    fn definition(&self) -> Tool {
+        serde_json::from_value(serde_json::json!({"name": "summarize", "inputSchema": {"type": "object"}})).unwrap()
+    }
+    fn call<'a>(&'a self, _server: &'a mcp_runtime::Mcp, _args: serde_json::Value) -> mcp_runtime::BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+        Box::pin(async { Ok(CallToolResult::default()) })
+    }
+}
+
+#[mcp(
+    command("npx", "-y", "@modelcontextprotocol/server-filesystem", "."),
+    directory = "/tmp",
+    env(NODE_ENV = "production", API_KEY = Self::api_key),
+    input_requests(none),
+    defer,
+    snapshot = "files",
+)]
+pub struct Files {
+    key: String,
+}
+
+impl Files {
+    fn api_key(&self) -> String {
+        self.key.clone()
+    }
+}
+
+#[mcp(transport = Self::tunnel)]
+pub struct Tunneled;
+
+impl Tunneled {
+    fn tunnel(&self) -> mcp_runtime::StdioTransport {
+        mcp_runtime::StdioTransport::new(mcp_runtime::StdioConfig::new("ssh").args(["host", "mcp-server"]))
+    }
+}
+
+fn main() {
+    let linear: Arc<Linear> = Linear::new("ann".into());
+    assert_eq!(linear.name(), "linear");
+    let files = Files::with_context(mcp_runtime::Context::new().request_timeout(std::time::Duration::from_secs(5)), "k".into());
+    assert_eq!(files.name(), "files");
+    // Typed methods from the `files` snapshot exist and take typed arguments.
+    let _ = files_tools::ReadTextFile { path: "README.md".into(), head: None, tail: None };
+    let _ = Tunneled::new();
+}
