@@ -30,9 +30,14 @@ cargo test --workspace --locked --doc
 step "official MCP conformance suite (client scenarios)"
 bash tests/conformance/run.sh
 
+step "snapshots in .mcp/ match their servers (mcp snapshot --check)"
+cargo run -q --locked -p mcp-cli -- snapshot --check
+
 step "examples"
+cargo run -q --locked -p examples --example quickstart
 cargo run -q --locked -p examples --example custom_transport
-MCP_EVERYTHING_BIN="$PWD/.peers/npm/node_modules/.bin/mcp-server-everything" \
-  cargo run -q --locked -p examples --example quickstart
+cargo run -q --locked -p examples --example inline
+cargo run -q --locked -p examples --example files
+cargo run -q --locked -p examples --example everything_http
 
 step "all checks passed"
