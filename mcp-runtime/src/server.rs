@@ -280,6 +280,7 @@ enum Connect {
 /// Builds an [`Mcp`]: the inline form of a declared server.
 ///
 /// ```no_run
+/// # #[allow(dead_code)]
 /// # async fn run() -> mcp_runtime::Result<()> {
 /// use mcp_runtime::{Mcp, ToolShape};
 /// let files = Mcp::builder("files")
