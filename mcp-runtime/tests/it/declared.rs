@@ -149,6 +149,18 @@ async fn a_declared_server_is_an_object() {
     assert!(ev.instructions().await.unwrap().is_some());
     assert_eq!(ev.version().await.unwrap().as_deref(), Some("2.0.0"));
 
+    // Completion through the handle.
+    let c = ev
+        .complete(mcp_runtime::CompletionRef::Prompt("completable-prompt".into()), "department", "M", &[])
+        .await
+        .unwrap();
+    assert_eq!(c.values, ["Marketing"]);
+    // server-everything announces its tool list after the handshake: the instance's
+    // after_change method heard it.
+    assert!(ev.changes.lock().unwrap().contains(&Change::Tools));
+    // Listening (legacy server: list changes come anyway; resources are subscribed).
+    ev.listen(&["demo://resource/static/document/architecture.md"]).await.unwrap();
+
     // Progress and input requests go to the instance's methods.
     let r = ev
         .call(
@@ -363,4 +375,32 @@ async fn filesystem_via_npx_with_typed_structured_output() {
         .unwrap();
     assert_eq!(r.output.unwrap().content, "typed");
     files.close().await.unwrap();
+}
+
+/// server-everything through npx, with environment values from the instance.
+#[mcp(
+    command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"),
+    snapshot = "everything",
+    env(MCP_DECLARED_FIXED = "fixed-value", MCP_DECLARED_USER = Self::user),
+    only("get-env", echo),
+    input_requests(none),
+)]
+pub struct EverythingEnv {
+    user: String,
+}
+
+impl EverythingEnv {
+    fn user(&self) -> String {
+        self.user.clone()
+    }
+}
+
+#[tokio::test]
+async fn environment_values_come_from_the_declaration_and_the_instance() {
+    let ev = EverythingEnv::new("grace".into());
+    let env = ev.get_env().await.unwrap().text();
+    assert!(env.contains("fixed-value"), "literal env value");
+    assert!(env.contains("grace"), "env value from the instance's method");
+    assert!(env.contains("\"PATH\""), "merged over the parent environment");
+    ev.close().await.unwrap();
 }
