@@ -16,7 +16,9 @@ use serde_json::json;
 
 fn everything() -> String {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    root.join(".peers/npm/node_modules/.bin/mcp-server-everything").display().to_string()
+    root.join(".peers/npm/node_modules/.bin/mcp-server-everything")
+        .display()
+        .to_string()
 }
 
 fn raw_pipe(calls: usize) -> Duration {
@@ -35,13 +37,22 @@ fn raw_pipe(calls: usize) -> Duration {
         s.push('\n');
         stdin.write_all(s.as_bytes()).expect("write");
     };
-    send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}), &mut stdin);
+    send(
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}),
+        &mut stdin,
+    );
     out.read_line(&mut line).expect("read");
-    send(json!({"jsonrpc":"2.0","method":"notifications/initialized"}), &mut stdin);
+    send(
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        &mut stdin,
+    );
     let start = Instant::now();
     let mut done = 0;
     while done < calls {
-        send(json!({"jsonrpc":"2.0","id":done + 1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}), &mut stdin);
+        send(
+            json!({"jsonrpc":"2.0","id":done + 1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"}}}),
+            &mut stdin,
+        );
         loop {
             line.clear();
             out.read_line(&mut line).expect("read");
@@ -61,16 +72,26 @@ fn raw_pipe(calls: usize) -> Duration {
 async fn main() {
     let calls = 2000;
     let raw = raw_pipe(calls);
-    println!("raw pipe, sequential:        {:>8.1} µs/call", raw.as_secs_f64() * 1e6 / calls as f64);
+    println!(
+        "raw pipe, sequential:        {:>8.1} µs/call",
+        raw.as_secs_f64() * 1e6 / calls as f64
+    );
 
-    let c = Client::builder().stdio(StdioConfig::new(everything()).arg("stdio")).expect("client");
+    let c = Client::builder()
+        .stdio(StdioConfig::new(everything()).arg("stdio"))
+        .expect("client");
     c.connect().await.expect("connect");
     let start = Instant::now();
     for _ in 0..calls {
-        c.call_tool("echo", json!({"message": "hi"})).await.expect("call");
+        c.call_tool("echo", json!({"message": "hi"}))
+            .await
+            .expect("call");
     }
     let seq = start.elapsed();
-    println!("mcp-runtime, sequential:     {:>8.1} µs/call", seq.as_secs_f64() * 1e6 / calls as f64);
+    println!(
+        "mcp-runtime, sequential:     {:>8.1} µs/call",
+        seq.as_secs_f64() * 1e6 / calls as f64
+    );
 
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -78,7 +99,9 @@ async fn main() {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..calls / 16 {
-                c.call_tool("echo", json!({"message": "hi"})).await.expect("call");
+                c.call_tool("echo", json!({"message": "hi"}))
+                    .await
+                    .expect("call");
             }
         }));
     }
@@ -86,12 +109,18 @@ async fn main() {
         t.await.expect("task");
     }
     let conc = start.elapsed();
-    println!("mcp-runtime, 16 in flight:   {:>8.1} µs/call", conc.as_secs_f64() * 1e6 / calls as f64);
+    println!(
+        "mcp-runtime, 16 in flight:   {:>8.1} µs/call",
+        conc.as_secs_f64() * 1e6 / calls as f64
+    );
     c.close().await.expect("close");
 
     for mb in [1usize, 10] {
         let text = "x".repeat(mb * 1024 * 1024);
-        let line = serde_json::to_vec(&json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text": text}]}})).expect("json");
+        let line = serde_json::to_vec(
+            &json!({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text": text}]}}),
+        )
+        .expect("json");
         let start = Instant::now();
         let rounds = 20;
         for _ in 0..rounds {
@@ -99,6 +128,10 @@ async fn main() {
             std::hint::black_box(m);
         }
         let t = start.elapsed() / rounds;
-        println!("parse a {mb:>2} MB message:       {:>8.2} ms ({:.0} MB/s)", t.as_secs_f64() * 1e3, mb as f64 / t.as_secs_f64());
+        println!(
+            "parse a {mb:>2} MB message:       {:>8.2} ms ({:.0} MB/s)",
+            t.as_secs_f64() * 1e3,
+            mb as f64 / t.as_secs_f64()
+        );
     }
 }

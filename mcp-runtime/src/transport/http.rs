@@ -950,17 +950,8 @@ impl Shared {
             method: "notifications/initialized".into(),
             params: None,
         };
-        let resp = self
-            .send(
-                Method::POST,
-                &self.url,
-                h,
-                Some(Message::Notification(n).to_vec()),
-                true,
-            )
-            .await?;
-        let _ = resp.into_body().collect().await;
-        Ok(())
+        self.post_message(&self.url, h, &Message::Notification(n), true, "")
+            .await
     }
 
     /// Opens the 2024-11-05 event stream and initializes through it.
@@ -1031,11 +1022,25 @@ impl Shared {
         let h = self
             .base_headers("application/json, text/event-stream")
             .await?;
+        self.post_message(&session.post_url, h, &message, retry_stale, "")
+            .await
+    }
+
+    /// POSTs a message that expects no answer (a notification, or a response to a
+    /// server request): drains the reply and checks its status.
+    async fn post_message(
+        &self,
+        url: &Uri,
+        headers: HeaderMap,
+        message: &Message,
+        retry_stale: bool,
+        refused: &str,
+    ) -> Result<()> {
         let resp = self
             .send(
                 Method::POST,
-                &session.post_url,
-                h,
+                url,
+                headers,
                 Some(message.to_vec()),
                 retry_stale,
             )
@@ -1045,7 +1050,7 @@ impl Shared {
         if status.is_success() {
             Ok(())
         } else {
-            Err(status_error(status, ""))
+            Err(status_error(status, refused))
         }
     }
 
@@ -1215,23 +1220,9 @@ impl Answerer {
                     .base_headers("application/json, text/event-stream")
                     .await?;
                 Shared::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
-                let resp = self
-                    .shared
-                    .send(
-                        Method::POST,
-                        &self.shared.url,
-                        h,
-                        Some(message.to_vec()),
-                        true,
-                    )
-                    .await?;
-                let status = resp.status();
-                let _ = resp.into_body().collect().await;
-                if status.is_success() {
-                    Ok(())
-                } else {
-                    Err(status_error(status, ""))
-                }
+                self.shared
+                    .post_message(&self.shared.url, h, &message, true, "")
+                    .await
             }
             AnswerTarget::Sse => {
                 let session = match &*lock(&self.shared.mode) {
@@ -1332,22 +1323,15 @@ impl Transport for HttpTransport {
                 let (session, v) = shared.session_snapshot();
                 Shared::legacy_headers(&mut h, session.as_deref(), v.as_deref().or(Some(version)))?;
             }
-            let resp = shared
-                .send(
-                    Method::POST,
+            shared
+                .post_message(
                     &shared.url,
                     h,
-                    Some(Message::Notification(n).to_vec()),
+                    &Message::Notification(n),
                     true,
+                    "the server refused a notification",
                 )
-                .await?;
-            let status = resp.status();
-            let _ = resp.into_body().collect().await;
-            if status.is_success() {
-                Ok(())
-            } else {
-                Err(status_error(status, "the server refused a notification"))
-            }
+                .await
         })
     }
 

@@ -151,7 +151,12 @@ async fn a_declared_server_is_an_object() {
 
     // Completion through the handle.
     let c = ev
-        .complete(mcp_runtime::CompletionRef::Prompt("completable-prompt".into()), "department", "M", &[])
+        .complete(
+            mcp_runtime::CompletionRef::Prompt("completable-prompt".into()),
+            "department",
+            "M",
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(c.values, ["Marketing"]);
@@ -159,7 +164,9 @@ async fn a_declared_server_is_an_object() {
     // after_change method heard it.
     assert!(ev.changes.lock().unwrap().contains(&Change::Tools));
     // Listening (legacy server: list changes come anyway; resources are subscribed).
-    ev.listen(&["demo://resource/static/document/architecture.md"]).await.unwrap();
+    ev.listen(&["demo://resource/static/document/architecture.md"])
+        .await
+        .unwrap();
 
     // Progress and input requests go to the instance's methods.
     let r = ev
@@ -400,7 +407,13 @@ async fn environment_values_come_from_the_declaration_and_the_instance() {
     let ev = EverythingEnv::new("grace".into());
     let env = ev.get_env().await.unwrap().text();
     assert!(env.contains("fixed-value"), "literal env value");
-    assert!(env.contains("grace"), "env value from the instance's method");
-    assert!(env.contains("\"PATH\""), "merged over the parent environment");
+    assert!(
+        env.contains("grace"),
+        "env value from the instance's method"
+    );
+    assert!(
+        env.contains("\"PATH\""),
+        "merged over the parent environment"
+    );
     ev.close().await.unwrap();
 }

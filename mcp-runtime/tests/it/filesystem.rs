@@ -103,35 +103,16 @@ async fn a_missing_program_says_what_to_fix() {
     );
 }
 
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn server_stderr_goes_to_tracing_and_env_values_stay_out_of_logs() {
-    let captured = Captured::default();
-    let w = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::TRACE)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = support::Captured::install(tracing::Level::TRACE);
     let dir = tempdir("stderr");
     let config = support::filesystem(&dir).env("MCP_TEST_TOKEN", "s3cr3t-value");
     assert!(!format!("{config:?}").contains("s3cr3t-value"));
     let c = Client::builder().stdio(config).unwrap();
     c.list_tools().await.unwrap();
     c.close().await.unwrap();
-    let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let out = captured.text();
     let line = out
         .lines()
         .find(|l| l.contains("Secure MCP Filesystem Server running on stdio"))

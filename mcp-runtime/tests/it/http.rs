@@ -306,28 +306,9 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     assert!(msg.contains("401") && msg.contains("bearer token"), "{msg}");
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn the_token_provider_runs_per_request_and_the_token_is_never_logged() {
-    let captured = Captured::default();
-    let w = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::TRACE)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = support::Captured::install(tracing::Level::TRACE);
 
     let server = HttpServer::python(&["stateless"]);
     let calls = Arc::new(AtomicUsize::new(0));
@@ -358,7 +339,7 @@ async fn the_token_provider_runs_per_request_and_the_token_is_never_logged() {
         .unwrap_err();
     assert!(!format!("{e} {e:?}").contains("zq81"));
     c.close().await.unwrap();
-    let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let out = captured.text();
     assert!(
         out.contains("session started"),
         "trace logging was captured:\n{out}"

@@ -241,28 +241,8 @@ async fn legacy_progress() {
     progress(Era::Legacy).await;
 }
 
-/// Collects the server log messages written through `tracing`.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 async fn server_logs_reach_tracing(era: Era) {
-    let captured = Captured::default();
-    let w = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || w.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = support::Captured::install(tracing::Level::DEBUG);
     let c = builder(era)
         .log_level(LogLevel::Warning)
         .stdio(support::pyserver())
@@ -273,7 +253,7 @@ async fn server_logs_reach_tracing(era: Era) {
         .unwrap();
     assert_eq!(r.text(), "logged");
     c.close().await.unwrap();
-    let out = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let out = captured.text();
     let line = out
         .lines()
         .find(|l| l.contains("disk almost full"))

@@ -134,8 +134,8 @@ pub fn process_exists(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Processes (zombies included) in the process group `pgid`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+/// `(pid, state, ppid, pgrp)` of every process, from /proc.
+fn processes() -> Vec<(u32, String, u32, u32)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
@@ -147,42 +147,40 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        // Fields after the command (which is in parentheses and may contain spaces).
+        // Fields after the command (which is in parentheses and may contain spaces):
+        // state ppid pgrp ...
         let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
             continue;
         };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        // state ppid pgrp ...
-        if fields.get(2).and_then(|g| g.parse::<u32>().ok()) == Some(pgid) {
-            out.push(pid);
-        }
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<u32>().ok()).unwrap_or(0);
+        out.push((
+            pid,
+            f.first().copied().unwrap_or("?").to_owned(),
+            num(1),
+            num(2),
+        ));
     }
     out
+}
+
+/// Processes (zombies included) in the process group `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    processes()
+        .into_iter()
+        .filter(|p| p.3 == pgid)
+        .map(|p| p.0)
+        .collect()
 }
 
 /// Children of this test process (zombies included).
 pub fn my_children() -> Vec<(u32, String)> {
     let me = std::process::id();
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for entry in dir.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(me) {
-            out.push((pid, fields.first().copied().unwrap_or("?").to_owned()));
-        }
-    }
-    out
+    processes()
+        .into_iter()
+        .filter(|p| p.2 == me)
+        .map(|p| (p.0, p.1))
+        .collect()
 }
 
 /// Fills an elicitation form the way a person would: defaults where given, otherwise a
@@ -317,4 +315,36 @@ impl Drop for HttpServer {
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
+}
+
+/// Collects what a `tracing` subscriber writes, to look for (or not find) log lines.
+#[derive(Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Captures everything logged on this thread up to `level` until the guard drops.
+    pub fn install(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let w = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .with_max_level(level)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
 }
