@@ -950,6 +950,46 @@ impl Drop for CancelGuard {
     }
 }
 
+/// The tasks extension.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Cancels a task whose caller stopped waiting for it.
+struct TaskGuard {
+    inner: Weak<Inner>,
+    task_id: String,
+    armed: bool,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (Some(inner), Ok(handle)) =
+            (self.inner.upgrade(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let task_id = std::mem::take(&mut self.task_id);
+        handle.spawn(async move {
+            let mut params = Map::new();
+            params.insert("taskId".into(), Value::String(task_id));
+            if let Err(e) = inner
+                .call(
+                    "tasks/cancel",
+                    params,
+                    &RequestOptions::default(),
+                    false,
+                    false,
+                )
+                .await
+            {
+                tracing::debug!(error = %e, "could not cancel a task");
+            }
+        });
+    }
+}
+
 struct ProgressGuard<'a> {
     inner: &'a Inner,
     token: Option<Id>,
@@ -1424,31 +1464,144 @@ impl Inner {
                         .map(Value::take)
                         .unwrap_or(Value::Null);
                     let state = v.get_mut("requestState").map(Value::take);
-                    let mut responses = Map::new();
-                    if let Value::Object(reqs) = requests {
-                        for (key, req) in reqs {
-                            let m = req
-                                .get("method")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_owned();
-                            let params = req.get("params").cloned().unwrap_or(Value::Null);
-                            let answer = self.answer_input(&m, params).await.map_err(|e| {
-                                Error::unsupported(format!(
-                                    "{} asked for `{m}` input: {}",
-                                    self.name, e.message
-                                ))
-                            })?;
-                            responses.insert(key, answer);
-                        }
-                    }
+                    let responses = self.answer_all(requests, &[]).await?;
                     answers = Some((responses, state));
+                }
+                // Some servers mark `tasks/*` answers with it; they are complete.
+                Some("task") if method.starts_with("tasks/") => return Ok(v),
+                Some("task") if method == "tools/call" && self.declares(TASKS_EXTENSION) => {
+                    return Box::pin(self.await_task(v, opts)).await;
                 }
                 Some(other) => {
                     return Err(Error::invalid_response(format!(
                         "`{method}` returned unknown resultType `{other}`"
                     )))
                 }
+            }
+        }
+    }
+
+    /// Answers every input request of an `inputRequests` object (skipping keys already
+    /// answered).
+    async fn answer_all(&self, requests: Value, skip: &[String]) -> Result<Map<String, Value>> {
+        let mut responses = Map::new();
+        if let Value::Object(reqs) = requests {
+            for (key, req) in reqs {
+                if skip.contains(&key) {
+                    continue;
+                }
+                let m = req
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let params = req.get("params").cloned().unwrap_or(Value::Null);
+                let answer = self.answer_input(&m, params).await.map_err(|e| {
+                    Error::unsupported(format!(
+                        "{} asked for `{m}` input: {}",
+                        self.name, e.message
+                    ))
+                })?;
+                responses.insert(key, answer);
+            }
+        }
+        Ok(responses)
+    }
+
+    fn declares(&self, extension: &str) -> bool {
+        self.capabilities
+            .get("extensions")
+            .and_then(|e| e.get(extension))
+            .is_some()
+    }
+
+    /// A `tools/call` the server runs as a task (tasks extension): poll `tasks/get`
+    /// at the server's interval, answer its input requests with `tasks/update`, and
+    /// return the tool's result once the task completes. Cancelling the call (token,
+    /// timeout, drop) sends `tasks/cancel`.
+    async fn await_task(self: &Arc<Self>, created: Value, opts: &RequestOptions) -> Result<Value> {
+        let task_id = created
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::invalid_response("a task result without `taskId`"))?
+            .to_owned();
+        let interval = |v: &Value, default: Duration| {
+            v.get("pollIntervalMs")
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis)
+                .unwrap_or(default)
+        };
+        let mut wait = interval(&created, Duration::from_secs(1));
+        let mut guard = TaskGuard {
+            inner: Arc::downgrade(self),
+            task_id: task_id.clone(),
+            armed: true,
+        };
+        let mut answered: Vec<String> = Vec::new();
+        let deadline = Instant::now() + opts.max_timeout.unwrap_or(self.max_timeout);
+        let never = CancellationToken::new();
+        let cancel = opts.cancel.as_ref().unwrap_or(&never);
+        let plain = RequestOptions {
+            timeout: opts.timeout,
+            ..Default::default()
+        };
+        loop {
+            if Instant::now() + wait > deadline {
+                return Err(Error::timeout(
+                    "tools/call",
+                    deadline.saturating_duration_since(Instant::now()) + wait,
+                ));
+            }
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = cancel.cancelled() => return Err(Error::cancelled("tools/call")),
+            }
+            let mut params = Map::new();
+            params.insert("taskId".into(), Value::String(task_id.clone()));
+            let mut task = self.call("tasks/get", params, &plain, false, false).await?;
+            wait = interval(&task, wait);
+            match task
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("working")
+            {
+                "completed" => {
+                    guard.armed = false;
+                    return task.get_mut("result").map(Value::take).ok_or_else(|| {
+                        Error::invalid_response("a completed task without `result`")
+                    });
+                }
+                "failed" => {
+                    guard.armed = false;
+                    let e = task.get("error").cloned().unwrap_or(Value::Null);
+                    return Err(Error::protocol(
+                        e.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                        e.get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("the task failed"),
+                        e.get("data").cloned(),
+                    ));
+                }
+                "cancelled" => {
+                    guard.armed = false;
+                    return Err(Error::cancelled("tools/call"));
+                }
+                "input_required" => {
+                    let requests = task
+                        .get_mut("inputRequests")
+                        .map(Value::take)
+                        .unwrap_or(Value::Null);
+                    let responses = self.answer_all(requests, &answered).await?;
+                    if !responses.is_empty() {
+                        answered.extend(responses.keys().cloned());
+                        let mut params = Map::new();
+                        params.insert("taskId".into(), Value::String(task_id.clone()));
+                        params.insert("inputResponses".into(), Value::Object(responses));
+                        self.call("tasks/update", params, &plain, false, false)
+                            .await?;
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -2118,6 +2271,109 @@ mod tests {
         let seen = lock(&seen);
         assert_eq!(seen[1].params["requestState"], "s\u{e9}1");
         assert!(seen[1].params.get("inputResponses").is_none());
+    }
+
+    #[tokio::test]
+    async fn tasks_are_polled_answered_and_finished() {
+        let polls = Arc::new(Mutex::new(0));
+        let p = polls.clone();
+        let (c, seen) = scripted(
+            Client::builder()
+                .extension("io.modelcontextprotocol/tasks", json!({}))
+                .input_handler(|_r: InputRequest| async {
+                    InputResponse::accept(json!({"ok": true}))
+                }),
+            move |r, _| match r.method.as_str() {
+                "server/discover" => Step::Reply(discover_ok()),
+                "tools/call" => Step::Reply(
+                    json!({"resultType": "task", "taskId": "t1", "status": "working", "pollIntervalMs": 5}),
+                ),
+                "tasks/get" => {
+                    let mut n = lock(&p);
+                    *n += 1;
+                    Step::Reply(match *n {
+                        1 => json!({"resultType": "complete", "taskId": "t1", "status": "working"}),
+                        2 | 3 => {
+                            json!({"resultType": "complete", "taskId": "t1", "status": "input_required",
+                            "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "ok?", "requestedSchema": {"type": "object"}}}}})
+                        }
+                        _ => {
+                            json!({"resultType": "complete", "taskId": "t1", "status": "completed",
+                            "result": {"content": [{"type": "text", "text": "done"}]}})
+                        }
+                    })
+                }
+                _ => Step::Reply(json!({"resultType": "complete"})),
+            },
+        );
+        let r = c.call_tool("long", json!({})).await.unwrap();
+        assert_eq!(r.text(), "done");
+        let seen = lock(&seen);
+        let updates: Vec<&Request> = seen.iter().filter(|r| r.method == "tasks/update").collect();
+        assert_eq!(updates.len(), 1, "each input request is answered once");
+        assert_eq!(
+            updates[0].params["inputResponses"]["confirm"]["action"],
+            "accept"
+        );
+        assert_eq!(updates[0].params["taskId"], "t1");
+    }
+
+    #[tokio::test]
+    async fn a_failed_task_is_an_error_and_a_cancelled_wait_cancels_the_task() {
+        let (c, _) = scripted(
+            Client::builder().extension("io.modelcontextprotocol/tasks", json!({})),
+            |r, _| match r.method.as_str() {
+                "server/discover" => Step::Reply(discover_ok()),
+                "tools/call" => Step::Reply(
+                    json!({"resultType": "task", "taskId": "t2", "status": "working", "pollIntervalMs": 5}),
+                ),
+                "tasks/get" => Step::Reply(
+                    json!({"taskId": "t2", "status": "failed", "error": {"code": -32000, "message": "disk full"}}),
+                ),
+                _ => Step::Reply(json!({})),
+            },
+        );
+        let e = c.call_tool("x", json!({})).await.unwrap_err();
+        assert!(e.is_protocol() && e.message() == Some("disk full"), "{e}");
+
+        let (c, seen) = scripted(
+            Client::builder().extension("io.modelcontextprotocol/tasks", json!({})),
+            |r, _| match r.method.as_str() {
+                "server/discover" => Step::Reply(discover_ok()),
+                "tools/call" => Step::Reply(
+                    json!({"resultType": "task", "taskId": "t3", "status": "working", "pollIntervalMs": 5}),
+                ),
+                "tasks/get" => Step::Reply(json!({"taskId": "t3", "status": "working"})),
+                _ => Step::Reply(json!({})),
+            },
+        );
+        let token = CancellationToken::new();
+        let t = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            t.cancel();
+        });
+        let e = c
+            .call_tool("x", json!({}))
+            .cancel_on(token)
+            .await
+            .unwrap_err();
+        assert!(e.is_cancelled(), "{e}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(lock(&seen)
+            .iter()
+            .any(|r| r.method == "tasks/cancel" && r.params["taskId"] == "t3"));
+
+        // Without the extension declared, a task answer is invalid.
+        let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            _ => Step::Reply(json!({"resultType": "task", "taskId": "t4"})),
+        });
+        assert!(c
+            .call_tool("x", json!({}))
+            .await
+            .unwrap_err()
+            .is_invalid_response());
     }
 
     #[tokio::test]
