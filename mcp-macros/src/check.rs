@@ -187,7 +187,7 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
     if let Some(o) = &d.oauth {
         cx.error(
             o.span(),
-            "`oauth(...)` is not available yet: OAuth support is still to come; use `bearer_token = Self::method` meanwhile",
+            "`oauth(...)` is not available in the declaration yet: use the inline `Mcp::builder(..).oauth(OAuth::new()…)` or `HttpConfig::oauth`, or `bearer_token = Self::method`",
         );
     }
     if let Some(p) = &d.prefix {

@@ -32,6 +32,8 @@
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+#[cfg(feature = "http")]
+pub mod auth;
 mod client;
 mod error;
 pub mod input;

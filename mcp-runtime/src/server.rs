@@ -272,7 +272,7 @@ struct Spec {
 
 enum Connect {
     Stdio(crate::transport::stdio::StdioConfig),
-    Http(crate::transport::http::HttpConfig),
+    Http(Box<crate::transport::http::HttpConfig>),
     Custom(TransportFactory),
     Missing,
 }
@@ -318,6 +318,7 @@ pub struct McpBuilder {
     context: Context,
     snapshot: Option<String>,
     drift: DriftPolicy,
+    oauth: Option<crate::auth::OAuth>,
     errors: Vec<String>,
 }
 
@@ -337,7 +338,7 @@ impl fmt::Debug for McpBuilder {
 impl McpBuilder {
     /// The server's Streamable HTTP endpoint.
     pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.connect = Connect::Http(crate::transport::http::HttpConfig::new(url));
+        self.connect = Connect::Http(Box::new(crate::transport::http::HttpConfig::new(url)));
         self
     }
     /// The command that starts a local server speaking over stdio (program, then its
@@ -532,6 +533,12 @@ impl McpBuilder {
         self.before_input.push(Arc::new(move |r| Box::pin(f(r))));
         self
     }
+    /// Authorizes with OAuth when an HTTP server asks for it (see [`crate::auth`]).
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// Per-connection configuration (HTTP proxy, request timeout).
     pub fn context(mut self, context: Context) -> Self {
         self.context = context;
@@ -624,7 +631,8 @@ impl McpBuilder {
                 }
                 Connect::Stdio(c)
             }
-            Connect::Http(mut c) => {
+            Connect::Http(c) => {
+                let mut c = *c;
                 for (name, f) in self.headers {
                     c = c.header_with(name, move || f());
                 }
@@ -640,12 +648,15 @@ impl McpBuilder {
                 if let Some(t) = self.context.request_timeout {
                     c = c.request_timeout(t);
                 }
+                if let Some(o) = self.oauth {
+                    c = c.oauth(o);
+                }
                 // Check the URL now: a bad one is a configuration error, not a
                 // surprise on first use.
                 if let Err(e) = crate::transport::http::HttpTransport::new(c.clone()) {
                     errors.push(e.to_string());
                 }
-                Connect::Http(c)
+                Connect::Http(Box::new(c))
             }
             other => other,
         };
@@ -781,6 +792,7 @@ impl Mcp {
             context: Context::default(),
             snapshot: None,
             drift: DriftPolicy::Warn,
+            oauth: None,
             errors: Vec::new(),
         }
     }
@@ -798,7 +810,7 @@ impl Mcp {
                 .ok_or("the client was already built")?;
             let built = match &self.spec.connect {
                 Connect::Stdio(c) => builder.stdio(c.clone()),
-                Connect::Http(c) => builder.http(c.clone()),
+                Connect::Http(c) => builder.http(c.as_ref().clone()),
                 Connect::Custom(make) => make().and_then(|t| builder.build(BoxedTransport(t))),
                 Connect::Missing => Err(Error::config("no url, command or transport")),
             };

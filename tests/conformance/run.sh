@@ -3,7 +3,8 @@
 # tests/peers/install.sh) against mcp-conformance-client, one scenario at a time so the
 # client's exit code counts, and fails when any scenario fails or passes vacuously.
 #
-#   tests/conformance/run.sh                # the scenarios CI requires
+#   tests/conformance/run.sh                # every scenario CI runs (core, transport and auth/*)
+#   tests/conformance/run.sh --auth         # the auth/* scenarios only
 #   tests/conformance/run.sh tools_call     # one scenario (default wire, and 2026-07-28 where listed)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -31,10 +32,29 @@ PLAN=(
   "json-schema-ref-no-deref default"
   "json-schema-2020-12-preservation default 2026-07-28"
 )
+AUTH_BOTH="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
+  auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
+  auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
+  auth/token-endpoint-auth-none auth/pre-registration"
+AUTH_DEFAULT_ONLY="auth/2025-03-26-oauth-metadata-backcompat auth/2025-03-26-oauth-endpoint-fallback
+  auth/resource-mismatch auth/offline-access-scope auth/offline-access-not-supported
+  auth/authorization-server-migration auth/iss-supported auth/iss-not-advertised auth/iss-supported-missing
+  auth/iss-wrong-issuer auth/iss-unexpected auth/iss-normalized auth/metadata-issuer-mismatch
+  auth/client-credentials-jwt auth/client-credentials-basic auth/enterprise-managed-authorization
+  auth/dpop auth/dpop-nonce auth/wif-jwt-bearer"
+ALL_AUTH=()
+for s in $AUTH_BOTH; do ALL_AUTH+=("$s default 2026-07-28"); done
+for s in $AUTH_DEFAULT_ONLY; do ALL_AUTH+=("$s default"); done
+if [ "${1:-}" = "--auth" ]; then
+  shift
+  PLAN=("${ALL_AUTH[@]}")
+elif [ $# -eq 0 ]; then
+  PLAN+=("${ALL_AUTH[@]}")
+fi
 if [ $# -gt 0 ]; then
   sel=()
   for want in "$@"; do
-    for row in "${PLAN[@]}"; do [ "${row%% *}" = "$want" ] && sel+=("$row"); done
+    for row in "${PLAN[@]}" "${ALL_AUTH[@]}"; do [ "${row%% *}" = "$want" ] && sel+=("$row"); done
   done
   PLAN=("${sel[@]}")
 fi

@@ -69,6 +69,7 @@ pub struct HttpConfig {
     proxy: Option<String>,
     request_timeout: Option<Duration>,
     connect_timeout: Duration,
+    oauth: Option<crate::auth::OAuth>,
 }
 
 impl HttpConfig {
@@ -81,7 +82,15 @@ impl HttpConfig {
             proxy: None,
             request_timeout: None,
             connect_timeout: Duration::from_secs(10),
+            oauth: None,
         }
+    }
+
+    /// Authorizes with OAuth when the server asks (401): discovery, registration, the
+    /// configured grant, refresh, step-up on `insufficient_scope`, DPoP.
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// A header sent with every request.
@@ -229,6 +238,7 @@ pub struct HttpTransport {
 }
 
 struct Shared {
+    auth: Option<crate::auth::Session>,
     config: HttpConfig,
     url: Uri,
     origin: String,
@@ -334,6 +344,10 @@ impl HttpTransport {
         };
         Ok(HttpTransport {
             inner: Arc::new(Shared {
+                auth: config
+                    .oauth
+                    .clone()
+                    .map(|o| crate::auth::Session::new(o, config.url.clone())),
                 origin: origin_of(&url),
                 url,
                 clients,
@@ -398,10 +412,59 @@ impl Shared {
         Ok(h)
     }
 
-    /// Sends one HTTP request. A request that fails because a pooled keep-alive
-    /// connection turned out to be dead (the server restarted, or closed it as idle) is
-    /// sent once more on a fresh connection when `retry_stale` says that is harmless.
+    /// Sends one request to the MCP server, with OAuth when configured: the token (and
+    /// a DPoP proof) on every attempt; a 401, or a 403 for `insufficient_scope`,
+    /// authorizes (again) and retries, a bounded number of times.
     async fn send(
+        &self,
+        method: Method,
+        url: &Uri,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        retry_stale: bool,
+    ) -> Result<http::Response<Body>> {
+        let Some(auth) = &self.auth else {
+            return self
+                .send_plain(method, url, headers, body, retry_stale)
+                .await;
+        };
+        let url_text = url.to_string();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut h = headers.clone();
+            for (k, v) in auth.headers(self, method.as_str(), &url_text).await? {
+                let mut v = HeaderValue::try_from(v).map_err(|_| {
+                    Error::invalid_response("the token is not a valid header value")
+                })?;
+                v.set_sensitive(true);
+                if let Ok(k) = HeaderName::try_from(k) {
+                    h.insert(k, v);
+                }
+            }
+            let resp = self
+                .send_plain(method.clone(), url, h, body.clone(), retry_stale)
+                .await?;
+            let status = resp.status().as_u16();
+            if !matches!(status, 401 | 403) || attempt > 4 {
+                return Ok(resp);
+            }
+            let headers_seen = resp.headers().clone();
+            let _ = resp.into_body().collect().await;
+            if !auth.challenged(self, status, &headers_seen).await? {
+                return Err(status_error(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+                    "",
+                ));
+            }
+        }
+    }
+
+    /// Sends one HTTP request, without OAuth. A request that fails because a pooled
+    /// keep-alive connection turned out to be dead (the server restarted, or closed it
+    /// as idle) is sent once more on a fresh connection when `retry_stale` says that is
+    /// harmless.
+    async fn send_plain(
         &self,
         method: Method,
         url: &Uri,
@@ -420,7 +483,7 @@ impl Shared {
                 .uri(url.clone());
             if let Some(h) = req.headers_mut() {
                 *h = headers.clone();
-                if has_body {
+                if has_body && !h.contains_key(CONTENT_TYPE) {
                     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 }
             }
@@ -1233,6 +1296,78 @@ impl Answerer {
             }
         }
     }
+}
+
+impl crate::auth::AuthHttp for Shared {
+    fn get<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<crate::auth::HttpReply>> {
+        Box::pin(async move {
+            let uri: Uri = url
+                .parse()
+                .map_err(|e| Error::invalid_response(format!("`{url}` is not a URL: {e}")))?;
+            let mut h = HeaderMap::new();
+            h.insert(ACCEPT, HeaderValue::from_static("application/json"));
+            let resp = self.send_plain(Method::GET, &uri, h, None, true).await?;
+            reply(resp).await
+        })
+    }
+
+    fn post_form<'a>(
+        &'a self,
+        url: &'a str,
+        form: Vec<(String, String)>,
+        headers: Vec<(String, String)>,
+    ) -> BoxFuture<'a, Result<crate::auth::HttpReply>> {
+        Box::pin(async move {
+            let uri: Uri = url
+                .parse()
+                .map_err(|e| Error::invalid_response(format!("`{url}` is not a URL: {e}")))?;
+            let mut h = HeaderMap::new();
+            h.insert(ACCEPT, HeaderValue::from_static("application/json"));
+            let body = match form.iter().find(|(k, _)| k == "__json") {
+                Some((_, json)) => json.clone().into_bytes(),
+                None => {
+                    h.insert(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/x-www-form-urlencoded"),
+                    );
+                    let mut s = form_urlencoded::Serializer::new(String::new());
+                    for (k, v) in &form {
+                        s.append_pair(k, v);
+                    }
+                    s.finish().into_bytes()
+                }
+            };
+            for (k, v) in headers {
+                let mut v = HeaderValue::try_from(v)
+                    .map_err(|_| Error::config("an OAuth header value is not valid"))?;
+                v.set_sensitive(true);
+                if let Ok(k) = HeaderName::try_from(k) {
+                    h.insert(k, v);
+                }
+            }
+            let resp = self
+                .send_plain(Method::POST, &uri, h, Some(body), false)
+                .await?;
+            reply(resp).await
+        })
+    }
+}
+
+async fn reply(resp: http::Response<Body>) -> Result<crate::auth::HttpReply> {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| Error::transport(format!("reading an OAuth reply failed: {e}")))?
+        .to_bytes();
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok(crate::auth::HttpReply {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// A request that failed on a pooled connection the server had already closed.

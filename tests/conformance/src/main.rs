@@ -8,7 +8,8 @@
 
 use std::process::ExitCode;
 
-use mcp_runtime::{Client, HttpConfig, InputRequest, InputResponse, ProtocolMode};
+use mcp_runtime::auth::{Callback, Grant, IdentityProvider, OAuth};
+use mcp_runtime::{Client, HttpConfig, InputRequest, InputResponse, ProtocolMode, Secret};
 use serde_json::{json, Map, Value};
 
 #[tokio::main]
@@ -44,13 +45,6 @@ async fn run() -> Result<(), Failure> {
         .unwrap_or(Value::Null);
     eprintln!("scenario {scenario} at {version} against {url}");
 
-    if scenario.starts_with("auth/") {
-        return Err(
-            "authorization scenarios need OAuth support, which this client does not have yet"
-                .into(),
-        );
-    }
-
     // The harness says which wire to use: the 2026-07-28 era is detected by probing;
     // the dated versions use the handshake.
     let mode = if mcp_runtime::MODERN_VERSIONS.contains(&version.as_str()) {
@@ -58,6 +52,10 @@ async fn run() -> Result<(), Failure> {
     } else {
         ProtocolMode::Legacy
     };
+    let mut http = HttpConfig::new(url);
+    if scenario.starts_with("auth/") {
+        http = http.oauth(oauth_for(&scenario, &context)?);
+    }
     let client = Client::builder()
         .name("conformance")
         .protocol(mode)
@@ -69,7 +67,7 @@ async fn run() -> Result<(), Failure> {
             }
             InputResponse::Accept(values)
         })
-        .http(HttpConfig::new(url))?;
+        .http(http)?;
 
     match scenario.as_str() {
         "initialize" | "request-metadata" => {
@@ -156,10 +154,109 @@ async fn run() -> Result<(), Failure> {
                 .call_tool("json_schema_echo", json!({"schema": focal.input_schema}))
                 .await?;
         }
+        s if s.starts_with("auth/") => {
+            // Authorization happens when the server first answers 401.
+            let tools = client.list_tools().await?;
+            for tool in &tools {
+                client.call_tool(&tool.name, json!({})).await?;
+            }
+        }
         other => return Err(format!("unknown scenario `{other}`").into()),
     }
     client.close().await?;
     Ok(())
+}
+
+/// The OAuth settings a scenario calls for, from its context.
+fn oauth_for(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
+    let get = |k: &str| context.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut o = OAuth::new()
+        .redirect_uri("http://localhost:3000/callback")
+        .authorizer(follow_without_redirects);
+    match scenario {
+        "auth/basic-cimd" => {
+            o = o.client_metadata_url("https://conformance-test.local/client-metadata.json");
+        }
+        "auth/client-credentials-basic" => {
+            o = o.grant(Grant::ClientCredentials).client(
+                get("client_id").ok_or("no client_id")?,
+                get("client_secret"),
+            );
+        }
+        "auth/client-credentials-jwt" => {
+            o = o
+                .grant(Grant::ClientCredentials)
+                .client(get("client_id").ok_or("no client_id")?, None)
+                .private_key(get("private_key_pem").ok_or("no private_key_pem")?);
+        }
+        "auth/wif-jwt-bearer" => {
+            let jwt = get("valid_jwt").ok_or("no valid_jwt")?;
+            o = o
+                .client(get("client_id").ok_or("no client_id")?, None)
+                .assertion(move || {
+                    let jwt = jwt.clone();
+                    async move { Ok(Secret::new(jwt)) }
+                });
+        }
+        "auth/enterprise-managed-authorization" => {
+            let id_token = get("idp_id_token").ok_or("no idp_id_token")?;
+            o = o
+                .client(
+                    get("client_id").ok_or("no client_id")?,
+                    get("client_secret"),
+                )
+                .identity_provider(IdentityProvider::new(
+                    get("idp_token_endpoint").ok_or("no idp_token_endpoint")?,
+                    get("idp_client_id").unwrap_or_default(),
+                    get("idp_client_secret").unwrap_or_default(),
+                    move || {
+                        let t = id_token.clone();
+                        async move { Ok(Secret::new(t)) }
+                    },
+                ));
+        }
+        _ => {
+            if let Some(id) = get("client_id") {
+                o = o.client(id, get("client_secret"));
+            }
+        }
+    }
+    Ok(o)
+}
+
+/// The headless "browser": fetch the authorization URL without following the
+/// redirect, and read the callback from `Location`.
+async fn follow_without_redirects(url: String) -> mcp_runtime::Result<Callback> {
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Write};
+        let rest = url.strip_prefix("http://").ok_or_else(|| {
+            mcp_runtime::Error::transport("the conformance authorization server is not http://")
+        })?;
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let mut s = std::net::TcpStream::connect(authority)
+            .map_err(|e| mcp_runtime::Error::transport(format!("cannot reach {authority}: {e}")))?;
+        let path = if path.is_empty() { "/" } else { path };
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+        )
+        .map_err(|e| mcp_runtime::Error::transport(e.to_string()))?;
+        let mut response = String::new();
+        let _ = s.read_to_string(&mut response);
+        let location = response
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("location")
+                    .then(|| v.trim().to_owned())
+            })
+            .ok_or_else(|| {
+                mcp_runtime::Error::invalid_response("the authorization endpoint did not redirect")
+            })?;
+        Ok(Callback::from_url(&location))
+    })
+    .await
+    .map_err(|e| mcp_runtime::Error::transport(e.to_string()))?
 }
 
 /// Plausible values for required properties that have no default.
