@@ -41,6 +41,10 @@ pub const HANDLE_METHODS: &[&str] = &[
     "close",
     "new",
     "with_context",
+    "authorization_url",
+    "authorize",
+    "is_authorized",
+    "deauthorize",
 ];
 
 fn loopback(host: &str) -> bool {

@@ -565,6 +565,19 @@ pub(crate) struct Session {
     /// The resource identifier exactly as the protected resource metadata publishes
     /// it (the server URL when there is none): sent as `resource`.
     resource_param: Mutex<String>,
+    /// A redirect URI given to `start_authorization` (web applications).
+    redirect_override: Mutex<Option<String>>,
+    /// The authorization `start_authorization` began, for `finish_authorization`.
+    pending: Mutex<Option<PendingAuthorization>>,
+}
+
+struct PendingAuthorization {
+    state: String,
+    verifier: String,
+    metadata: AsMetadata,
+    client: Client,
+    creds: Credentials,
+    scopes: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -590,6 +603,8 @@ impl Session {
             current: Mutex::new(None),
             rs_nonce: Mutex::new(None),
             resource_param: Mutex::new(resource.clone()),
+            redirect_override: Mutex::new(None),
+            pending: Mutex::new(None),
         }
     }
 
@@ -670,34 +685,7 @@ impl Session {
             .any(|c| c.scheme.eq_ignore_ascii_case("dpop"));
         // Discovery runs again on every challenge: the server may have moved to
         // another authorization server.
-        let prm = self
-            .protected_resource(http, param("resource_metadata"))
-            .await?;
-        *lock(&self.resource_param) = prm
-            .as_ref()
-            .and_then(|p| p.get("resource"))
-            .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
-            .map(str::to_owned)
-            .unwrap_or_else(|| self.resource.clone());
-        let metadata = match &prm {
-            Some(prm) => {
-                let issuer = prm
-                    .get("authorization_servers")
-                    .and_then(Value::as_array)
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| {
-                        Error::invalid_response(
-                            "the protected resource metadata names no authorization server",
-                        )
-                    })?
-                    .to_owned();
-                check_url(&issuer, "authorization server")?;
-                self.as_metadata(http, &issuer).await?
-            }
-            None => self.legacy_metadata(http).await?,
-        };
+        let (prm, metadata) = self.discover(http, param("resource_metadata")).await?;
         // Scopes: the challenge's, else the resource's, else none; a step-up adds.
         let mut scopes: Vec<String> = if let Some(s) = &self.config.scopes {
             s.clone()
@@ -726,6 +714,133 @@ impl Session {
         st.metadata = Some(metadata);
         *lock(&self.current) = Some(token);
         Ok(true)
+    }
+
+    /// Protected Resource Metadata, then the authorization server's metadata (or the
+    /// 2025-03-26 fallbacks).
+    async fn discover(
+        &self,
+        http: &dyn AuthHttp,
+        resource_metadata: Option<String>,
+    ) -> Result<(Option<Value>, AsMetadata)> {
+        let prm = self.protected_resource(http, resource_metadata).await?;
+        *lock(&self.resource_param) = prm
+            .as_ref()
+            .and_then(|p| p.get("resource"))
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| self.resource.clone());
+        let metadata = match &prm {
+            Some(prm) => {
+                let issuer = prm
+                    .get("authorization_servers")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.first())
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        Error::invalid_response(
+                            "the protected resource metadata names no authorization server",
+                        )
+                    })?
+                    .to_owned();
+                check_url(&issuer, "authorization server")?;
+                self.as_metadata(http, &issuer).await?
+            }
+            None => self.legacy_metadata(http).await?,
+        };
+        Ok((prm, metadata))
+    }
+
+    fn redirect_uri(&self) -> String {
+        lock(&self.redirect_override)
+            .clone()
+            .unwrap_or_else(|| self.config.redirect_uri.clone())
+    }
+
+    /// Starts an authorization for a web application: the URL to send the user to.
+    /// The authorization server redirects back to `redirect_uri`; pass what it sends
+    /// to `finish_authorization`.
+    pub async fn start_authorization(
+        &self,
+        http: &dyn AuthHttp,
+        redirect_uri: &str,
+    ) -> Result<String> {
+        *lock(&self.redirect_override) = Some(redirect_uri.to_owned());
+        let (prm, m) = self.discover(http, None).await?;
+        if !m
+            .list("code_challenge_methods_supported")
+            .iter()
+            .any(|x| x == "S256")
+        {
+            return Err(Error::unsupported(format!(
+                "the authorization server {} does not advertise PKCE with S256; refusing to authorize",
+                m.issuer
+            )));
+        }
+        let supported = prm
+            .as_ref()
+            .and_then(|p| p.get("scopes_supported"))
+            .and_then(Value::as_array)
+            .map(|s| {
+                s.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            });
+        let scopes: Vec<String> = self.config.scopes.clone().or(supported).unwrap_or_default();
+        let cfg = &self.config;
+        let mut creds = cfg
+            .store
+            .load(&cfg.owner, &m.issuer)
+            .unwrap_or_else(|| Credentials {
+                issuer: m.issuer.clone(),
+                ..Default::default()
+            });
+        let client = self.client_for(http, &m, &mut creds).await?;
+        let verifier = random(32);
+        let state = random(16);
+        let url = self.authorization_url(&m, &client.client_id, &state, &verifier, &scopes)?;
+        *lock(&self.pending) = Some(PendingAuthorization {
+            state,
+            verifier,
+            metadata: m,
+            client,
+            creds,
+            scopes,
+        });
+        Ok(url)
+    }
+
+    /// Finishes what `start_authorization` started, with the callback's parameters.
+    pub async fn finish_authorization(
+        &self,
+        http: &dyn AuthHttp,
+        callback: Callback,
+    ) -> Result<()> {
+        let p = lock(&self.pending).take().ok_or_else(|| {
+            Error::config("no authorization is in progress: call authorization_url first")
+        })?;
+        check_callback(&p.metadata, &callback, &p.state)?;
+        let code = callback
+            .code
+            .ok_or_else(|| Error::invalid_response("the authorization server returned no code"))?;
+        let form = vec![
+            ("grant_type".to_owned(), "authorization_code".to_owned()),
+            ("code".into(), code),
+            ("redirect_uri".into(), self.redirect_uri()),
+            ("code_verifier".into(), p.verifier),
+            ("resource".into(), self.resource_param()),
+        ];
+        let body = self
+            .token_request(http, &p.metadata, &p.client, form, None)
+            .await?;
+        let mut creds = p.creds;
+        let token = self.store_token(&mut creds, body, None)?;
+        let mut st = self.state.lock().await;
+        st.metadata = Some(p.metadata);
+        st.scopes = p.scopes;
+        *lock(&self.current) = Some(token);
+        Ok(())
     }
 
     async fn protected_resource(
@@ -904,7 +1019,7 @@ impl Session {
                 })?;
                 form.push(("grant_type".into(), "authorization_code".into()));
                 form.push(("code".into(), code));
-                form.push(("redirect_uri".into(), cfg.redirect_uri.clone()));
+                form.push(("redirect_uri".into(), self.redirect_uri()));
                 form.push(("code_verifier".into(), verifier));
             }
         }
@@ -971,7 +1086,7 @@ impl Session {
         let mut q = form_urlencoded::Serializer::new(String::new());
         q.append_pair("response_type", "code")
             .append_pair("client_id", client_id)
-            .append_pair("redirect_uri", &self.config.redirect_uri)
+            .append_pair("redirect_uri", &self.redirect_uri())
             .append_pair("code_challenge", &b64url(&sha256(verifier.as_bytes())))
             .append_pair("code_challenge_method", "S256")
             .append_pair("state", state)
@@ -1083,7 +1198,7 @@ impl Session {
         };
         let body = json!({
             "client_name": cfg.client_name,
-            "redirect_uris": [cfg.redirect_uri],
+            "redirect_uris": [self.redirect_uri()],
             "grant_types": grant_types,
             "response_types": ["code"],
             "token_endpoint_auth_method": method,
@@ -1343,13 +1458,11 @@ impl Session {
     }
 
     /// Whether the owner holds a token.
-    #[allow(dead_code)]
     pub fn authorized(&self) -> bool {
         lock(&self.current).is_some()
     }
 
     /// Forgets the owner's credentials.
-    #[allow(dead_code)]
     pub fn deauthorize(&self) -> Result<()> {
         *lock(&self.current) = None;
         self.config.store.forget(&self.config.owner)
@@ -1489,6 +1602,44 @@ fn client_assertion(pem: &str, client_id: &str, audience: &str) -> Result<String
         json!({"alg": "ES256", "typ": "JWT"}),
         json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)}),
     ))
+}
+
+/// A server's authorization, for web applications that send the user to the
+/// authorization server themselves (from [`Client::authorization`](crate::Client::authorization)).
+pub struct Authorization<'a> {
+    pub(crate) session: &'a Session,
+    pub(crate) http: &'a dyn AuthHttp,
+}
+
+impl fmt::Debug for Authorization<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Authorization")
+            .field("resource", &self.session.resource)
+            .finish()
+    }
+}
+
+impl Authorization<'_> {
+    /// The URL to send the user to; the authorization server redirects back to
+    /// `redirect_uri` with the parameters [`complete`](Self::complete) takes.
+    pub async fn url(&self, redirect_uri: &str) -> Result<String> {
+        self.session
+            .start_authorization(self.http, redirect_uri)
+            .await
+    }
+    /// Finishes the authorization with the callback's parameters. Fails when they do
+    /// not match the authorization [`url`](Self::url) started.
+    pub async fn complete(&self, callback: Callback) -> Result<()> {
+        self.session.finish_authorization(self.http, callback).await
+    }
+    /// Whether the owner holds a token for this server.
+    pub fn is_authorized(&self) -> bool {
+        self.session.authorized()
+    }
+    /// Forgets the owner's credentials.
+    pub fn forget(&self) -> Result<()> {
+        self.session.deauthorize()
+    }
 }
 
 #[cfg(test)]

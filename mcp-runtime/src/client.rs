@@ -887,6 +887,16 @@ impl Client {
         self.life.stop_listener();
     }
 
+    /// The OAuth authorization of this server (HTTP servers configured with
+    /// [`HttpConfig::oauth`](crate::HttpConfig::oauth)): for web applications that send
+    /// the user to the authorization server themselves.
+    #[cfg(feature = "http")]
+    pub fn authorization(&self) -> Result<crate::auth::Authorization<'_>> {
+        self.inner.transport.authorization().ok_or_else(|| {
+            Error::config(format!("{} is not configured for OAuth", self.inner.name))
+        })
+    }
+
     /// Closes the connection: stops a stdio server's process. The next request
     /// connects again.
     pub async fn close(&self) -> Result<()> {

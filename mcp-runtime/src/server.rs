@@ -1136,6 +1136,35 @@ impl Mcp {
         self.client()?.listen(resources).await
     }
 
+    /// The URL to send the user to so they can authorize this server (OAuth servers).
+    /// The authorization server redirects back to `redirect_uri`; pass the callback's
+    /// parameters to [`authorize`](Self::authorize).
+    pub async fn authorization_url(&self, redirect_uri: &str) -> Result<String> {
+        self.client()?.authorization()?.url(redirect_uri).await
+    }
+
+    /// Completes an authorization with the callback's parameters (a redirect URL or
+    /// its query). Fails when they do not match what `authorization_url` started.
+    pub async fn authorize(&self, callback: &str) -> Result<()> {
+        self.client()?
+            .authorization()?
+            .complete(crate::auth::Callback::from_url(callback))
+            .await
+    }
+
+    /// Whether the owner has authorized this server.
+    pub fn is_authorized(&self) -> bool {
+        self.client()
+            .ok()
+            .and_then(|c| c.authorization().ok())
+            .is_some_and(|a| a.is_authorized())
+    }
+
+    /// Forgets the owner's credentials for this server.
+    pub fn deauthorize(&self) -> Result<()> {
+        self.client()?.authorization()?.forget()
+    }
+
     /// Closes the connection (stops a stdio server); the next request reconnects.
     pub async fn close(&self) -> Result<()> {
         *lock(&self.tools) = None;
@@ -1195,6 +1224,9 @@ impl Transport for BoxedTransport {
     }
     fn mirrors_param_headers(&self) -> bool {
         self.0.mirrors_param_headers()
+    }
+    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
+        self.0.authorization()
     }
 }
 

@@ -1498,6 +1498,14 @@ impl Transport for HttpTransport {
     fn mirrors_param_headers(&self) -> bool {
         true
     }
+
+    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
+        let session = self.inner.auth.as_ref()?;
+        Some(crate::auth::Authorization {
+            session,
+            http: self.inner.as_ref(),
+        })
+    }
 }
 
 #[cfg(test)]

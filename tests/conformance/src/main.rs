@@ -154,6 +154,18 @@ async fn run() -> Result<(), Failure> {
                 .call_tool("json_schema_echo", json!({"schema": focal.input_schema}))
                 .await?;
         }
+        "auth/metadata-var1" => {
+            // The web-application flow: authorize first (discovery through the
+            // well-known URLs, no 401 needed), then use the server.
+            let auth = client.authorization()?;
+            let url = auth.url("http://localhost:3000/callback").await?;
+            let callback = follow_without_redirects(url).await?;
+            auth.complete(callback).await?;
+            assert!(auth.is_authorized());
+            for tool in client.list_tools().await? {
+                client.call_tool(&tool.name, json!({})).await?;
+            }
+        }
         s if s.starts_with("auth/") => {
             // Authorization happens when the server first answers 401.
             let tools = client.list_tools().await?;
