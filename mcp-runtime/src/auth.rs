@@ -311,6 +311,7 @@ pub struct OAuth {
     pub(crate) store: Arc<dyn CredentialStore>,
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) max_step_ups: u32,
+    pub(crate) signing_alg: String,
 }
 
 impl fmt::Debug for OAuth {
@@ -341,6 +342,7 @@ impl Default for OAuth {
             store: Arc::new(MemoryStore::default()),
             authorizer: None,
             max_step_ups: 2,
+            signing_alg: "RS256".into(),
         }
     }
 }
@@ -366,10 +368,16 @@ impl OAuth {
         self.client_secret = client_secret.map(Secret::new);
         self
     }
-    /// A private key (PKCS#8 PEM, P-256) that signs a short-lived client assertion
-    /// (`private_key_jwt`) in place of a client secret.
+    /// A private key (PEM: P-256 for ES256, RSA for RS256/PS256) that signs a
+    /// short-lived client assertion (`private_key_jwt`) in place of a client secret.
     pub fn private_key(mut self, pem: impl Into<String>) -> Self {
         self.private_key = Some(Secret::new(pem.into()));
+        self
+    }
+    /// The algorithm for an RSA private key: `RS256` (default) or `PS256`. P-256 keys
+    /// always sign ES256.
+    pub fn signing_alg(mut self, alg: impl Into<String>) -> Self {
+        self.signing_alg = alg.into();
         self
     }
     /// The grant.
@@ -1276,7 +1284,12 @@ impl Session {
                     .private_key
                     .as_ref()
                     .ok_or_else(|| Error::config("private_key_jwt needs a private key"))?;
-                let assertion = client_assertion(pem.expose(), &client.client_id, &m.issuer)?;
+                let assertion = client_assertion(
+                    pem.expose(),
+                    &client.client_id,
+                    &m.issuer,
+                    &self.config.signing_alg,
+                )?;
                 form.push(("client_id".into(), client.client_id.clone()));
                 form.push((
                     "client_assertion_type".into(),
@@ -1592,16 +1605,48 @@ fn dpop_proof(
 }
 
 /// A `private_key_jwt` client assertion (RFC 7523), ES256.
-fn client_assertion(pem: &str, client_id: &str, audience: &str) -> Result<String> {
+fn client_assertion(pem: &str, client_id: &str, audience: &str, rsa_alg: &str) -> Result<String> {
     use p256::pkcs8::DecodePrivateKey as _;
-    let key = p256::ecdsa::SigningKey::from_pkcs8_pem(pem)
-        .map_err(|_| Error::config("the private key is not a PKCS#8 PEM P-256 (ES256) key"))?;
     let iat = now();
-    Ok(jws(
-        &key,
-        json!({"alg": "ES256", "typ": "JWT"}),
-        json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)}),
-    ))
+    let claims = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)});
+    if let Ok(key) = p256::ecdsa::SigningKey::from_pkcs8_pem(pem) {
+        return Ok(jws(&key, json!({"alg": "ES256", "typ": "JWT"}), claims));
+    }
+    let key = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
+        .or_else(|_| {
+            use rsa::pkcs1::DecodeRsaPrivateKey as _;
+            rsa::RsaPrivateKey::from_pkcs1_pem(pem)
+        })
+        .map_err(|_| {
+            Error::config(
+                "the private key is neither a P-256 (ES256) nor an RSA (RS256/PS256) key in PEM",
+            )
+        })?;
+    rsa_jws(key, rsa_alg, json!({"alg": rsa_alg, "typ": "JWT"}), claims)
+}
+
+/// Signs a JWS with an RSA key: RS256 (PKCS#1 v1.5) or PS256 (PSS), SHA-256.
+fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) -> Result<String> {
+    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _, Signer as _};
+    let input = format!(
+        "{}.{}",
+        b64url(header.to_string().as_bytes()),
+        b64url(payload.to_string().as_bytes())
+    );
+    let sig = match alg {
+        "RS256" => rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new(key)
+            .sign(input.as_bytes())
+            .to_vec(),
+        "PS256" => rsa::pss::BlindedSigningKey::<sha2::Sha256>::new(key)
+            .sign_with_rng(&mut rand_core::OsRng, input.as_bytes())
+            .to_vec(),
+        other => {
+            return Err(Error::config(format!(
+                "unsupported signing algorithm `{other}`; use RS256 or PS256 with an RSA key"
+            )))
+        }
+    };
+    Ok(format!("{input}.{}", b64url(&sig)))
 }
 
 /// A server's authorization, for web applications that send the user to the
@@ -1820,6 +1865,51 @@ mod tests {
             .collect();
         assert!(leftovers.is_empty(), "no temporary files left");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn client_assertions_sign_with_p256_and_rsa_keys() {
+        use p256::pkcs8::EncodePrivateKey as _;
+        let ec = new_key().to_pkcs8_pem(Default::default()).unwrap();
+        let jwt = client_assertion(&ec, "c", "https://as", "RS256").unwrap();
+        let header: Value = serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(jwt.split('.').next().unwrap())
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(header["alg"], "ES256");
+        // RSA: sign, then verify with the public key.
+        let key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 2048).unwrap();
+        let pem = key.to_pkcs8_pem(Default::default()).unwrap();
+        for alg in ["RS256", "PS256"] {
+            let jwt = client_assertion(&pem, "c", "https://as", alg).unwrap();
+            let parts: Vec<&str> = jwt.split('.').collect();
+            let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(parts[2])
+                .unwrap();
+            let input = format!("{}.{}", parts[0], parts[1]);
+            use rsa::signature::Verifier as _;
+            let public = key.to_public_key();
+            if alg == "RS256" {
+                let vk = rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(public);
+                vk.verify(
+                    input.as_bytes(),
+                    &rsa::pkcs1v15::Signature::try_from(sig.as_slice()).unwrap(),
+                )
+                .unwrap();
+            } else {
+                let vk = rsa::pss::VerifyingKey::<sha2::Sha256>::new(public);
+                vk.verify(
+                    input.as_bytes(),
+                    &rsa::pss::Signature::try_from(sig.as_slice()).unwrap(),
+                )
+                .unwrap();
+            }
+        }
+        assert!(client_assertion("not a key", "c", "a", "RS256")
+            .unwrap_err()
+            .is_config());
     }
 
     #[test]
