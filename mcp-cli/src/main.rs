@@ -6,11 +6,15 @@
 //! * `mcp snapshot NAME --url URL` / `mcp snapshot NAME -- COMMAND…` adds one.
 //! * `mcp tools NAME`, `mcp call NAME TOOL '{json}'` inspect a server by snapshot name
 //!   (or `--url` / `-- COMMAND…`).
+//! * `mcp login NAME` authorizes with an OAuth server in a browser (a loopback
+//!   redirect) and keeps the credentials (`~/.config/mcp/credentials.json`, 0600) for
+//!   the other commands.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
+use mcp_runtime::auth::{FileStore, LoopbackAuthorizer, OAuth};
 use mcp_runtime::{Client, HttpConfig, StdioConfig};
 use serde_json::{json, Value};
 
@@ -53,6 +57,13 @@ fn cli() -> Command {
                 .arg(Arg::new("name")),
         ))
         .subcommand(target(
+            Command::new("login")
+                .about("Authorize with an OAuth server in a browser; the credentials are kept for `mcp tools`/`mcp call`")
+                .arg(Arg::new("name").required(true))
+                .arg(Arg::new("owner").long("owner").default_value("default").help("whose credentials these are"))
+                .arg(Arg::new("open").long("open").help("program that opens the URL (for example xdg-open)")),
+        ))
+        .subcommand(target(
             Command::new("call")
                 .about("Call a tool and print its result as JSON")
                 .arg(Arg::new("name").required(true))
@@ -68,6 +79,7 @@ async fn main() -> ExitCode {
         Some(("snapshot", sm)) => snapshot(sm).await,
         Some(("tools", sm)) => tools(sm).await,
         Some(("call", sm)) => call(sm).await,
+        Some(("login", sm)) => login(sm).await,
         _ => Err("unknown command".into()),
     };
     match out {
@@ -110,10 +122,31 @@ fn connection(m: &ArgMatches, stored: Option<&Value>) -> Result<Value, Failure> 
         .ok_or_else(|| "give --url URL or -- COMMAND… (no snapshot describes this server)".into())
 }
 
+/// Where `mcp login` keeps credentials: `$MCP_CREDENTIALS`, else
+/// `~/.config/mcp/credentials.json` (mode 0600).
+fn credentials_path() -> PathBuf {
+    if let Ok(p) = std::env::var("MCP_CREDENTIALS") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| ".".into());
+    PathBuf::from(home).join(".config/mcp/credentials.json")
+}
+
 fn client(name: &str, server: &Value) -> Result<Client, Failure> {
+    client_with(name, server, None)
+}
+
+fn client_with(name: &str, server: &Value, oauth: Option<OAuth>) -> Result<Client, Failure> {
     let builder = Client::builder().name(name);
     if let Some(url) = server.get("url").and_then(Value::as_str) {
         let mut config = HttpConfig::new(url);
+        let path = credentials_path();
+        let oauth = oauth.or_else(|| {
+            path.exists().then(|| OAuth::new().owner(format!("default@{name}")).store(FileStore::new(&path)))
+        });
+        if let Some(o) = oauth {
+            config = config.oauth(o);
+        }
         let var = format!("MCP_TOKEN_{}", name.to_ascii_uppercase().replace('-', "_"));
         if let Ok(token) = std::env::var(&var) {
             config = config.bearer_token(token);
@@ -258,6 +291,37 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
     };
     let server = connection(m, stored.as_ref())?;
     client(&name, &server)
+}
+
+async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
+    let name = m.get_one::<String>("name").cloned().unwrap_or_default();
+    let stored = match snapshot_dir(m, false) {
+        Ok(dir) if dir.join(format!("{name}.json")).exists() => read(&dir.join(format!("{name}.json")))?.get("server").cloned(),
+        _ => None,
+    };
+    let server = connection(m, stored.as_ref())?;
+    if server.get("url").is_none() {
+        return Err("`mcp login` is for HTTP servers (stdio servers take credentials from their environment)".into());
+    }
+    let path = credentials_path();
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut loopback = LoopbackAuthorizer::bind()?;
+    if let Some(open) = m.get_one::<String>("open") {
+        loopback = loopback.open_with(open.clone());
+    }
+    let owner = m.get_one::<String>("owner").map_or("default", String::as_str);
+    let oauth = OAuth::new()
+        .owner(format!("{owner}@{name}"))
+        .store(FileStore::new(&path))
+        .redirect_uri(loopback.redirect_uri())
+        .authorizer(loopback);
+    let c = client_with(&name, &server, Some(oauth))?;
+    let tools = c.list_tools().await?;
+    c.close().await?;
+    println!("{name}: authorized ({} tools); credentials in {}", tools.len(), path.display());
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn tools(m: &ArgMatches) -> Result<ExitCode, Failure> {

@@ -694,6 +694,32 @@ impl Session {
         // Discovery runs again on every challenge: the server may have moved to
         // another authorization server.
         let (prm, metadata) = self.discover(http, param("resource_metadata")).await?;
+        if status == 401 {
+            let cfg = &self.config;
+            if let Some(stored) = cfg.store.load(&cfg.owner, &metadata.issuer) {
+                let in_use = lock(&self.current).as_ref().map(|t| t.value.expose().to_owned());
+                // A stored token this process has not tried yet (an earlier run, or
+                // `mcp login`).
+                if let Some(at) = &stored.access_token {
+                    let fresh = stored.expires_at.is_none_or(|e| e > now() + 30);
+                    if fresh && in_use.as_deref() != Some(at.as_str()) {
+                        *lock(&self.current) = Some(token_from(&stored));
+                        st.metadata = Some(metadata);
+                        return Ok(true);
+                    }
+                }
+                // The token was refused: refresh it if we can, before asking anyone.
+                if stored.refresh_token.is_some() {
+                    st.metadata = Some(metadata.clone());
+                    drop(st);
+                    let stale = lock(&self.current).clone();
+                    if let Ok(Some(_)) = self.refresh(http, stale.as_ref()).await {
+                        return Ok(true);
+                    }
+                    st = self.state.lock().await;
+                }
+            }
+        }
         // Scopes: the challenge's, else the resource's, else none; a step-up adds.
         let mut scopes: Vec<String> = if let Some(s) = &self.config.scopes {
             s.clone()
@@ -1488,6 +1514,23 @@ struct Client {
     secret: Option<Secret>,
 }
 
+fn token_from(c: &Credentials) -> Token {
+    let dpop = c
+        .dpop_key
+        .as_deref()
+        .filter(|_| c.token_type.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("dpop")))
+        .and_then(|p| {
+            use p256::pkcs8::DecodePrivateKey as _;
+            p256::ecdsa::SigningKey::from_pkcs8_pem(p).ok()
+        })
+        .map(Arc::new);
+    Token {
+        value: Secret::new(c.access_token.clone().unwrap_or_default()),
+        dpop,
+        expires_at: c.expires_at,
+    }
+}
+
 fn metadata_from(issuer: &str, raw: Value) -> Result<AsMetadata> {
     let token_endpoint = raw
         .get("token_endpoint")
@@ -1647,6 +1690,77 @@ fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) ->
         }
     };
     Ok(format!("{input}.{}", b64url(&sig)))
+}
+
+/// Authorization for command-line tools: listens on a loopback port for the redirect,
+/// shows the URL (and opens it with a program of your choice, like `xdg-open`).
+#[derive(Debug)]
+pub struct LoopbackAuthorizer {
+    listener: Mutex<Option<std::net::TcpListener>>,
+    redirect_uri: String,
+    opener: Option<String>,
+}
+
+impl LoopbackAuthorizer {
+    /// Binds a free loopback port. Use [`redirect_uri`](Self::redirect_uri) as the
+    /// OAuth redirect URI.
+    pub fn bind() -> Result<Self> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| Error::transport(format!("cannot listen on a loopback port: {e}")))?;
+        let port = listener.local_addr().map_err(|e| Error::transport(e.to_string()))?.port();
+        Ok(LoopbackAuthorizer {
+            listener: Mutex::new(Some(listener)),
+            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
+            opener: None,
+        })
+    }
+
+    /// Opens the URL with this program (for example `xdg-open` or `open`); the URL is
+    /// printed in any case.
+    pub fn open_with(mut self, program: impl Into<String>) -> Self {
+        self.opener = Some(program.into());
+        self
+    }
+
+    /// The redirect URI to register and send.
+    pub fn redirect_uri(&self) -> &str {
+        &self.redirect_uri
+    }
+}
+
+impl Authorizer for LoopbackAuthorizer {
+    fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>> {
+        let listener = lock(&self.listener).take();
+        let opener = self.opener.clone();
+        Box::pin(async move {
+            let listener = listener.ok_or_else(|| Error::config("this loopback authorizer was already used"))?;
+            eprintln!("Open this URL to authorize:\n\n  {url}\n");
+            if let Some(program) = opener {
+                // Never through a shell: the URL is one argument.
+                let _ = std::process::Command::new(program).arg(&url).spawn();
+            }
+            tokio::task::spawn_blocking(move || {
+                use std::io::{BufRead as _, Write as _};
+                loop {
+                    let (stream, _) = listener.accept().map_err(|e| Error::transport(e.to_string()))?;
+                    let mut reader = std::io::BufReader::new(&stream);
+                    let mut line = String::new();
+                    reader.read_line(&mut line).map_err(|e| Error::transport(e.to_string()))?;
+                    let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                    let mut out = &stream;
+                    if !target.starts_with("/callback") {
+                        let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+                        continue;
+                    }
+                    let body = "Authorized. You can close this window.";
+                    let _ = write!(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                    return Ok(Callback::from_url(&target));
+                }
+            })
+            .await
+            .map_err(|e| Error::transport(e.to_string()))?
+        })
+    }
 }
 
 /// A server's authorization, for web applications that send the user to the
