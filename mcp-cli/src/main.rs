@@ -142,7 +142,11 @@ fn client_with(name: &str, server: &Value, oauth: Option<OAuth>) -> Result<Clien
         let mut config = HttpConfig::new(url);
         let path = credentials_path();
         let oauth = oauth.or_else(|| {
-            path.exists().then(|| OAuth::new().owner(format!("default@{name}")).store(FileStore::new(&path)))
+            path.exists().then(|| {
+                OAuth::new()
+                    .owner(format!("default@{name}"))
+                    .store(FileStore::new(&path))
+            })
         });
         if let Some(o) = oauth {
             config = config.oauth(o);
@@ -296,7 +300,11 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
 async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let name = m.get_one::<String>("name").cloned().unwrap_or_default();
     let stored = match snapshot_dir(m, false) {
-        Ok(dir) if dir.join(format!("{name}.json")).exists() => read(&dir.join(format!("{name}.json")))?.get("server").cloned(),
+        Ok(dir) if dir.join(format!("{name}.json")).exists() => {
+            read(&dir.join(format!("{name}.json")))?
+                .get("server")
+                .cloned()
+        }
         _ => None,
     };
     let server = connection(m, stored.as_ref())?;
@@ -311,7 +319,9 @@ async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
     if let Some(open) = m.get_one::<String>("open") {
         loopback = loopback.open_with(open.clone());
     }
-    let owner = m.get_one::<String>("owner").map_or("default", String::as_str);
+    let owner = m
+        .get_one::<String>("owner")
+        .map_or("default", String::as_str);
     let oauth = OAuth::new()
         .owner(format!("{owner}@{name}"))
         .store(FileStore::new(&path))
@@ -320,7 +330,11 @@ async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let c = client_with(&name, &server, Some(oauth))?;
     let tools = c.list_tools().await?;
     c.close().await?;
-    println!("{name}: authorized ({} tools); credentials in {}", tools.len(), path.display());
+    println!(
+        "{name}: authorized ({} tools); credentials in {}",
+        tools.len(),
+        path.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -189,10 +189,28 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
         }
     }
     if let Some(o) = &d.oauth {
-        cx.error(
-            o.span(),
-            "`oauth(...)` is not available in the declaration yet: use the inline `Mcp::builder(..).oauth(OAuth::new()…)` or `HttpConfig::oauth`, or `bearer_token = Self::method`",
-        );
+        if d.url.is_none() {
+            cx.error(o.key.span(), "`oauth` applies to `url` servers (stdio servers take credentials from their environment)");
+        }
+        for (k, v) in &o.settings {
+            if k == "grant" {
+                let ok = matches!(v, crate::parse::Source::Method(p) if p.get_ident().is_some_and(|i| matches!(i.to_string().as_str(), "authorization_code" | "client_credentials" | "jwt_bearer")));
+                if !ok {
+                    cx.error(
+                        k.span(),
+                        "`grant` is `authorization_code`, `client_credentials` or `jwt_bearer`",
+                    );
+                }
+            }
+        }
+        for (k, _) in &o.identity_provider {
+            if !matches!(
+                k.to_string().as_str(),
+                "token_endpoint" | "client_id" | "client_secret" | "id_token"
+            ) {
+                cx.error(k.span(), "identity_provider takes `token_endpoint`, `client_id`, `client_secret` and `id_token`");
+            }
+        }
     }
     if let Some(p) = &d.prefix {
         let v = p.value();

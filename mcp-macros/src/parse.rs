@@ -76,6 +76,27 @@ pub struct Extension {
     pub settings: Vec<(Ident, Source)>,
 }
 
+/// `oauth(...)`: each value a literal, an input (a field name) or `Self::method`.
+pub struct OAuthDecl {
+    pub key: Ident,
+    pub settings: Vec<(Ident, Source)>,
+    pub scopes: Vec<LitStr>,
+    pub identity_provider: Vec<(Ident, Source)>,
+}
+
+pub const OAUTH_SETTINGS: &[&str] = &[
+    "owner",
+    "scopes",
+    "client_id",
+    "client_secret",
+    "grant",
+    "private_key",
+    "assertion",
+    "identity_provider",
+    "redirect_uri",
+    "client_metadata_url",
+];
+
 /// One `key = value` or `key(...)` setting and where it was written.
 #[derive(Default)]
 pub struct Decl {
@@ -103,7 +124,7 @@ pub struct Decl {
     pub before_input_request: Vec<Path>,
     pub snapshot: Option<LitStr>,
     pub drift: Option<Ident>,
-    pub oauth: Option<Ident>,
+    pub oauth: Option<OAuthDecl>,
     /// Errors found while parsing that do not stop parsing (duplicates).
     pub errors: Vec<syn::Error>,
 }
@@ -380,12 +401,55 @@ impl Parse for Decl {
                     }
                 }
                 "oauth" => {
+                    let mut o = OAuthDecl {
+                        key: key.clone(),
+                        settings: Vec::new(),
+                        scopes: Vec::new(),
+                        identity_provider: Vec::new(),
+                    };
                     if input.peek(syn::token::Paren) {
                         let content;
                         syn::parenthesized!(content in input);
-                        let _: proc_macro2::TokenStream = content.parse()?;
+                        while !content.is_empty() {
+                            let k = Ident::parse_any(&content)?;
+                            match k.to_string().as_str() {
+                                "scopes" => o.scopes = list::<LitStr>(&content)?,
+                                "identity_provider" => {
+                                    let inner;
+                                    syn::parenthesized!(inner in content);
+                                    while !inner.is_empty() {
+                                        let ik = Ident::parse_any(&inner)?;
+                                        inner.parse::<Token![=]>()?;
+                                        o.identity_provider.push((ik, inner.parse()?));
+                                        if !inner.is_empty() {
+                                            inner.parse::<Token![,]>()?;
+                                        }
+                                    }
+                                }
+                                other if OAUTH_SETTINGS.contains(&other) => {
+                                    content.parse::<Token![=]>()?;
+                                    o.settings.push((k, content.parse()?));
+                                }
+                                other => {
+                                    return Err(syn::Error::new(
+                                        k.span(),
+                                        format!(
+                                            "unknown oauth setting `{other}`{}",
+                                            hint(other, OAUTH_SETTINGS)
+                                        ),
+                                    ))
+                                }
+                            }
+                            if !content.is_empty() {
+                                content.parse::<Token![,]>()?;
+                            }
+                        }
                     }
-                    d.oauth = Some(key.clone());
+                    if d.oauth.is_some() {
+                        d.errors
+                            .push(syn::Error::new(key.span(), "duplicate `oauth` setting"));
+                    }
+                    d.oauth = Some(o);
                 }
                 "snapshot" => {
                     input.parse::<Token![=]>()?;

@@ -697,7 +697,9 @@ impl Session {
         if status == 401 {
             let cfg = &self.config;
             if let Some(stored) = cfg.store.load(&cfg.owner, &metadata.issuer) {
-                let in_use = lock(&self.current).as_ref().map(|t| t.value.expose().to_owned());
+                let in_use = lock(&self.current)
+                    .as_ref()
+                    .map(|t| t.value.expose().to_owned());
                 // A stored token this process has not tried yet (an earlier run, or
                 // `mcp login`).
                 if let Some(at) = &stored.access_token {
@@ -1518,7 +1520,11 @@ fn token_from(c: &Credentials) -> Token {
     let dpop = c
         .dpop_key
         .as_deref()
-        .filter(|_| c.token_type.as_deref().is_some_and(|t| t.eq_ignore_ascii_case("dpop")))
+        .filter(|_| {
+            c.token_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+        })
         .and_then(|p| {
             use p256::pkcs8::DecodePrivateKey as _;
             p256::ecdsa::SigningKey::from_pkcs8_pem(p).ok()
@@ -1707,7 +1713,10 @@ impl LoopbackAuthorizer {
     pub fn bind() -> Result<Self> {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")
             .map_err(|e| Error::transport(format!("cannot listen on a loopback port: {e}")))?;
-        let port = listener.local_addr().map_err(|e| Error::transport(e.to_string()))?.port();
+        let port = listener
+            .local_addr()
+            .map_err(|e| Error::transport(e.to_string()))?
+            .port();
         Ok(LoopbackAuthorizer {
             listener: Mutex::new(Some(listener)),
             redirect_uri: format!("http://127.0.0.1:{port}/callback"),
@@ -1733,7 +1742,8 @@ impl Authorizer for LoopbackAuthorizer {
         let listener = lock(&self.listener).take();
         let opener = self.opener.clone();
         Box::pin(async move {
-            let listener = listener.ok_or_else(|| Error::config("this loopback authorizer was already used"))?;
+            let listener = listener
+                .ok_or_else(|| Error::config("this loopback authorizer was already used"))?;
             eprintln!("Open this URL to authorize:\n\n  {url}\n");
             if let Some(program) = opener {
                 // Never through a shell: the URL is one argument.

@@ -29,6 +29,7 @@ type Predicate = Arc<dyn Fn(&Tool) -> bool + Send + Sync>;
 type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 type TransportFactory = Arc<dyn Fn() -> Result<Box<dyn Transport>> + Send + Sync>;
+type OAuthFactory = Arc<dyn Fn() -> Option<crate::auth::OAuth> + Send + Sync>;
 
 /// Per-connection configuration shared by many servers (the seed's `context:`): an HTTP
 /// proxy and a request timeout.
@@ -268,6 +269,7 @@ struct Spec {
     defer: Option<Vec<String>>,
     snapshot: Option<Vec<Tool>>,
     drift: DriftPolicy,
+    oauth_with: Option<OAuthFactory>,
 }
 
 enum Connect {
@@ -319,6 +321,7 @@ pub struct McpBuilder {
     snapshot: Option<String>,
     drift: DriftPolicy,
     oauth: Option<crate::auth::OAuth>,
+    oauth_with: Option<OAuthFactory>,
     errors: Vec<String>,
 }
 
@@ -539,6 +542,16 @@ impl McpBuilder {
         self
     }
 
+    /// OAuth settings made when the server is first used (so they can read the
+    /// declaring struct's inputs and methods).
+    pub fn oauth_with(
+        mut self,
+        make: impl Fn() -> Option<crate::auth::OAuth> + Send + Sync + 'static,
+    ) -> Self {
+        self.oauth_with = Some(Arc::new(make));
+        self
+    }
+
     /// Per-connection configuration (HTTP proxy, request timeout).
     pub fn context(mut self, context: Context) -> Self {
         self.context = context;
@@ -691,6 +704,7 @@ impl McpBuilder {
                 defer: self.defer,
                 snapshot,
                 drift: self.drift,
+                oauth_with: self.oauth_with,
             }),
             client: Arc::new(OnceLock::new()),
             tools: tools_cache,
@@ -793,6 +807,7 @@ impl Mcp {
             snapshot: None,
             drift: DriftPolicy::Warn,
             oauth: None,
+            oauth_with: None,
             errors: Vec::new(),
         }
     }
@@ -810,7 +825,15 @@ impl Mcp {
                 .ok_or("the client was already built")?;
             let built = match &self.spec.connect {
                 Connect::Stdio(c) => builder.stdio(c.clone()),
-                Connect::Http(c) => builder.http(c.as_ref().clone()),
+                Connect::Http(c) => {
+                    let mut c = c.as_ref().clone();
+                    if let Some(make) = &self.spec.oauth_with {
+                        if let Some(o) = make() {
+                            c = c.oauth(o);
+                        }
+                    }
+                    builder.http(c)
+                }
                 Connect::Custom(make) => make().and_then(|t| builder.build(BoxedTransport(t))),
                 Connect::Missing => Err(Error::config("no url, command or transport")),
             };
@@ -1319,6 +1342,7 @@ impl McpBuilder {
                         defer: None,
                         snapshot: None,
                         drift: DriftPolicy::Ignore,
+                        oauth_with: None,
                     }),
                     client: Arc::new(client),
                     tools: Arc::new(Mutex::new(None)),

@@ -92,6 +92,47 @@ impl Files {
     }
 }
 
+#[mcp(
+    url = "https://wiki.example.com/mcp",
+    oauth(
+        owner = user,
+        scopes("read", "write"),
+        client_id = "wiki-app",
+        client_secret = Self::wiki_secret,
+        identity_provider(token_endpoint = "https://acme.okta.com/oauth2/v1/token", client_id = "okta-app", client_secret = "okta-secret", id_token = Self::id_token),
+    ),
+)]
+pub struct Wiki {
+    user: String,
+}
+
+impl Wiki {
+    fn wiki_secret(&self) -> String {
+        "s".into()
+    }
+    fn id_token(&self) -> String {
+        format!("id-token-of-{}", self.user)
+    }
+}
+
+#[mcp(url = "https://reports.example.com/mcp", oauth(grant = client_credentials, client_id = "reports", private_key = Self::key))]
+pub struct Reports;
+
+impl Reports {
+    fn key(&self) -> &'static str {
+        "-----BEGIN PRIVATE KEY-----"
+    }
+}
+
+#[mcp(url = "https://ci.example.com/mcp", oauth(grant = jwt_bearer, client_id = "ci", assertion = Self::workload_token))]
+pub struct Ci;
+
+impl Ci {
+    fn workload_token(&self) -> String {
+        std::fs::read_to_string("/var/run/secrets/tokens/mcp-token").unwrap_or_default()
+    }
+}
+
 #[mcp(transport = Self::tunnel)]
 pub struct Tunneled;
 
@@ -109,4 +150,7 @@ fn main() {
     // Typed methods from the `files` snapshot exist and take typed arguments.
     let _ = files_tools::ReadTextFile { path: "README.md".into(), head: None, tail: None };
     let _ = Tunneled::new();
+    let wiki = Wiki::new("ann".into());
+    assert!(!wiki.is_authorized());
+    let _ = (Reports::new(), Ci::new());
 }
