@@ -285,6 +285,12 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
         .get_one::<String>("name")
         .cloned()
         .unwrap_or_else(|| "server".into());
+    let server = server_for(m, &name)?;
+    client(&name, &server)
+}
+
+/// The connection of `name`: from the command line, else from its snapshot.
+fn server_for(m: &ArgMatches, name: &str) -> Result<Value, Failure> {
     let stored = match snapshot_dir(m, false) {
         Ok(dir) if dir.join(format!("{name}.json")).exists() => {
             read(&dir.join(format!("{name}.json")))?
@@ -293,21 +299,12 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
         }
         _ => None,
     };
-    let server = connection(m, stored.as_ref())?;
-    client(&name, &server)
+    connection(m, stored.as_ref())
 }
 
 async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let name = m.get_one::<String>("name").cloned().unwrap_or_default();
-    let stored = match snapshot_dir(m, false) {
-        Ok(dir) if dir.join(format!("{name}.json")).exists() => {
-            read(&dir.join(format!("{name}.json")))?
-                .get("server")
-                .cloned()
-        }
-        _ => None,
-    };
-    let server = connection(m, stored.as_ref())?;
+    let server = server_for(m, &name)?;
     if server.get("url").is_none() {
         return Err("`mcp login` is for HTTP servers (stdio servers take credentials from their environment)".into());
     }

