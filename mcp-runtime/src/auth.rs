@@ -159,6 +159,18 @@ pub trait CredentialStore: Send + Sync + 'static {
     fn forget(&self, owner: &str) -> Result<()>;
 }
 
+impl<T: CredentialStore> CredentialStore for Arc<T> {
+    fn load(&self, owner: &str, issuer: &str) -> Option<Credentials> {
+        (**self).load(owner, issuer)
+    }
+    fn save(&self, owner: &str, credentials: &Credentials) -> Result<()> {
+        (**self).save(owner, credentials)
+    }
+    fn forget(&self, owner: &str) -> Result<()> {
+        (**self).forget(owner)
+    }
+}
+
 /// Credentials kept in memory for the life of the process.
 #[derive(Default)]
 pub struct MemoryStore {

@@ -12,4 +12,5 @@ mod filesystem;
 mod http;
 mod lifecycle;
 mod malformed;
+mod oauth;
 mod python;
