@@ -800,6 +800,17 @@ impl Session {
         Ok((prm, metadata))
     }
 
+    /// The owner's credentials with `issuer`, or empty ones to fill in.
+    fn stored(&self, issuer: &str) -> Credentials {
+        let cfg = &self.config;
+        cfg.store
+            .load(&cfg.owner, issuer)
+            .unwrap_or_else(|| Credentials {
+                issuer: issuer.to_owned(),
+                ..Default::default()
+            })
+    }
+
     fn redirect_uri(&self) -> String {
         lock(&self.redirect_override)
             .clone()
@@ -836,14 +847,7 @@ impl Session {
                     .collect()
             });
         let scopes: Vec<String> = self.config.scopes.clone().or(supported).unwrap_or_default();
-        let cfg = &self.config;
-        let mut creds = cfg
-            .store
-            .load(&cfg.owner, &m.issuer)
-            .unwrap_or_else(|| Credentials {
-                issuer: m.issuer.clone(),
-                ..Default::default()
-            });
+        let mut creds = self.stored(&m.issuer);
         let client = self.client_for(http, &m, &mut creds).await?;
         let verifier = random(32);
         let state = random(16);
@@ -997,18 +1001,9 @@ impl Session {
         dpop_wanted: bool,
     ) -> Result<Token> {
         let cfg = &self.config;
-        let mut creds = cfg
-            .store
-            .load(&cfg.owner, &m.issuer)
-            .unwrap_or_else(|| Credentials {
-                issuer: m.issuer.clone(),
-                ..Default::default()
-            });
+        let mut creds = self.stored(&m.issuer);
         let dpop = if dpop_wanted || !m.list("dpop_signing_alg_values_supported").is_empty() {
-            let key = match creds.dpop_key.as_deref().and_then(|p| {
-                use p256::pkcs8::DecodePrivateKey as _;
-                p256::ecdsa::SigningKey::from_pkcs8_pem(p).ok()
-            }) {
+            let key = match creds.dpop_key.as_deref().and_then(parse_dpop_key) {
                 Some(k) => k,
                 None => {
                     let key = new_key();
@@ -1528,6 +1523,12 @@ struct Client {
     secret: Option<Secret>,
 }
 
+/// A DPoP key kept with credentials (PKCS#8 PEM).
+fn parse_dpop_key(pem: &str) -> Option<p256::ecdsa::SigningKey> {
+    use p256::pkcs8::DecodePrivateKey as _;
+    p256::ecdsa::SigningKey::from_pkcs8_pem(pem).ok()
+}
+
 fn token_from(c: &Credentials) -> Token {
     let dpop = c
         .dpop_key
@@ -1537,10 +1538,7 @@ fn token_from(c: &Credentials) -> Token {
                 .as_deref()
                 .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
         })
-        .and_then(|p| {
-            use p256::pkcs8::DecodePrivateKey as _;
-            p256::ecdsa::SigningKey::from_pkcs8_pem(p).ok()
-        })
+        .and_then(parse_dpop_key)
         .map(Arc::new);
     Token {
         value: Secret::new(c.access_token.clone().unwrap_or_default()),

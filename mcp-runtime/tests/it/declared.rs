@@ -295,17 +295,7 @@ async fn drift_from_the_snapshot_is_reported() {
     tools.iter_mut().find(|t| t["name"] == "echo").unwrap()["inputSchema"]["properties"]["extra"] =
         json!({"type": "string"});
     let strict = mcp_runtime::Mcp::builder("pyserver")
-        .command([
-            support::peers()
-                .join("venv/bin/python")
-                .display()
-                .to_string(),
-            support::repo_root()
-                .join("tests/peers/pyserver.py")
-                .display()
-                .to_string(),
-            "stdio".into(),
-        ])
+        .command(support::pyserver_argv())
         .snapshot(&snapshot.to_string())
         .drift(mcp_runtime::DriftPolicy::Error)
         .build()
@@ -320,17 +310,7 @@ async fn drift_from_the_snapshot_is_reported() {
 
     // A declaration naming a tool the server does not offer fails on first load.
     let wrong = mcp_runtime::Mcp::builder("pyserver")
-        .command([
-            support::peers()
-                .join("venv/bin/python")
-                .display()
-                .to_string(),
-            support::repo_root()
-                .join("tests/peers/pyserver.py")
-                .display()
-                .to_string(),
-            "stdio".into(),
-        ])
+        .command(support::pyserver_argv())
         .only(["ecko"])
         .build()
         .unwrap();

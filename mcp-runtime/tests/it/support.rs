@@ -69,15 +69,21 @@ pub fn filesystem(dir: &Path) -> StdioConfig {
     .name("filesystem")
 }
 
+/// The command line of the project's PyPI `mcp` server over stdio.
+pub fn pyserver_argv() -> Vec<String> {
+    vec![
+        peers().join("venv/bin/python").display().to_string(),
+        repo_root()
+            .join("tests/peers/pyserver.py")
+            .display()
+            .to_string(),
+        "stdio".into(),
+    ]
+}
+
 pub fn pyserver() -> StdioConfig {
-    StdioConfig::new(peers().join("venv/bin/python").display().to_string())
-        .arg(
-            repo_root()
-                .join("tests/peers/pyserver.py")
-                .display()
-                .to_string(),
-        )
-        .arg("stdio")
+    StdioConfig::from_argv(pyserver_argv())
+        .unwrap()
         .name("pyserver")
 }
 
