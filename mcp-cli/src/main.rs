@@ -85,7 +85,8 @@ async fn main() -> ExitCode {
     match out {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mcp: {e}");
+            // Errors may quote what a server said.
+            eprintln!("mcp: {}", shown(&e.to_string()));
             ExitCode::FAILURE
         }
     }
@@ -162,9 +163,38 @@ fn client_with(name: &str, server: &Value, oauth: Option<OAuth>) -> Result<Clien
             .iter()
             .filter_map(|a| a.as_str().map(str::to_owned))
             .collect();
-        return Ok(builder.stdio(StdioConfig::from_argv(argv)?)?);
+        let mut config = StdioConfig::from_argv(argv)?;
+        // This command's own credentials are for HTTP servers, never for a local server.
+        for (var, _) in std::env::vars_os() {
+            let var = var.to_string_lossy();
+            if var.starts_with("MCP_TOKEN_") || var == "MCP_CREDENTIALS" {
+                config = config.env_remove(var.into_owned());
+            }
+        }
+        return Ok(builder.stdio(config)?);
     }
     Err(format!("the snapshot of `{name}` says neither `url` nor `command`").into())
+}
+
+/// Text from a server, safe to print: control characters escaped.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    mcp_runtime::__private::escape_controls(text, false)
+}
+
+/// JSON from a server, safe to print: serde_json escapes control characters already;
+/// the Unicode controls that reorder or hide text are escaped too (`\u202e`), which
+/// keeps it valid JSON (they only occur inside strings).
+fn json_shown(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{80}'..='\u{9f}')
+        {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn read(path: &Path) -> Result<Value, Failure> {
@@ -250,7 +280,10 @@ async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
         let new = match capture(&name, &server).await {
             Ok(n) => n,
             Err(e) => {
-                eprintln!("mcp: {name}: cannot reach the server: {e}");
+                eprintln!(
+                    "mcp: {name}: cannot reach the server: {}",
+                    shown(&e.to_string())
+                );
                 stale += 1;
                 continue;
             }
@@ -338,14 +371,13 @@ async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
 async fn tools(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let c = open(m).await?;
     for t in c.list_tools().await? {
+        let description = t.description.unwrap_or_default();
+        // Names and descriptions come from the server: nothing in them may act on the
+        // terminal.
         println!(
             "{}\t{}",
-            t.name,
-            t.description
-                .unwrap_or_default()
-                .lines()
-                .next()
-                .unwrap_or("")
+            shown(&t.name),
+            shown(description.lines().next().unwrap_or(""))
         );
     }
     c.close().await?;
@@ -361,7 +393,7 @@ async fn call(m: &ArgMatches) -> Result<ExitCode, Failure> {
     )
     .map_err(|e| format!("the arguments are not JSON: {e}"))?;
     let r = c.call_tool(tool, args).await?;
-    println!("{}", serde_json::to_string_pretty(&r)?);
+    println!("{}", json_shown(&serde_json::to_string_pretty(&r)?));
     c.close().await?;
     Ok(if r.is_error() {
         ExitCode::FAILURE

@@ -21,6 +21,7 @@ use crate::model::{
     self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
     Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
+use crate::negotiate::{self, Handshake, Probe};
 use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
 
@@ -49,10 +50,12 @@ pub enum Era {
 /// Which era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ProtocolMode {
-    /// Probe with `server/discover`, fall back to `initialize` (the default).
+    /// Probe with `server/discover`, fall back to `initialize` (the default). The era is
+    /// decided by what the server answers, never by how long it takes.
     #[default]
     Auto,
-    /// Only the modern protocol: fail if the server does not speak it.
+    /// Only the modern protocol: fail if the server does not speak it. The probe waits
+    /// as long as any request would.
     Modern,
     /// Only the legacy handshake: go straight to `initialize`.
     Legacy,
@@ -224,8 +227,12 @@ impl ClientBuilder {
         self.max_timeout = max;
         self
     }
-    /// How long the `server/discover` probe waits before assuming an older server
-    /// (default 5s).
+    /// How long a `server/discover` probe may go unanswered over a message stream
+    /// (stdio, custom transports) before the client sends `initialize` as well, for
+    /// older servers that ignore requests before the handshake (default 5s). It never
+    /// decides the era: the client keeps waiting for both answers, with the ordinary
+    /// [`timeout`](Self::timeout), and a slow server is detected whatever its era.
+    /// The clock starts once the transport is ready (the server process started).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self
@@ -820,7 +827,10 @@ impl Client {
     /// this subscribes to the resources (`resources/subscribe`), again after a restart.
     ///
     /// Without resources, does nothing for a server that announces no changes. Fails
-    /// when the server cannot be reached or does not send updates for a resource.
+    /// when the server cannot be reached, does not send updates for a resource, or has
+    /// no way to send anything between requests (an older HTTP server without a
+    /// standalone event stream): an error for which `is_unsupported()` is true, never
+    /// a silent success.
     pub async fn listen(&self, resources: &[&str]) -> Result<()> {
         self.life.stop_listener();
         let details = self.inner.ensure().await?;
@@ -844,6 +854,9 @@ impl Client {
                         uris.join(", ")
                     )));
                 }
+                // Changes reach older servers' clients only on a channel open between
+                // requests (an HTTP server's standalone event stream): make sure there is one.
+                self.inner.transport.listen_ready().await?;
                 tokio::spawn(listen_legacy(inner, uris.clone(), ready_tx))
             }
         };
@@ -1134,148 +1147,230 @@ impl Inner {
         meta
     }
 
+    /// Decides the era from what the server answers (see [`crate::negotiate`]).
     async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
-        if self.protocol == ProtocolMode::Legacy {
-            return self.initialize().await;
+        // Start the server (a stdio process) before any clock of the probe runs.
+        self.transport.connect(&self.incoming).await?;
+        match self.protocol {
+            ProtocolMode::Legacy => return self.handshake(false).await,
+            ProtocolMode::Modern => return self.probe(false).await,
+            ProtocolMode::Auto => {}
         }
-        if self.protocol == ProtocolMode::Auto && self.transport.era_hint() == Some(Era::Legacy) {
+        if self.transport.era_hint() == Some(Era::Legacy) {
             // Known to be an older server: skip the probe, unless that is no longer so.
-            match self.initialize().await {
-                Ok(d) => return Ok(d),
-                Err(e) => {
-                    tracing::debug!(server = %self.name, error = %e, "initialize failed where it worked before; probing again")
+            match negotiate::handshake(
+                &self.name,
+                self.initialize_request(LEGACY_VERSIONS[0]).await,
+                LEGACY_VERSIONS[0],
+            ) {
+                Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                Handshake::Modern(version, _) => return self.discover_at(version).await,
+                other => {
+                    tracing::debug!(server = %self.name, outcome = ?other, "initialize failed where it worked before; probing again")
                 }
             }
         }
-        let mut version = MODERN_VERSIONS[0].to_owned();
-        let mut last_version_error = None;
-        for _ in 0..3 {
-            let mut params = Map::new();
-            params.insert(
-                "_meta".into(),
-                Value::Object(self.modern_meta(&version, None)),
-            );
-            let request = Request {
-                id: Id::Number(self.next_id()),
-                method: "server/discover".into(),
-                params: Value::Object(params),
-            };
-            let opts = RequestOptions {
-                timeout: Some(self.probe_timeout),
-                max_timeout: Some(self.probe_timeout),
-                ..Default::default()
-            };
-            match self.exchange(&version, request, &opts, None, false).await {
-                Ok(v) => {
-                    let supported: Vec<String> = v
-                        .get("supportedVersions")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|s| s.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let chosen = if supported.is_empty() || supported.contains(&version) {
-                        Some(version.clone())
-                    } else {
-                        MODERN_VERSIONS
-                            .iter()
-                            .find(|m| supported.iter().any(|s| s == *m))
-                            .map(|s| (*s).to_owned())
-                    };
-                    match chosen {
-                        Some(chosen) => return Ok(discovered(v, chosen)),
-                        None => {
-                            last_version_error = None;
-                            break;
-                        }
-                    }
-                }
-                Err(e) if e.code() == Some(-32022) || e.code() == Some(-32004) => {
-                    let supported: Vec<String> = e
-                        .data()
-                        .and_then(|d| d.get("supported"))
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|s| s.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    // The server speaks the modern protocol: retry with a version it
-                    // lists (possibly the same one), never fall back to `initialize`
-                    // unless it lists only handshake versions.
-                    match MODERN_VERSIONS
-                        .iter()
-                        .find(|m| supported.iter().any(|s| s == *m))
-                    {
-                        Some(v) => version = (*v).to_owned(),
-                        None if supported
-                            .iter()
-                            .any(|s| LEGACY_VERSIONS.contains(&s.as_str())) =>
-                        {
-                            last_version_error = None;
-                            break;
-                        }
-                        None => {
-                            return Err(Error::unsupported(format!(
-                                "{} speaks protocol versions {supported:?}; this client speaks {} and {}",
-                                self.name,
-                                MODERN_VERSIONS.join(", "),
-                                LEGACY_VERSIONS.join(", ")
-                            ))
-                            .with_source(e))
-                        }
-                    }
-                    last_version_error = Some(e);
-                }
-                Err(e) if self.protocol == ProtocolMode::Modern => return Err(e),
-                Err(e) => {
-                    tracing::debug!(server = %self.name, error = %e, "server/discover failed; trying the initialize handshake");
-                    break;
-                }
-            }
-        }
-        if let Some(e) = last_version_error {
-            return Err(e);
-        }
-        if self.protocol == ProtocolMode::Modern {
-            return Err(Error::unsupported(format!(
-                "{} does not speak the 2026-07-28 protocol",
-                self.name
-            )));
-        }
-        self.initialize().await
+        self.probe(true).await
     }
 
-    async fn initialize(self: &Arc<Self>) -> Result<ServerDetails> {
+    /// `server/discover`, at the newest version first. With `fallback`, an answer that
+    /// does not make the server modern leads to the handshake, and a probe left
+    /// unanswered for `probe_timeout` sends `initialize` too (see [`Self::race`]).
+    async fn probe(self: &Arc<Self>, fallback: bool) -> Result<ServerDetails> {
+        let version = MODERN_VERSIONS[0];
+        // Over transports where a request may go unanswered (a stdio server that
+        // ignores requests before `initialize`), silence must not hang the session.
+        let outcome = if fallback && !self.transport.answers_every_request() {
+            let discover = self.discover(version);
+            tokio::pin!(discover);
+            tokio::select! {
+                biased;
+                answer = &mut discover => negotiate::probe(&self.name, answer, version),
+                () = tokio::time::sleep(self.probe_timeout) => {
+                    return self.race(discover, version).await;
+                }
+            }
+        } else {
+            negotiate::probe(&self.name, self.discover(version).await, version)
+        };
+        self.after_probe(outcome, fallback).await
+    }
+
+    async fn after_probe(
+        self: &Arc<Self>,
+        outcome: Probe,
+        fallback: bool,
+    ) -> Result<ServerDetails> {
+        match outcome {
+            Probe::Modern(v, version) => Ok(discovered(v, version)),
+            Probe::Retry(version, _) => self.discover_at(version).await,
+            Probe::NotModern(e) if fallback => {
+                tracing::debug!(server = %self.name, error = %e, "server/discover did not find a 2026-07-28 server; trying the initialize handshake");
+                self.handshake(false).await
+            }
+            // No answer, or no connection: say that, not that the server is old.
+            Probe::NotModern(e) if e.is_timeout() || e.is_transport() => Err(e),
+            Probe::NotModern(e) => Err(Error::unsupported(format!(
+                "{} does not speak the 2026-07-28 protocol (ProtocolMode::Modern): {e}",
+                self.name
+            ))
+            .with_source(e)),
+            Probe::Fail(e) => Err(e),
+        }
+    }
+
+    /// `server/discover` at a version the server listed, asked again while it lists
+    /// another one (a bounded number of times).
+    async fn discover_at(self: &Arc<Self>, mut version: String) -> Result<ServerDetails> {
+        let mut last = None;
+        for _ in 0..3 {
+            match negotiate::probe(&self.name, self.discover(&version).await, &version) {
+                Probe::Modern(v, version) => return Ok(discovered(v, version)),
+                Probe::Retry(next, e) => {
+                    version = next;
+                    last = Some(e);
+                }
+                Probe::NotModern(e) | Probe::Fail(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            Error::unsupported(format!("{} keeps refusing server/discover", self.name))
+        }))
+    }
+
+    /// `server/discover` has gone unanswered for `probe_timeout`: the server is slow,
+    /// or ignores requests before the handshake. Send `initialize` too and decide by
+    /// whichever answer settles the era; the probe keeps its own, ordinary timeouts.
+    async fn race(
+        self: &Arc<Self>,
+        mut discover: std::pin::Pin<&mut impl Future<Output = Result<Value>>>,
+        version: &str,
+    ) -> Result<ServerDetails> {
+        tracing::debug!(server = %self.name, waited = ?self.probe_timeout, "server/discover not answered yet; sending initialize as well");
         let offered = LEGACY_VERSIONS[0];
+        let init = self.initialize_request(offered);
+        tokio::pin!(init);
+        let mut probe: Option<Probe> = None;
+        let mut shake: Option<Handshake> = None;
+        while probe.is_none() || shake.is_none() {
+            tokio::select! {
+                biased;
+                answer = &mut discover, if probe.is_none() => {
+                    match negotiate::probe(&self.name, answer, version) {
+                        Probe::Modern(v, version) => return Ok(discovered(v, version)),
+                        Probe::Retry(version, _) => return Box::pin(self.discover_at(version)).await,
+                        Probe::Fail(e) => return Err(e),
+                        not_modern => probe = Some(not_modern),
+                    }
+                }
+                answer = &mut init, if shake.is_none() => {
+                    match negotiate::handshake(&self.name, answer, offered) {
+                        Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                        // The server serves the modern era. Ask again at the version it
+                        // named rather than wait on a probe it may have dropped while
+                        // starting; a late answer to the first one is ignored.
+                        Handshake::Modern(version, _) => return Box::pin(self.discover_at(version)).await,
+                        other => shake = Some(other),
+                    }
+                }
+            }
+        }
+        match (probe, shake) {
+            (_, Some(Handshake::Modern(version, _))) => Box::pin(self.discover_at(version)).await,
+            (_, Some(Handshake::Retry(version))) => self.handshake_at(version, false).await,
+            (_, Some(Handshake::Fail(e))) => Err(e),
+            (Some(Probe::NotModern(e) | Probe::Fail(e) | Probe::Retry(_, e)), _) => Err(e),
+            _ => Err(Error::unsupported(format!(
+                "{} settled no protocol era",
+                self.name
+            ))),
+        }
+    }
+
+    /// One `server/discover` request at `version`, with the session's ordinary timeouts.
+    async fn discover(self: &Arc<Self>, version: &str) -> Result<Value> {
+        let mut params = Map::new();
+        params.insert(
+            "_meta".into(),
+            Value::Object(self.modern_meta(version, None)),
+        );
+        let request = Request {
+            id: Id::Number(self.next_id()),
+            method: "server/discover".into(),
+            params: Value::Object(params),
+        };
+        self.exchange(version, request, &RequestOptions::default(), None, false)
+            .await
+    }
+
+    /// The legacy handshake. With `modern_ok`, a server that refuses it listing a
+    /// 2026-07-28 version is spoken to in that era.
+    async fn handshake(self: &Arc<Self>, modern_ok: bool) -> Result<ServerDetails> {
+        self.handshake_at(LEGACY_VERSIONS[0].to_owned(), modern_ok)
+            .await
+    }
+
+    async fn handshake_at(
+        self: &Arc<Self>,
+        mut offered: String,
+        modern_ok: bool,
+    ) -> Result<ServerDetails> {
+        for _ in 0..2 {
+            let answer = self.initialize_request(&offered).await;
+            match negotiate::handshake(&self.name, answer, &offered) {
+                Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                Handshake::Retry(version) => offered = version,
+                Handshake::Modern(version, _) if modern_ok => {
+                    return Box::pin(self.discover_at(version)).await
+                }
+                Handshake::Modern(version, e) => {
+                    let _ = self.transport.close().await;
+                    let why = if self.protocol == ProtocolMode::Legacy {
+                        "use ProtocolMode::Auto or ProtocolMode::Modern for it"
+                    } else {
+                        "but its server/discover failed"
+                    };
+                    return Err(Error::unsupported(format!(
+                        "{} refused the initialize handshake: it speaks {version}; {why}",
+                        self.name
+                    ))
+                    .with_source(e));
+                }
+                Handshake::Fail(e) => {
+                    if e.is_unsupported() {
+                        let _ = self.transport.close().await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Err(Error::unsupported(format!(
+            "{} keeps refusing the initialize handshake",
+            self.name
+        )))
+    }
+
+    /// One `initialize` request offering `version`.
+    async fn initialize_request(self: &Arc<Self>, version: &str) -> Result<Value> {
         let request = Request {
             id: Id::Number(self.next_id()),
             method: "initialize".into(),
             params: json!({
-                "protocolVersion": offered,
+                "protocolVersion": version,
                 "capabilities": self.capabilities,
                 "clientInfo": self.client_info,
             }),
         };
-        let v = self
-            .exchange(offered, request, &RequestOptions::default(), None, false)
-            .await?;
-        let version = v
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        if !LEGACY_VERSIONS.contains(&version.as_str()) {
-            let _ = self.transport.close().await;
-            return Err(Error::unsupported(format!(
-                "{} answered initialize with protocol version `{version}`, which this client does not speak (it speaks {})",
-                self.name,
-                LEGACY_VERSIONS.join(", ")
-            )));
-        }
+        self.exchange(version, request, &RequestOptions::default(), None, false)
+            .await
+    }
+
+    /// Completes the handshake after a successful `initialize`.
+    async fn finish_handshake(
+        self: &Arc<Self>,
+        v: Value,
+        version: String,
+    ) -> Result<ServerDetails> {
         let details = ServerDetails {
             era: Era::Legacy,
             protocol_version: version.clone(),
@@ -1375,7 +1470,13 @@ impl Inner {
                 () = tokio::time::sleep_until(deadline) => {
                     guard.reason = "timeout";
                     let waited = Instant::now() - start;
-                    return Err(Error::timeout(method, waited));
+                    let setting = match (deadline >= hard, opts.timeout.is_some(), opts.max_timeout.is_some()) {
+                        (true, _, true) => "the request's max_timeout",
+                        (true, _, false) => "ClientBuilder::max_timeout",
+                        (false, true, _) => "the request's timeout",
+                        (false, false, _) => "ClientBuilder::timeout",
+                    };
+                    return Err(Error::timeout_of(method, waited, setting));
                 }
                 () = progressed => {
                     deadline = (Instant::now() + timeout).min(hard);
@@ -1557,9 +1658,10 @@ impl Inner {
         };
         loop {
             if Instant::now() + wait > deadline {
-                return Err(Error::timeout(
+                return Err(Error::timeout_of(
                     "tools/call",
                     deadline.saturating_duration_since(Instant::now()) + wait,
+                    "max_timeout (ClientBuilder::max_timeout, or the call's)",
                 ));
             }
             tokio::select! {
@@ -2097,6 +2199,8 @@ mod tests {
         Reply(Value),
         Fail(i64, Value),
         Hang,
+        /// Answers after a while (a slow server).
+        Late(Duration, Box<Step>),
     }
 
     struct Scripted {
@@ -2115,8 +2219,12 @@ mod tests {
                 seen.push(request.clone());
                 seen.len() - 1
             };
-            let step = (self.script)(&request, n);
+            let mut step = (self.script)(&request, n);
             Box::pin(async move {
+                while let Step::Late(after, next) = step {
+                    tokio::time::sleep(after).await;
+                    step = *next;
+                }
                 match step {
                     Step::Reply(v) => Ok(Response {
                         id: request.id,
@@ -2130,7 +2238,7 @@ mod tests {
                             data: Some(data),
                         }),
                     }),
-                    Step::Hang => std::future::pending().await,
+                    Step::Hang | Step::Late(..) => std::future::pending().await,
                 }
             })
         }
@@ -2210,6 +2318,149 @@ mod tests {
             (Era::Legacy, "2024-11-05")
         );
         assert_eq!(lock(&seen)[1].method, "initialize");
+    }
+
+    fn legacy_ok() -> Value {
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}})
+    }
+
+    fn late(ms: u64, step: Step) -> Step {
+        Step::Late(Duration::from_millis(ms), Box::new(step))
+    }
+
+    /// A dual-era server that is slow to start and serves the era of the first request
+    /// it reads (the PyPI SDK's rule): its discover answer comes after the probe time,
+    /// and the initialize sent meanwhile is refused. The session is modern.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_modern_server_is_not_taken_for_an_old_one() {
+        let (c, seen) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+            "server/discover" => late(30_000, Step::Reply(discover_ok())),
+            "initialize" => late(
+                30_001,
+                Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+            ),
+            _ => Step::Reply(json!({})),
+        });
+        let d = c.connect().await.unwrap();
+        assert_eq!(d.era, Era::Modern);
+        let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
+        assert_eq!(methods, ["server/discover", "initialize"]);
+    }
+
+    /// The same, when the refusal of initialize arrives first: it names a modern
+    /// version, so the session waits for (or asks again with) server/discover.
+    #[tokio::test(start_paused = true)]
+    async fn initialize_refused_for_a_modern_version_means_modern() {
+        let (c, seen) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+            ("server/discover", 0) => Step::Hang,
+            ("server/discover", _) => Step::Reply(discover_ok()),
+            ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+            _ => Step::Reply(json!({})),
+        });
+        // The first probe never answers; the refusal lists a modern version, so the
+        // session asks again at once.
+        assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+        let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
+        assert_eq!(
+            methods,
+            ["server/discover", "initialize", "server/discover"]
+        );
+        let (c, _) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+            ("server/discover", 0) => late(20_000, Step::Fail(-32601, json!(null))),
+            ("server/discover", _) => Step::Reply(discover_ok()),
+            ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+            _ => Step::Reply(json!({})),
+        });
+        assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    }
+
+    /// A slow server of the handshake era: discover is refused late, initialize works.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_old_server_is_old() {
+        let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+            "server/discover" => late(30_000, Step::Fail(-32601, json!(null))),
+            "initialize" => late(30_001, Step::Reply(legacy_ok())),
+            _ => Step::Reply(json!({})),
+        });
+        let d = c.connect().await.unwrap();
+        assert_eq!(
+            (d.era, d.protocol_version.as_str()),
+            (Era::Legacy, "2025-11-25")
+        );
+    }
+
+    /// Forced modern waits like any request: no probe clock.
+    #[tokio::test(start_paused = true)]
+    async fn forced_modern_waits_for_a_slow_server() {
+        let (c, seen) = scripted(
+            Client::builder().protocol(ProtocolMode::Modern),
+            |r, _| match r.method.as_str() {
+                "server/discover" => late(40_000, Step::Reply(discover_ok())),
+                _ => Step::Reply(json!({})),
+            },
+        );
+        assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+        assert_eq!(lock(&seen).len(), 1);
+        // Past the ordinary timeout it is a timeout that names the setting to raise.
+        let (c, _) = scripted(
+            Client::builder()
+                .protocol(ProtocolMode::Modern)
+                .timeout(Duration::from_secs(10)),
+            |_, _| Step::Hang,
+        );
+        let e = c.connect().await.unwrap_err();
+        assert!(
+            e.is_timeout() && e.to_string().contains("ClientBuilder::timeout"),
+            "{e}"
+        );
+    }
+
+    /// Where the transport answers every request (HTTP), there is no probe clock at all.
+    #[tokio::test(start_paused = true)]
+    async fn no_probe_clock_where_every_request_is_answered() {
+        struct Answering(Scripted);
+        impl Transport for Answering {
+            fn request(&self, r: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+                self.0.request(r, cx)
+            }
+            fn notify<'a>(&'a self, n: Notification, v: &'a str) -> BoxFuture<'a, Result<()>> {
+                self.0.notify(n, v)
+            }
+            fn cancel<'a>(&'a self, n: Notification, v: &'a str) -> BoxFuture<'a, Result<()>> {
+                self.0.cancel(n, v)
+            }
+            fn close(&self) -> BoxFuture<'_, Result<()>> {
+                self.0.close()
+            }
+            fn answers_every_request(&self) -> bool {
+                true
+            }
+        }
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let t = Answering(Scripted {
+            script: Box::new(|r: &Request, _| match r.method.as_str() {
+                "server/discover" => late(45_000, Step::Reply(discover_ok())),
+                _ => Step::Reply(legacy_ok()),
+            }),
+            seen: seen.clone(),
+        });
+        let c = Client::builder().build(t).unwrap();
+        assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+        assert_eq!(lock(&seen).len(), 1, "no initialize was sent");
+    }
+
+    /// Forced legacy against a server that only speaks 2026-07-28: an error that says
+    /// which setting to change.
+    #[tokio::test]
+    async fn forced_legacy_against_a_modern_only_server_says_what_to_do() {
+        let (c, _) = scripted(Client::builder().protocol(ProtocolMode::Legacy), |_, _| {
+            Step::Fail(-32022, json!({"supported": ["2026-07-28"]}))
+        });
+        let e = c.connect().await.unwrap_err();
+        assert!(
+            e.is_unsupported() && e.to_string().contains("ProtocolMode::Auto"),
+            "{e}"
+        );
     }
 
     #[tokio::test]

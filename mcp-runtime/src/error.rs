@@ -36,8 +36,19 @@ enum Kind {
         message: String,
         data: Option<Value>,
     },
-    /// No answer in time.
-    Timeout { method: String, after: Duration },
+    /// No answer in time. `setting` names what sets the limit, when known.
+    Timeout {
+        method: String,
+        after: Duration,
+        setting: Option<&'static str>,
+    },
+    /// The server sent a message larger than the transport accepts; the connection
+    /// was dropped.
+    TooLarge {
+        what: String,
+        limit: usize,
+        setting: String,
+    },
     /// The caller cancelled the request.
     Cancelled { method: String },
     /// The server cannot be reached, or the connection failed.
@@ -102,6 +113,31 @@ impl Error {
         Self::new(Kind::Timeout {
             method: method.into(),
             after,
+            setting: None,
+        })
+    }
+
+    /// A timeout set by `setting` (named in the message, so people raise the right one).
+    pub(crate) fn timeout_of(
+        method: impl Into<String>,
+        after: Duration,
+        setting: &'static str,
+    ) -> Self {
+        Self::new(Kind::Timeout {
+            method: method.into(),
+            after,
+            setting: Some(setting),
+        })
+    }
+
+    /// The server sent a message (`what`: a line, a body, an event) larger than
+    /// `limit` bytes, which `setting` configures; the transport dropped the connection.
+    /// For custom transports.
+    pub fn too_large(what: impl Into<String>, limit: usize, setting: impl Into<String>) -> Self {
+        Self::new(Kind::TooLarge {
+            what: what.into(),
+            limit,
+            setting: setting.into(),
         })
     }
 
@@ -151,8 +187,15 @@ impl Error {
     pub fn is_transport(&self) -> bool {
         matches!(
             self.inner.kind,
-            Kind::Transport { .. } | Kind::Closed { .. }
+            Kind::Transport { .. } | Kind::Closed { .. } | Kind::TooLarge { .. }
         )
+    }
+
+    /// True when the server sent a message larger than the transport accepts (see
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::DEFAULT_MAX_MESSAGE_SIZE)). The connection
+    /// was dropped; the next request reconnects.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self.inner.kind, Kind::TooLarge { .. })
     }
 
     /// True when an HTTP server answered with an error status (see
@@ -258,10 +301,24 @@ impl fmt::Display for Error {
                     _ => Ok(()),
                 }
             }
-            Kind::Timeout { method, after } => write!(
+            Kind::Timeout {
+                method,
+                after,
+                setting,
+            } => write!(
                 f,
-                "`{method}` got no answer within {:.1}s; raise the timeout if the server is slow",
-                after.as_secs_f64()
+                "`{method}` got no answer within {:.1}s; if the server is only slow, raise {}",
+                after.as_secs_f64(),
+                setting.unwrap_or("the timeout")
+            ),
+            Kind::TooLarge {
+                what,
+                limit,
+                setting,
+            } => write!(
+                f,
+                "the server sent a message larger than {} ({what}); the connection was dropped and the next request reconnects; if such messages are expected, raise {setting}",
+                crate::text::size(*limit)
             ),
             Kind::Cancelled { method } => write!(f, "`{method}` was cancelled"),
             Kind::Transport { detail } => write!(f, "cannot reach the server: {detail}"),

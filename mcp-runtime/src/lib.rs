@@ -39,9 +39,11 @@ mod error;
 pub mod input;
 pub mod jsonrpc;
 mod model;
+mod negotiate;
 mod secret;
 #[cfg(all(feature = "stdio", feature = "http"))]
 pub mod server;
+mod text;
 pub mod transport;
 
 pub use client::{
@@ -64,4 +66,4 @@ pub use tokio_util::sync::CancellationToken;
 pub use transport::http::{HttpConfig, HttpTransport};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::{StdioConfig, StdioTransport};
-pub use transport::{BoxFuture, Incoming, RequestContext, Transport};
+pub use transport::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};

@@ -273,7 +273,7 @@ struct Spec {
 }
 
 enum Connect {
-    Stdio(crate::transport::stdio::StdioConfig),
+    Stdio(Box<crate::transport::stdio::StdioConfig>),
     Http(Box<crate::transport::http::HttpConfig>),
     Custom(TransportFactory),
     Missing,
@@ -322,6 +322,8 @@ pub struct McpBuilder {
     drift: DriftPolicy,
     oauth: Option<crate::auth::OAuth>,
     oauth_with: Option<OAuthFactory>,
+    max_message_size: Option<usize>,
+    clean_env: Option<Vec<String>>,
     errors: Vec<String>,
 }
 
@@ -352,7 +354,7 @@ impl McpBuilder {
         S: Into<String>,
     {
         match crate::transport::stdio::StdioConfig::from_argv(argv) {
-            Ok(c) => self.connect = Connect::Stdio(c),
+            Ok(c) => self.connect = Connect::Stdio(Box::new(c)),
             Err(e) => self.errors.push(e.to_string()),
         }
         self
@@ -375,6 +377,24 @@ impl McpBuilder {
     /// An environment variable for a stdio server, over the parent's environment.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), ArgEnv::Fixed(value.into())));
+        self
+    }
+    /// Starts a stdio server with a clean environment: of this process's variables only
+    /// the safe default set ([`SAFE_ENV_VARS`](crate::transport::stdio::SAFE_ENV_VARS))
+    /// and those named in `inherit`, plus the declared [`env`](Self::env). Without it
+    /// the server inherits the whole environment.
+    pub fn clean_env<I, S>(mut self, inherit: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.clean_env = Some(inherit.into_iter().map(Into::into).collect());
+        self
+    }
+    /// The largest message the server may send, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::DEFAULT_MAX_MESSAGE_SIZE), 64 MiB).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = Some(bytes);
         self
     }
     /// An environment variable computed each time the server starts.
@@ -623,9 +643,19 @@ impl McpBuilder {
             client = client.on_progress(move |p| cb(p));
         }
         let connect = match self.connect {
-            Connect::Stdio(mut c) => {
+            Connect::Stdio(c) => {
+                let mut c = *c;
                 if let Some(d) = self.directory {
                     c = c.directory(d);
+                }
+                if let Some(inherit) = self.clean_env {
+                    c = c.clean_env();
+                    for name in inherit {
+                        c = c.inherit_env(name);
+                    }
+                }
+                if let Some(n) = self.max_message_size {
+                    c = c.max_message_size(n);
                 }
                 let mut fixed = Vec::new();
                 let mut computed = Vec::new();
@@ -642,10 +672,13 @@ impl McpBuilder {
                     c = c
                         .env_with(move || computed.iter().map(|(k, f)| (k.clone(), f())).collect());
                 }
-                Connect::Stdio(c)
+                Connect::Stdio(Box::new(c))
             }
             Connect::Http(c) => {
                 let mut c = *c;
+                if let Some(n) = self.max_message_size {
+                    c = c.max_message_size(n);
+                }
                 for (name, f) in self.headers {
                     c = c.header_with(name, move || f());
                 }
@@ -709,6 +742,33 @@ impl McpBuilder {
             client: Arc::new(OnceLock::new()),
             tools: tools_cache,
         })
+    }
+}
+
+/// Two tools a model would see under one name (a local tool and a server tool, or a
+/// rename that lands on another tool's name) are a configuration error naming both:
+/// a call could only ever reach one of them.
+fn check_unique(server: &str, tools: &[McpTool]) -> Result<()> {
+    let what = |t: &McpTool| match &t.server_name {
+        Some(n) if *n == t.name => format!("{server}'s tool `{n}`"),
+        Some(n) => format!("{server}'s tool `{n}` (shown as `{}`)", t.name),
+        None => format!("the local tool `{}`", t.name),
+    };
+    let mut problems = Vec::new();
+    for (i, a) in tools.iter().enumerate() {
+        if let Some(b) = tools[..i].iter().find(|b| b.name == a.name) {
+            problems.push(format!(
+                "two tools would reach the model as `{}`: {} and {}; rename one (`tool(\"…\", as = …)`) or set a `prefix`",
+                a.name,
+                what(b),
+                what(a)
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::config(problems.join("; ")))
     }
 }
 
@@ -808,6 +868,8 @@ impl Mcp {
             drift: DriftPolicy::Warn,
             oauth: None,
             oauth_with: None,
+            max_message_size: None,
+            clean_env: None,
             errors: Vec::new(),
         }
     }
@@ -824,7 +886,7 @@ impl Mcp {
                 .take()
                 .ok_or("the client was already built")?;
             let built = match &self.spec.connect {
-                Connect::Stdio(c) => builder.stdio(c.clone()),
+                Connect::Stdio(c) => builder.stdio((**c).clone()),
                 Connect::Http(c) => {
                     let mut c = c.as_ref().clone();
                     if let Some(make) = &self.spec.oauth_with {
@@ -857,7 +919,7 @@ impl Mcp {
         let server_tools = self.client()?.list_tools().await?;
         self.check_declarations(&server_tools)?;
         self.check_drift(&server_tools)?;
-        let shaped = Arc::new(self.shape(server_tools));
+        let shaped = Arc::new(self.shape(server_tools)?);
         *lock(&self.tools) = Some(shaped.clone());
         Ok(shaped.as_ref().clone())
     }
@@ -958,7 +1020,7 @@ impl Mcp {
         }
     }
 
-    fn shape(&self, tools: Vec<Tool>) -> Vec<McpTool> {
+    fn shape(&self, tools: Vec<Tool>) -> Result<Vec<McpTool>> {
         let spec = &self.spec;
         let mut out = Vec::new();
         for tool in tools {
@@ -1024,7 +1086,8 @@ impl Mcp {
                 approvals: spec.approvals.clone(),
             });
         }
-        out
+        check_unique(&spec.name, &out)?;
+        Ok(out)
     }
 
     /// Calls a tool by the name the model sees (or the server's name), with fixed

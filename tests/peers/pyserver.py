@@ -8,6 +8,15 @@ Usage:
     .peers/venv/bin/python tests/peers/pyserver.py http <port> [stateless] [json]
         (binds 127.0.0.1, endpoint path /mcp)
 
+Environment:
+    PYSERVER_ERA=modern   serve only 2026-07-28: `initialize` is refused with
+                          -32022 (data.supported == ["2026-07-28"]) on every
+                          transport; a modern-only server.
+    PYSERVER_ERA=legacy   serve only the initialize handshake: `server/discover`
+                          and any request carrying the 2026-07-28 `_meta`
+                          envelope get -32601 Method not found, like older SDKs.
+    unset (or empty)      both eras (the default).
+
 See tests/peers/README.md for the observed wire shapes of every tool.
 """
 
@@ -21,6 +30,10 @@ from typing import Annotated
 import anyio
 from mcp_types import (
     INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PROTOCOL_VERSION_META_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -31,6 +44,7 @@ from mcp_types import (
     ResourceTemplateReference,
     SetLevelRequestParams,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
@@ -44,7 +58,10 @@ from mcp.server.mcpserver import (
 )
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import BinaryResource, TextResource
+from mcp.server.runner import _serve_modern_stream, serve_loop
+from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
 
 # ctx.log()/ctx.warning() are marked deprecated as of 2026-07-28 (SEP-2577); we
 # still want to exercise notifications/message, so silence the warning.
@@ -267,6 +284,80 @@ async def _complete(
     return None  # -> {"completion":{"values":[]}}
 
 
+# ------------------------------------------------------------ era restriction
+# PYSERVER_ERA=modern|legacy turns pyserver into a single-era server. Two hooks:
+#
+# 1. A ServerMiddleware (`_EraGate`). mcp 2.3.0 runs `Server.middleware` around
+#    every inbound request on every transport (stdio loops, the streamable-HTTP
+#    legacy loops, stateful and stateless, and the modern single-exchange POST)
+#    before validation, method lookup and the handshake; raising before
+#    `call_next` vetoes the request, `initialize` included.
+# 2. On stdio only, the connection driver. `Server.run` drives
+#    `serve_dual_era_loop`, where the first request locks the connection's era
+#    before any middleware runs: an enveloped `server/discover` would lock it
+#    modern, and the client's fallback `initialize` would then be refused by the
+#    SDK itself. So legacy drives the SDK's handshake-only `serve_loop` (what the
+#    HTTP session manager uses), and modern drives the SDK's modern stream loop
+#    (what a modern-opened stdio connection runs; it refuses `initialize` with
+#    -32022 itself). `_serve_modern_stream` is private; mcp is pinned exactly.
+
+ERA = os.environ.get("PYSERVER_ERA", "")
+if ERA not in ("", "modern", "legacy"):
+    print(f"PYSERVER_ERA must be 'modern' or 'legacy' (or unset), not {ERA!r}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _has_envelope(params: object) -> bool:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+class _EraGate:
+    async def __call__(self, ctx: ServerRequestContext, call_next):  # type: ignore[no-untyped-def]
+        if ctx.request_id is None:  # notifications pass untouched
+            return await call_next(ctx)
+        modern_connection = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if ERA == "modern" and not modern_connection:
+            if ctx.method == "initialize":
+                requested = (ctx.params or {}).get("protocolVersion")
+                data: dict[str, object] = {"supported": list(MODERN_PROTOCOL_VERSIONS)}
+                if isinstance(requested, str):
+                    data["requested"] = requested
+                raise MCPError(
+                    code=UNSUPPORTED_PROTOCOL_VERSION,
+                    message="this server serves only the 2026-07-28 protocol; the initialize handshake is not accepted",
+                    data=data,
+                )
+            # Any other handshake-era request (e.g. legacy stateless HTTP, which
+            # needs no initialize): the modern ladder's envelope rejection.
+            verdict = classify_inbound_request({"method": ctx.method, "params": ctx.params})
+            if isinstance(verdict, InboundLadderRejection):
+                raise MCPError(code=verdict.code, message=verdict.message, data=verdict.data)
+            raise MCPError(code=INVALID_REQUEST, message="2026-07-28 requests must carry the MCP-Protocol-Version header")
+        if ERA == "legacy" and (modern_connection or ctx.method == "server/discover" or _has_envelope(ctx.params)):
+            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
+        return await call_next(ctx)
+
+
+if ERA:
+    server.middleware.append(_EraGate())
+
+
+async def _run_stdio_single_era() -> None:
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream), lowlevel.lifespan(lowlevel) as state:
+        if ERA == "legacy":
+            await serve_loop(
+                lowlevel, read_stream, write_stream, lifespan_state=state,
+                init_options=lowlevel.create_initialization_options(),
+            )
+        else:
+            try:
+                await _serve_modern_stream(lowlevel, read_stream, write_stream, lifespan_state=state, raise_exceptions=False)
+            finally:
+                await write_stream.aclose()
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -275,7 +366,10 @@ def main(argv: list[str]) -> None:
         print("usage: pyserver.py stdio | http <port> [stateless] [json]", file=sys.stderr)
         sys.exit(2)
     if argv[1] == "stdio":
-        server.run("stdio")
+        if ERA:
+            anyio.run(_run_stdio_single_era)
+        else:
+            server.run("stdio")
         return
     if len(argv) < 3:
         print("usage: pyserver.py http <port> [stateless] [json]", file=sys.stderr)

@@ -24,6 +24,16 @@
 //!   read every answer from the event stream.
 //! * The era detected is remembered per endpoint (origin and path) for the life of the
 //!   process; when the remembered answer stops working, detection starts over.
+//! * Every read is bounded by [`HttpConfig::max_message_size`] (64 MiB by default): a
+//!   JSON body (refused from its `Content-Length` when that says too much), an event of
+//!   a reply stream, of the standalone GET stream or of the 2024-11-05 stream. Past it
+//!   the request fails with an error for which
+//!   [`Error::is_too_large`](crate::Error::is_too_large) is true and the connection is
+//!   dropped. Reconnecting event streams wait at least 250 ms whatever `retry:` says,
+//!   and back off while reconnections bring nothing.
+//! * `localhost` and names under `.localhost` count as loopback only when every address
+//!   they resolve to is a loopback address; otherwise the connection is refused before
+//!   anything is sent.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -37,6 +47,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
 use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use hyper_util::client::legacy::connect::proxy::Tunnel;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as Pool;
@@ -45,7 +56,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::sse;
-use super::{BoxFuture, Incoming, RequestContext, Transport};
+use super::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::client::{Era, MODERN_VERSIONS};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
@@ -70,6 +81,7 @@ pub struct HttpConfig {
     request_timeout: Option<Duration>,
     connect_timeout: Duration,
     oauth: Option<crate::auth::OAuth>,
+    max_message_size: usize,
 }
 
 impl HttpConfig {
@@ -83,6 +95,7 @@ impl HttpConfig {
             request_timeout: None,
             connect_timeout: Duration::from_secs(10),
             oauth: None,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
         }
     }
 
@@ -145,6 +158,15 @@ impl HttpConfig {
         self
     }
 
+    /// The largest message the server may send, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`], 64 MiB): a JSON reply body or one event of an
+    /// event stream. A larger one fails the request and drops the connection; nothing
+    /// larger is ever held in memory.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1024);
+        self
+    }
+
     /// How long to wait for a TCP connection (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
@@ -166,18 +188,75 @@ impl fmt::Debug for HttpConfig {
             .field("bearer", &self.bearer.as_ref().map(|_| "[redacted]"))
             .field("proxy", &self.proxy)
             .field("request_timeout", &self.request_timeout)
+            .field("max_message_size", &self.max_message_size)
             .finish()
     }
 }
 
 type Req = http::Request<Full<Bytes>>;
 
+type Connector = HttpConnector<CheckedResolver>;
+
 enum Clients {
-    Direct(Pool<HttpsConnector<HttpConnector>, Full<Bytes>>),
+    Direct(Pool<HttpsConnector<Connector>, Full<Bytes>>),
     Proxied {
-        direct: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
-        tunnel: Box<Pool<HttpsConnector<Tunnel<HttpConnector>>, Full<Bytes>>>,
+        direct: Pool<HttpsConnector<Connector>, Full<Bytes>>,
+        tunnel: Box<Pool<HttpsConnector<Tunnel<Connector>>, Full<Bytes>>>,
     },
+}
+
+/// The system resolver, with one rule on top: `localhost` and names under
+/// `.localhost` stand for this machine (RFC 6761), and plain `http://` is allowed to
+/// them for that reason, so they must resolve to loopback addresses only. A resolver
+/// that says otherwise is not believed: the connection is refused.
+#[derive(Clone)]
+struct CheckedResolver(GaiResolver);
+
+impl tower_service::Service<Name> for CheckedResolver {
+    type Response = std::vec::IntoIter<std::net::SocketAddr>;
+    type Error = std::io::Error;
+    type Future = BoxFuture<'static, std::io::Result<Self::Response>>;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, name: Name) -> Self::Future {
+        let host = name.as_str().to_owned();
+        let resolving = self.0.call(name);
+        Box::pin(async move {
+            let addrs: Vec<std::net::SocketAddr> = resolving.await?.collect();
+            check_localhost(&host, &addrs)?;
+            Ok(addrs.into_iter())
+        })
+    }
+}
+
+/// True for `localhost` and names under `.localhost`.
+fn is_localhost_name(host: &str) -> bool {
+    let h = host.trim_end_matches('.');
+    h.eq_ignore_ascii_case("localhost")
+        || h.len() > ".localhost".len()
+            && h[h.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost")
+}
+
+/// Refuses a localhost name that resolved to anything but loopback addresses.
+fn check_localhost(host: &str, addrs: &[std::net::SocketAddr]) -> std::io::Result<()> {
+    if is_localhost_name(host) && (addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()))
+    {
+        let found: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "`{host}` resolves to [{}], not to loopback addresses only; a localhost name must stand for this machine (refused before connecting)",
+                found.join(", ")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Clients {
@@ -245,6 +324,7 @@ struct Shared {
     clients: Clients,
     mode: Mutex<Mode>,
     reinit: AtomicU64,
+    get_stream: tokio::sync::watch::Sender<GetStream>,
 }
 
 impl fmt::Debug for HttpTransport {
@@ -264,9 +344,11 @@ fn tls<C>(conn: C) -> Result<HttpsConnector<C>> {
         .wrap_connector(conn))
 }
 
+/// True for a loopback address, or a localhost name (which [`CheckedResolver`] then
+/// holds to resolving to loopback addresses only).
 fn is_loopback(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    if h.eq_ignore_ascii_case("localhost") || h.ends_with(".localhost") {
+    if is_localhost_name(h) {
         return true;
     }
     h.parse::<std::net::IpAddr>()
@@ -314,7 +396,7 @@ impl HttpTransport {
             HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::config(format!("`{name}` is not a valid HTTP header name")))?;
         }
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(CheckedResolver(GaiResolver::new()));
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(config.connect_timeout));
@@ -354,6 +436,7 @@ impl HttpTransport {
                 config,
                 mode: Mutex::new(Mode::Fresh),
                 reinit: AtomicU64::new(0),
+                get_stream: tokio::sync::watch::Sender::new(GetStream::Starting),
             }),
         })
     }
@@ -362,11 +445,23 @@ impl HttpTransport {
 /// How a reply (JSON body or event stream) ended.
 enum Reply {
     Answer(Response),
-    /// The event stream ended before the answer.
+    /// The event stream ended before the answer: the parser holds the last event id
+    /// and `retry:` for resuming; `delivered` says whether any message came.
     Broken {
-        last_event_id: Option<String>,
-        retry: Option<u64>,
+        parser: sse::Parser,
+        delivered: bool,
     },
+}
+
+/// Whether the standalone GET stream of a legacy session is there, for `listen`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum GetStream {
+    /// Not asked yet, or no answer yet.
+    Starting,
+    /// Open (or reconnecting).
+    Open,
+    /// The server offers none, or it failed for good: why.
+    Unavailable(String),
 }
 
 impl Shared {
@@ -450,7 +545,7 @@ impl Shared {
                 return Ok(resp);
             }
             let headers_seen = resp.headers().clone();
-            let _ = resp.into_body().collect().await;
+            self.drain(resp).await;
             if !auth.challenged(self, status, &headers_seen).await? {
                 return Err(status_error(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
@@ -492,9 +587,9 @@ impl Shared {
                 .map_err(|e| Error::config(format!("cannot build the request: {e}")))?;
             let fut = self.clients.send(req, loopback);
             let resp = match self.config.request_timeout {
-                Some(t) => tokio::time::timeout(t, fut)
-                    .await
-                    .map_err(|_| Error::timeout("HTTP request", t))?,
+                Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| {
+                    Error::timeout_of("HTTP request", t, "HttpConfig::request_timeout")
+                })?,
                 None => fut.await,
             };
             match resp {
@@ -562,20 +657,10 @@ impl Shared {
             .to_ascii_lowercase();
         if content_type.starts_with("text/event-stream") && status.is_success() {
             return self
-                .read_stream(resp.into_body(), Some(id), incoming, answer, None)
+                .read_stream(resp.into_body(), Some(id), incoming, answer, self.parser())
                 .await;
         }
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| {
-                Error::transport(format!(
-                    "reading the reply from {} failed: {e}",
-                    self.origin
-                ))
-            })?
-            .to_bytes();
+        let body = self.read_body(resp, "reply body").await?;
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(status_error(status, ""));
         }
@@ -620,15 +705,68 @@ impl Shared {
         }
     }
 
+    /// A parser for an event stream of this server, bounded by the message limit.
+    fn parser(&self) -> sse::Parser {
+        sse::Parser::new(self.config.max_message_size)
+    }
+
+    fn too_large(&self, what: &str) -> Error {
+        Error::too_large(
+            what,
+            self.config.max_message_size,
+            "HttpConfig::max_message_size",
+        )
+    }
+
+    /// Reads a whole body, refusing one larger than the message limit (from its
+    /// `Content-Length` when it declares one) without holding more of it.
+    async fn read_body(&self, resp: http::Response<Body>, what: &str) -> Result<Bytes> {
+        let limit = self.config.max_message_size;
+        let declared = resp
+            .headers()
+            .get(http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(self.too_large(&format!("{what} declared {} bytes", declared.unwrap_or(0))));
+        }
+        match http_body_util::Limited::new(resp.into_body(), limit)
+            .collect()
+            .await
+        {
+            Ok(c) => Ok(c.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(self.too_large(what)),
+            Err(e) => Err(Error::transport(format!(
+                "reading the {what} from {} failed: {e}",
+                self.origin
+            ))),
+        }
+    }
+
+    /// Reads and drops a body nobody needs, up to the message limit (past it the
+    /// connection is dropped rather than drained).
+    async fn drain(&self, resp: http::Response<Body>) {
+        let mut body = resp.into_body();
+        let mut left = self.config.max_message_size;
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                match left.checked_sub(data.len()) {
+                    Some(l) => left = l,
+                    None => return,
+                }
+            }
+        }
+    }
+
     async fn read_stream(
         self: &Arc<Self>,
         mut body: Body,
         id: Option<&Id>,
         incoming: &Incoming,
         answer: Option<&Answerer>,
-        mut parser: Option<sse::Parser>,
+        mut p: sse::Parser,
     ) -> Result<Reply> {
-        let mut p = parser.take().unwrap_or_default();
+        let mut delivered = false;
         let mut events = Vec::new();
         loop {
             let frame = match body.frame().await {
@@ -642,11 +780,14 @@ impl Shared {
             let Ok(chunk) = frame.into_data() else {
                 continue;
             };
-            p.push(&chunk, &mut events);
+            if p.push(&chunk, &mut events).is_err() {
+                return Err(self.too_large("event-stream event"));
+            }
             for ev in events.drain(..) {
                 if ev.data.is_empty() {
                     continue; // a priming event: only an id (and maybe retry)
                 }
+                delivered = true;
                 let messages = match Message::parse(ev.data.as_bytes()) {
                     Ok(m) => m,
                     Err(e) => {
@@ -668,8 +809,8 @@ impl Shared {
             }
         }
         Ok(Reply::Broken {
-            last_event_id: p.last_id.clone(),
-            retry: p.retry,
+            parser: p,
+            delivered,
         })
     }
 
@@ -862,6 +1003,9 @@ impl Shared {
     }
 
     /// The standalone GET stream of a legacy session: messages not tied to a request.
+    /// Reopened when it ends (resuming after the last event id), never faster than the
+    /// reconnect floor, backing off while reopening brings nothing. Its state is in
+    /// `get_stream` for [`Transport::listen_ready`].
     fn spawn_get_stream(
         self: Arc<Self>,
         incoming: Incoming,
@@ -869,60 +1013,89 @@ impl Shared {
         version: String,
     ) -> tokio::task::AbortHandle {
         let shared = self;
+        shared.get_stream.send_replace(GetStream::Starting);
         tokio::spawn(async move {
-            let mut parser: Option<sse::Parser> = None;
+            let mut parser = shared.parser();
             let mut failures = 0u32;
+            let mut fruitless = 0u32;
+            let unavailable = |why: String| {
+                tracing::debug!(origin = %shared.origin, %why, "no standalone event stream");
+                shared.get_stream.send_replace(GetStream::Unavailable(why));
+            };
             loop {
                 let mut h = match shared.base_headers("text/event-stream").await {
                     Ok(h) => h,
-                    Err(_) => return,
+                    Err(e) => return unavailable(e.to_string()),
                 };
-                if Self::legacy_headers(&mut h, session.as_deref(), Some(&version)).is_err() {
-                    return;
+                if let Err(e) = Self::legacy_headers(&mut h, session.as_deref(), Some(&version)) {
+                    return unavailable(e.to_string());
                 }
-                if let Some(id) = parser.as_ref().and_then(|p| p.last_id.clone()) {
-                    if insert(&mut h, "last-event-id", &id).is_err() {
-                        return;
+                if let Some(id) = parser.last_id.clone() {
+                    if let Err(e) = insert(&mut h, "last-event-id", &id) {
+                        return unavailable(e.to_string());
                     }
                 }
                 let resp = match shared.send(Method::GET, &shared.url, h, None, true).await {
                     Ok(r) => r,
-                    Err(_) => {
+                    Err(e) => {
                         failures += 1;
                         if failures > 5 {
-                            return;
+                            return unavailable(format!("opening it failed: {e}"));
                         }
-                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        tokio::time::sleep(sse::reconnect_delay(None, failures)).await;
                         continue;
                     }
                 };
                 if !resp.status().is_success() {
                     // 405: the server offers no such stream.
-                    tracing::debug!(origin = %shared.origin, status = %resp.status(), "no standalone event stream");
-                    return;
+                    return unavailable(format!("GET answered HTTP {}", resp.status()));
                 }
                 failures = 0;
+                shared.get_stream.send_replace(GetStream::Open);
                 let answerer = Answerer {
                     shared: shared.clone(),
                     target: AnswerTarget::Post { session: session.clone(), version: Some(version.clone()) },
                 };
-                let retry = match shared
-                    .read_stream(resp.into_body(), None, &incoming, Some(&answerer), parser.take())
-                    .await
-                {
-                    Ok(Reply::Broken { last_event_id, retry }) => {
-                        let mut p = sse::Parser::default();
-                        p.last_id = last_event_id;
-                        p.retry = retry;
-                        parser = Some(p);
-                        retry
+                let read = shared
+                    .read_stream(resp.into_body(), None, &incoming, Some(&answerer), parser.resume())
+                    .await;
+                match read {
+                    Ok(Reply::Broken { parser: p, delivered }) => {
+                        parser = p.resume();
+                        fruitless = if delivered { 0 } else { fruitless + 1 };
                     }
-                    _ => None,
-                };
-                tokio::time::sleep(Duration::from_millis(retry.unwrap_or(1000))).await;
+                    Ok(Reply::Answer(_)) => fruitless = 0,
+                    Err(e) => {
+                        tracing::warn!(origin = %shared.origin, error = %e, "the standalone event stream was dropped");
+                        fruitless += 1;
+                    }
+                }
+                tokio::time::sleep(sse::reconnect_delay(parser.retry, fruitless)).await;
             }
         })
         .abort_handle()
+    }
+
+    /// Waits until the GET stream of a legacy session is open or known to be missing.
+    async fn get_stream_ready(&self) -> Result<()> {
+        let mut rx = self.get_stream.subscribe();
+        let state = tokio::time::timeout(
+            self.config.connect_timeout + Duration::from_secs(20),
+            rx.wait_for(|s| *s != GetStream::Starting),
+        )
+        .await;
+        let why = match state {
+            Ok(Ok(s)) => match &*s {
+                GetStream::Unavailable(why) => why.clone(),
+                _ => return Ok(()),
+            },
+            Ok(Err(_)) => "the stream stopped".to_owned(),
+            Err(_) => "the server did not answer the GET that opens it".to_owned(),
+        };
+        Err(Error::unsupported(format!(
+            "{} sends nothing between requests: it offers no standalone event stream ({why}), so its changes cannot be heard",
+            self.origin
+        )))
     }
 
     /// A request in a legacy Streamable HTTP session.
@@ -959,10 +1132,12 @@ impl Shared {
             loop {
                 match reply {
                     Reply::Answer(r) => return Ok(r),
-                    Reply::Broken { last_event_id: Some(last), retry } if resumes < 10 => {
+                    Reply::Broken { parser, delivered } if resumes < 10 && parser.last_id.is_some() => {
                         resumes += 1;
+                        let last = parser.last_id.clone().unwrap_or_default();
                         // The server asked us to wait `retry` ms before reconnecting.
-                        tokio::time::sleep(Duration::from_millis(retry.unwrap_or(1000))).await;
+                        let fruitless = if delivered { 0 } else { resumes };
+                        tokio::time::sleep(sse::reconnect_delay(parser.retry, fruitless)).await;
                         let mut h = self.base_headers("text/event-stream").await?;
                         Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
                         insert(&mut h, "last-event-id", &last)?;
@@ -970,11 +1145,8 @@ impl Shared {
                         if !resp.status().is_success() {
                             return Err(status_error(resp.status(), "resuming the event stream failed"));
                         }
-                        let mut p = sse::Parser::default();
-                        p.last_id = Some(last);
-                        p.retry = retry;
                         reply = self
-                            .read_stream(resp.into_body(), Some(&request.id), &cx.incoming, Some(&answerer), Some(p))
+                            .read_stream(resp.into_body(), Some(&request.id), &cx.incoming, Some(&answerer), parser.resume())
                             .await?;
                     }
                     Reply::Broken { .. } => {
@@ -1109,7 +1281,7 @@ impl Shared {
             )
             .await?;
         let status = resp.status();
-        let _ = resp.into_body().collect().await;
+        self.drain(resp).await;
         if status.is_success() {
             Ok(())
         } else {
@@ -1156,7 +1328,7 @@ impl Shared {
                             if let Ok(resp) =
                                 self.send(Method::DELETE, &self.url, h, None, true).await
                             {
-                                let _ = resp.into_body().collect().await;
+                                self.drain(resp).await;
                             }
                         }
                     }
@@ -1196,7 +1368,8 @@ async fn sse_reader(
     endpoint: oneshot::Sender<String>,
 ) {
     let mut endpoint = Some(endpoint);
-    let mut parser = sse::Parser::default();
+    let mut parser = shared.parser();
+    let mut too_large = false;
     let mut events = Vec::new();
     let answerer = Answerer {
         shared: shared.clone(),
@@ -1207,7 +1380,11 @@ async fn sse_reader(
         let Ok(chunk) = frame.into_data() else {
             continue;
         };
-        parser.push(&chunk, &mut events);
+        if parser.push(&chunk, &mut events).is_err() {
+            tracing::warn!(origin = %shared.origin, limit = shared.config.max_message_size, "an event of the HTTP+SSE stream is larger than the message limit; the stream was dropped");
+            too_large = true;
+            break;
+        }
         for ev in events.drain(..) {
             if ev.event == "endpoint" {
                 if let Some(tx) = endpoint.take() {
@@ -1254,7 +1431,12 @@ async fn sse_reader(
     }
     let drained: Vec<_> = lock(&pending).drain().collect();
     for (_, tx) in drained {
-        let _ = tx.send(Err(Error::closed("the server closed the event stream")));
+        let e = if too_large {
+            shared.too_large("HTTP+SSE event")
+        } else {
+            Error::closed("the server closed the event stream")
+        };
+        let _ = tx.send(Err(e));
     }
 }
 
@@ -1307,7 +1489,7 @@ impl crate::auth::AuthHttp for Shared {
             let mut h = HeaderMap::new();
             h.insert(ACCEPT, HeaderValue::from_static("application/json"));
             let resp = self.send_plain(Method::GET, &uri, h, None, true).await?;
-            reply(resp).await
+            self.reply(resp).await
         })
     }
 
@@ -1348,26 +1530,24 @@ impl crate::auth::AuthHttp for Shared {
             let resp = self
                 .send_plain(Method::POST, &uri, h, Some(body), false)
                 .await?;
-            reply(resp).await
+            self.reply(resp).await
         })
     }
 }
 
-async fn reply(resp: http::Response<Body>) -> Result<crate::auth::HttpReply> {
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| Error::transport(format!("reading an OAuth reply failed: {e}")))?
-        .to_bytes();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok(crate::auth::HttpReply {
-        status,
-        headers,
-        body,
-    })
+impl Shared {
+    /// An authorization server's reply, bounded like every other read.
+    async fn reply(&self, resp: http::Response<Body>) -> Result<crate::auth::HttpReply> {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = self.read_body(resp, "OAuth reply").await?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok(crate::auth::HttpReply {
+            status,
+            headers,
+            body,
+        })
+    }
 }
 
 /// A request that failed on a pooled connection the server had already closed.
@@ -1497,6 +1677,22 @@ impl Transport for HttpTransport {
 
     fn mirrors_param_headers(&self) -> bool {
         true
+    }
+
+    fn answers_every_request(&self) -> bool {
+        true
+    }
+
+    fn listen_ready(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            match &*lock(&self.inner.mode) {
+                Mode::Streamable(_) => {}
+                // The 2024-11-05 stream carries everything; modern servers answer
+                // `subscriptions/listen` on its own request.
+                Mode::Sse(_) | Mode::Fresh => return Ok(()),
+            }
+            self.inner.get_stream_ready().await
+        })
     }
 
     fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {

@@ -24,6 +24,15 @@ pub mod http;
 pub(crate) mod sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
+#[cfg(feature = "stdio")]
+pub mod watchdog;
+
+/// The largest message a built-in transport accepts from a server unless configured
+/// otherwise (64 MiB): large enough for real tool results, small enough that a hostile
+/// server cannot exhaust memory. Set it with
+/// [`StdioConfig::max_message_size`](crate::StdioConfig::max_message_size) or
+/// [`HttpConfig::max_message_size`](crate::HttpConfig::max_message_size).
+pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 
 /// A boxed, sendable future: what transport and handler methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -85,6 +94,31 @@ pub trait Transport: Send + Sync + 'static {
     /// connects again.
     fn close(&self) -> BoxFuture<'_, Result<()>>;
 
+    /// Gets ready to carry requests before the session starts: a stdio transport
+    /// starts the server process here. The session calls it before it negotiates, so
+    /// no clock of the negotiation runs while a process is being started. The default
+    /// does nothing (the first request connects).
+    fn connect<'a>(&'a self, incoming: &'a Incoming) -> BoxFuture<'a, Result<()>> {
+        let _ = incoming;
+        Box::pin(async { Ok(()) })
+    }
+
+    /// True when every request gets an answer of some kind (an HTTP status at least),
+    /// so the session never has to read meaning into silence. When false (the
+    /// default: message streams such as stdio, where an old server may ignore a request
+    /// it does not know before the handshake), a `server/discover` probe left
+    /// unanswered for the probe time is followed by `initialize` as well.
+    fn answers_every_request(&self) -> bool {
+        false
+    }
+
+    /// Waits until the server can send messages on its own (notifications between
+    /// requests), or says why it cannot: [`Client::listen`](crate::Client::listen)
+    /// calls it with servers before 2026-07-28. The default says it can.
+    fn listen_ready(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
     /// The era this transport already knows the server speaks (from an earlier
     /// connection to the same place), so the session can skip the probe. The session
     /// probes anyway if the hint turns out wrong.
@@ -119,6 +153,15 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         (**self).close()
+    }
+    fn connect<'a>(&'a self, incoming: &'a Incoming) -> BoxFuture<'a, Result<()>> {
+        (**self).connect(incoming)
+    }
+    fn answers_every_request(&self) -> bool {
+        (**self).answers_every_request()
+    }
+    fn listen_ready(&self) -> BoxFuture<'_, Result<()>> {
+        (**self).listen_ready()
     }
     fn era_hint(&self) -> Option<crate::Era> {
         (**self).era_hint()

@@ -1,7 +1,29 @@
 //! An incremental Server-Sent Events parser (the WHATWG event-stream format).
 //!
 //! Bytes go in as they arrive; complete events come out. It scans each byte once, so a
-//! 10 MB event costs linear time, and comment lines (`: keep-alive`) are dropped.
+//! 10 MB event costs linear time, and comment lines (`: keep-alive`) are dropped. An
+//! event (with the line being read) may not grow past the parser's limit: past it,
+//! [`Parser::push`] fails and keeps nothing of it.
+
+use std::time::Duration;
+
+/// The shortest wait before reconnecting, whatever `retry:` a server sends.
+pub(crate) const RETRY_FLOOR: Duration = Duration::from_millis(250);
+/// The longest wait before reconnecting.
+pub(crate) const RETRY_CEILING: Duration = Duration::from_secs(30);
+
+/// How long to wait before reconnecting: the server's `retry:` (or one second), never
+/// less than [`RETRY_FLOOR`], doubled for each attempt in a row that brought nothing,
+/// up to [`RETRY_CEILING`].
+pub(crate) fn reconnect_delay(retry_ms: Option<u64>, fruitless: u32) -> Duration {
+    let base = Duration::from_millis(retry_ms.unwrap_or(1000)).max(RETRY_FLOOR);
+    base.saturating_mul(1u32 << fruitless.min(8))
+        .min(RETRY_CEILING.max(base))
+}
+
+/// An event grew past the parser's limit.
+#[derive(Debug)]
+pub(crate) struct Overflow;
 
 /// One dispatched event.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -14,8 +36,10 @@ pub(crate) struct Event {
     pub id: Option<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Parser {
+    /// The most an event (its data, and the line being read) may hold.
+    limit: usize,
     buf: Vec<u8>,
     /// Where to resume looking for a line end in `buf`.
     scanned: usize,
@@ -32,7 +56,32 @@ pub(crate) struct Parser {
 }
 
 impl Parser {
-    pub(crate) fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) {
+    /// A parser that refuses events larger than `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
+        Parser {
+            limit,
+            buf: Vec::new(),
+            scanned: 0,
+            event: String::new(),
+            data: String::new(),
+            has_data: false,
+            id: None,
+            retry: None,
+            last_id: None,
+            skip_lf: false,
+        }
+    }
+
+    /// A parser for the stream that follows this one (a reconnection): the same limit,
+    /// and the last event id and `retry:` carried over.
+    pub(crate) fn resume(&self) -> Self {
+        let mut p = Parser::new(self.limit);
+        p.last_id = self.last_id.clone();
+        p.retry = self.retry;
+        p
+    }
+
+    pub(crate) fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), Overflow> {
         let mut chunk = chunk;
         if self.skip_lf {
             if let Some(b'\n') = chunk.first() {
@@ -68,6 +117,14 @@ impl Parser {
         }
         self.buf.drain(..start);
         self.scanned = self.buf.len();
+        if self.buf.len() + self.data.len() + self.event.len() > self.limit {
+            self.buf = Vec::new();
+            self.data = String::new();
+            self.scanned = 0;
+            self.has_data = false;
+            return Err(Overflow);
+        }
+        Ok(())
     }
 
     fn line(&mut self, line: &[u8], out: &mut Vec<Event>) {
@@ -125,12 +182,55 @@ mod tests {
     use super::*;
 
     fn parse_in_pieces(input: &[u8], piece: usize) -> (Vec<Event>, Parser) {
-        let mut p = Parser::default();
+        let mut p = Parser::new(16 << 20);
         let mut out = Vec::new();
         for c in input.chunks(piece) {
-            p.push(c, &mut out);
+            p.push(c, &mut out).unwrap();
         }
         (out, p)
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_refused_and_not_kept() {
+        let mut p = Parser::new(1000);
+        let mut out = Vec::new();
+        // Many data lines of one event: the event grows past the limit.
+        let mut failed = false;
+        for _ in 0..100 {
+            if p.push(
+                b"data: 0123456789012345678901234567890123456789\n",
+                &mut out,
+            )
+            .is_err()
+            {
+                failed = true;
+                break;
+            }
+        }
+        assert!(failed && out.is_empty());
+        assert!(p.data.capacity() == 0 && p.buf.capacity() == 0);
+        // One endless line without a newline.
+        let mut p = Parser::new(1000);
+        let chunk = [b'x'; 300];
+        let refused = (0..10).any(|_| p.push(&chunk, &mut out).is_err());
+        assert!(refused);
+        // Events under the limit pass, however many.
+        let mut p = Parser::new(1000);
+        for _ in 0..1000 {
+            p.push(b"data: small\n\n", &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 1000);
+    }
+
+    #[test]
+    fn reconnect_delays_have_a_floor_and_back_off() {
+        assert_eq!(reconnect_delay(Some(0), 0), RETRY_FLOOR);
+        assert_eq!(reconnect_delay(Some(0), 2), RETRY_FLOOR * 4);
+        assert_eq!(reconnect_delay(None, 0), Duration::from_secs(1));
+        assert_eq!(reconnect_delay(Some(0), 30), RETRY_CEILING);
+        assert_eq!(reconnect_delay(Some(5000), 1), Duration::from_secs(10));
+        // A server may ask for a long wait; it gets it, but no longer for failing.
+        assert_eq!(reconnect_delay(Some(90_000), 3), Duration::from_secs(90));
     }
 
     #[test]

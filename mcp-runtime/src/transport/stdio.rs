@@ -3,13 +3,22 @@
 //!
 //! * The process starts lazily, on the first request, and again on the first request
 //!   after it died or was closed.
-//! * `env` is merged over the parent's environment (never replaces it).
-//! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`).
+//! * `env` is merged over the parent's environment, or over a safe default set only
+//!   with [`StdioConfig::clean_env`].
+//! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`),
+//!   whatever bytes they hold (decoded lossily, control characters escaped, each line
+//!   cut at 8 KiB); stderr is read for as long as the process lives.
+//! * No message may exceed [`StdioConfig::max_message_size`] (64 MiB by default): a
+//!   line past it fails the calls in flight with an error for which
+//!   [`Error::is_too_large`](crate::Error::is_too_large) is true, and the process is
+//!   stopped; the next request starts it again.
 //! * The process runs in its own process group, so a launcher such as `npx` and the
 //!   server it starts are stopped together.
 //! * [`close`](crate::Transport::close) closes stdin, waits, then sends SIGTERM, then
 //!   SIGKILL. Dropping the transport without closing kills the process group and the
 //!   runtime reaps it: no orphans, no zombies.
+//! * When this process dies, however it dies (SIGKILL included), a watchdog kills the
+//!   process groups of its stdio servers (see [`crate::transport::watchdog`]).
 //! * If the process dies, calls in flight fail within a second with an error for which
 //!   [`Error::is_closed`](crate::Error::is_closed) is true.
 
@@ -22,11 +31,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{BoxFuture, Incoming, RequestContext, Transport};
+use super::{watchdog, BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 
@@ -42,7 +51,19 @@ pub struct StdioConfig {
     env_providers: Vec<EnvProvider>,
     name: String,
     close_grace: Duration,
+    max_message_size: usize,
+    clean_env: bool,
+    inherit: Vec<String>,
+    remove: Vec<String>,
 }
+
+/// The variables a server started with [`StdioConfig::clean_env`] gets from the
+/// parent's environment (the official TypeScript SDK's default set), besides those
+/// named with [`StdioConfig::inherit_env`] and those set with [`StdioConfig::env`].
+pub const SAFE_ENV_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The longest stderr line logged whole; the rest of a longer line is counted, not kept.
+const STDERR_LINE_MAX: usize = 8 * 1024;
 
 impl StdioConfig {
     /// Runs `program` (looked up on `PATH`).
@@ -56,6 +77,10 @@ impl StdioConfig {
             env: Vec::new(),
             env_providers: Vec::new(),
             close_grace: Duration::from_secs(2),
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            clean_env: false,
+            inherit: Vec::new(),
+            remove: Vec::new(),
         }
     }
 
@@ -94,6 +119,38 @@ impl StdioConfig {
     /// The working directory of the process.
     pub fn directory(mut self, dir: impl Into<PathBuf>) -> Self {
         self.directory = Some(dir.into());
+        self
+    }
+
+    /// Starts the server with a clean environment: of the parent's variables only the
+    /// safe default set ([`SAFE_ENV_VARS`]: `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`,
+    /// `USER`) and those named with [`inherit_env`](Self::inherit_env), plus the
+    /// variables set with [`env`](Self::env). Without it the server inherits the whole
+    /// environment of this process, secrets included.
+    pub fn clean_env(mut self) -> Self {
+        self.clean_env = true;
+        self
+    }
+
+    /// With [`clean_env`](Self::clean_env), also passes this variable of the parent's
+    /// environment (when it is set).
+    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+        self.inherit.push(name.into());
+        self
+    }
+
+    /// Never passes this variable of the parent's environment to the server (a
+    /// variable set with [`env`](Self::env) is still passed).
+    pub fn env_remove(mut self, name: impl Into<String>) -> Self {
+        self.remove.push(name.into());
+        self
+    }
+
+    /// The largest message (one line of stdout) the server may send, in bytes
+    /// (default [`DEFAULT_MAX_MESSAGE_SIZE`], 64 MiB). A longer one fails the calls in
+    /// flight and stops the process; nothing larger is ever held in memory.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = bytes.max(1024);
         self
     }
 
@@ -145,6 +202,10 @@ impl fmt::Debug for StdioConfig {
             .field("directory", &self.directory)
             .field("env", &env_names)
             .field("env_providers", &self.env_providers.len())
+            .field("clean_env", &self.clean_env)
+            .field("inherit", &self.inherit)
+            .field("env_remove", &self.remove)
+            .field("max_message_size", &self.max_message_size)
             .finish()
     }
 }
@@ -211,7 +272,7 @@ impl StdioTransport {
             .cloned()
     }
 
-    fn connect(&self, incoming: &Incoming) -> Result<Arc<Conn>> {
+    fn conn(&self, incoming: &Incoming) -> Result<Arc<Conn>> {
         let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = guard.as_ref() {
             if !c.dead.load(Ordering::Acquire) {
@@ -235,6 +296,24 @@ impl StdioTransport {
         if let Some(dir) = &cfg.directory {
             cmd.current_dir(dir);
         }
+        if cfg.clean_env {
+            cmd.env_clear();
+            for name in SAFE_ENV_VARS
+                .iter()
+                .copied()
+                .chain(cfg.inherit.iter().map(String::as_str))
+            {
+                if let Some(v) = std::env::var_os(name) {
+                    // Exported shell functions are code, not settings.
+                    if !v.to_string_lossy().starts_with("()") {
+                        cmd.env(name, v);
+                    }
+                }
+            }
+        }
+        for name in &cfg.remove {
+            cmd.env_remove(name);
+        }
         for (k, v) in &cfg.env {
             cmd.env(k, v);
         }
@@ -252,6 +331,9 @@ impl StdioTransport {
             Error::transport(format!("cannot start `{}`: {e}{hint}", cfg.program)).with_source(e)
         })?;
         let pid = child.id();
+        if let Some(pid) = pid {
+            watchdog::watch(pid);
+        }
         tracing::debug!(server = %cfg.name, pid, "started stdio server");
         let (stdin, stdout, stderr) =
             match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
@@ -263,13 +345,7 @@ impl StdioTransport {
         let dead = Arc::new(AtomicBool::new(false));
         let (close_tx, close_rx) = oneshot::channel();
         tokio::spawn(writer_loop(stdin, wrx));
-        let name = cfg.name.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::info!(target: "mcp_runtime::stderr", server = %name, "{line}");
-            }
-        });
+        tokio::spawn(drain_stderr(stderr, cfg.name.clone()));
         tokio::spawn(
             Supervisor {
                 name: cfg.name.clone(),
@@ -281,6 +357,7 @@ impl StdioTransport {
                 incoming,
                 writer: wtx.clone(),
                 grace: cfg.close_grace,
+                max_message_size: cfg.max_message_size,
             }
             .run(close_rx),
         );
@@ -316,6 +393,95 @@ struct Supervisor {
     incoming: Incoming,
     writer: mpsc::UnboundedSender<WriterCmd>,
     grace: Duration,
+    max_message_size: usize,
+}
+
+/// How reading one line ended.
+enum Line {
+    /// A whole line (through its newline, or the last bytes before end of file).
+    Complete,
+    /// End of file with nothing read.
+    Eof,
+    /// The line grew past the limit; what was read of it is discarded.
+    TooLong,
+}
+
+/// Reads one line into `buf`, never holding more than `limit` bytes of it. Safe to
+/// cancel: bytes consumed from the reader are in `buf`.
+async fn read_line(
+    r: &mut (impl AsyncBufRead + Unpin),
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<Line> {
+    loop {
+        let available = r.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if buf.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        let (take, done) = match memchr::memchr(b'\n', available) {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        if buf.len() + take > limit {
+            buf.clear();
+            buf.shrink_to(64 * 1024);
+            return Ok(Line::TooLong);
+        }
+        buf.extend_from_slice(&available[..take]);
+        r.consume(take);
+        if done {
+            return Ok(Line::Complete);
+        }
+    }
+}
+
+/// Logs what the server writes to stderr, line by line, for as long as the process
+/// keeps it open: any bytes (decoded lossily), lines cut at [`STDERR_LINE_MAX`].
+async fn drain_stderr(stderr: ChildStderr, name: String) {
+    let mut r = BufReader::with_capacity(16 * 1024, stderr);
+    let mut line = Vec::with_capacity(256);
+    let mut cut = 0usize;
+    loop {
+        let available = match r.fill_buf().await {
+            Ok([]) => break,
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::debug!(server = %name, error = %e, "reading the server's stderr failed");
+                break;
+            }
+        };
+        let (take, done) = match memchr::memchr(b'\n', available) {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let keep = take.min(STDERR_LINE_MAX.saturating_sub(line.len()));
+        line.extend_from_slice(&available[..keep]);
+        cut += take - keep;
+        r.consume(take);
+        if done {
+            log_stderr(&name, &line, cut);
+            line.clear();
+            cut = 0;
+        }
+    }
+    if !line.is_empty() || cut > 0 {
+        log_stderr(&name, &line, cut);
+    }
+}
+
+fn log_stderr(name: &str, line: &[u8], cut: usize) {
+    let text = String::from_utf8_lossy(line);
+    let text = crate::text::escape_controls(text.trim_end_matches(['\n', '\r']));
+    if cut > 0 {
+        tracing::info!(target: "mcp_runtime::stderr", server = %name, "{text}… ({cut} more bytes not shown)");
+    } else {
+        tracing::info!(target: "mcp_runtime::stderr", server = %name, "{text}");
+    }
 }
 
 /// Kills the whole process group when dropped, whatever ends the supervisor (close, the
@@ -339,6 +505,9 @@ impl GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.signal(libc::SIGKILL);
+        if let Some(pgid) = self.0 {
+            watchdog::unwatch(pgid);
+        }
     }
 }
 
@@ -351,6 +520,7 @@ impl Supervisor {
         let mut closing: Option<oneshot::Sender<()>> = None;
         let grace_exit = tokio::time::sleep(Duration::from_secs(3600));
         tokio::pin!(grace_exit);
+        let mut too_large = false;
         let reason: String = loop {
             tokio::select! {
                 biased;
@@ -364,9 +534,13 @@ impl Supervisor {
                         Err(_) => break "the client was dropped".to_owned(),
                     }
                 }
-                read = self.stdout.read_until(b'\n', &mut buf) => {
+                read = read_line(&mut self.stdout, &mut buf, self.max_message_size) => {
                     match read {
-                        Ok(0) => {
+                        Ok(Line::TooLong) => {
+                            too_large = true;
+                            break format!("a message longer than {}", crate::text::size(self.max_message_size));
+                        }
+                        Ok(Line::Eof) => {
                             let status = match exited {
                                 Some(s) => s,
                                 None => match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
@@ -412,7 +586,16 @@ impl Supervisor {
             p.drain().collect()
         };
         for (_, tx) in drained {
-            let _ = tx.send(Err(Error::closed(reason.clone())));
+            let e = if too_large {
+                Error::too_large(
+                    "stdout line",
+                    self.max_message_size,
+                    "StdioConfig::max_message_size",
+                )
+            } else {
+                Error::closed(reason.clone())
+            };
+            let _ = tx.send(Err(e));
         }
         tracing::debug!(server = %self.name, %reason, "stdio server connection ended");
         if exited.is_none() {
@@ -521,7 +704,7 @@ impl Drop for PendingGuard<'_> {
 impl Transport for StdioTransport {
     fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
         Box::pin(async move {
-            let conn = self.connect(&cx.incoming)?;
+            let conn = self.conn(&cx.incoming)?;
             let (tx, rx) = oneshot::channel();
             let id = request.id.clone();
             {
@@ -562,6 +745,10 @@ impl Transport for StdioTransport {
             }
             Ok(())
         })
+    }
+
+    fn connect<'a>(&'a self, incoming: &'a Incoming) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move { self.conn(incoming).map(|_| ()) })
     }
 
     fn close(&self) -> BoxFuture<'_, Result<()>> {

@@ -6,9 +6,12 @@
 
 mod support;
 
+mod containment;
 mod declared;
+mod era;
 mod everything;
 mod filesystem;
+mod hostile;
 mod http;
 mod lifecycle;
 mod malformed;

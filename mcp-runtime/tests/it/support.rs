@@ -179,12 +179,14 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Children of this test process (zombies included).
+/// Children of this test process (zombies included), but the stdio watchdog, which
+/// lives as long as the process.
 pub fn my_children() -> Vec<(u32, String)> {
     let me = std::process::id();
+    let watchdog = mcp_runtime::transport::watchdog::pid();
     processes()
         .into_iter()
-        .filter(|p| p.2 == me)
+        .filter(|p| p.2 == me && Some(p.0) != watchdog)
         .map(|p| (p.0, p.1))
         .collect()
 }
@@ -246,7 +248,8 @@ impl HttpServer {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn start(mut cmd: Command, port: u16) -> HttpServer {
+    /// Starts `cmd` (which listens on `port`) and waits until it listens.
+    pub fn start(mut cmd: Command, port: u16) -> HttpServer {
         use std::os::unix::process::CommandExt;
         cmd.stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -353,4 +356,138 @@ impl Captured {
     pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
+}
+
+/// `argv` started only after `secs` seconds (a server slow to start): `sh` sleeps,
+/// then becomes the server.
+pub fn slow_start(secs: u32, argv: Vec<String>) -> Vec<String> {
+    let mut out = vec![
+        "/bin/sh".to_owned(),
+        "-c".to_owned(),
+        format!("sleep {secs}; exec \"$@\""),
+        "slow-start".to_owned(),
+    ];
+    out.extend(argv);
+    out
+}
+
+/// The command line of a deliberately misbehaving server (tests/peers/hostile.py).
+pub fn hostile_argv(args: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        peers().join("venv/bin/python").display().to_string(),
+        repo_root()
+            .join("tests/peers/hostile.py")
+            .display()
+            .to_string(),
+    ];
+    v.extend(args.iter().map(|a| (*a).to_owned()));
+    v
+}
+
+pub fn hostile(args: &[&str]) -> StdioConfig {
+    StdioConfig::from_argv(hostile_argv(args))
+        .unwrap()
+        .name("hostile")
+}
+
+/// The most memory this process has held (VmHWM), in MiB.
+pub fn peak_rss_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/self/status");
+    kib / 1024
+}
+
+impl HttpServer {
+    /// A server started without waiting for it to listen (it may start late).
+    pub fn spawn(argv: &[String], port: u16) -> HttpServer {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0);
+        HttpServer {
+            child: cmd.spawn().expect("start the HTTP test server"),
+            port,
+            stopped: false,
+        }
+    }
+
+    /// A deliberately misbehaving HTTP server (tests/peers/hostile.py), listening.
+    pub fn hostile(mode: &[&str]) -> HttpServer {
+        let port = free_port();
+        let mut args = vec!["http".to_owned(), port.to_string()];
+        args.extend(mode.iter().map(|m| (*m).to_owned()));
+        let argv = hostile_argv(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        HttpServer::start(cmd, port)
+    }
+}
+
+/// A loopback port that accepts connections at once and forwards them to `backend`
+/// as soon as something listens there: an HTTP server that is slow to start, as a
+/// client sees it (a cold start behind a load balancer).
+pub struct SlowProxy {
+    pub port: u16,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl SlowProxy {
+    pub async fn start(backend: u16) -> SlowProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+                    let mut server = loop {
+                        match tokio::net::TcpStream::connect(("127.0.0.1", backend)).await {
+                            Ok(s) => break s,
+                            Err(_) if std::time::Instant::now() < deadline => {
+                                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+                            }
+                            Err(_) => return,
+                        }
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+            }
+        });
+        SlowProxy { port, task }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for SlowProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// GET `path` on a loopback port: the body as text (test servers' counters).
+pub fn http_get_text(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.trim().to_owned())
+        .unwrap_or_default()
 }

@@ -1,0 +1,284 @@
+//! Deliberately misbehaving servers (tests/peers/hostile.py): floods without a newline
+//! on stdout and stderr, invalid UTF-8 on stderr, floods in HTTP bodies and in every
+//! kind of event stream, endless streams, `retry: 0`, a server with no event stream.
+//! Every read stays bounded, the client's peak memory stays far below the flood, and
+//! the next request works.
+
+use std::time::Duration;
+
+use mcp_runtime::{Client, Error, HttpConfig};
+use serde_json::json;
+
+use crate::support::{self, HttpServer};
+
+/// What a 300 MB flood may cost this process at most, with the default 64 MiB limit.
+const PEAK_LIMIT_MIB: u64 = 200;
+
+fn check_too_large(e: &Error, setting: &str) {
+    assert!(e.is_too_large(), "{e}");
+    assert!(e.is_transport(), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("64 MiB") && text.contains(setting), "{text}");
+}
+
+fn check_peak(what: &str) {
+    let peak = support::peak_rss_mib();
+    eprintln!("peak RSS after a 300 MB flood ({what}): {peak} MiB");
+    assert!(
+        peak < PEAK_LIMIT_MIB,
+        "{what}: peak RSS {peak} MiB; the flood was held"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_without_newline_on_stdout_is_cut_at_the_limit() {
+    let client = Client::builder()
+        .stdio(support::hostile(&["stdio", "flood-stdout", "300"]))
+        .unwrap();
+    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    check_too_large(&e, "StdioConfig::max_message_size");
+    check_peak("stdio stdout");
+    // The connection was dropped; the next request starts the server again.
+    let r = client
+        .call_tool("echo", json!({"message": "after"}))
+        .await
+        .unwrap();
+    assert!(r.text().contains("after"), "{}", r.text());
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_smaller_limit_is_honoured_and_named() {
+    let client = Client::builder()
+        .stdio(support::hostile(&["stdio", "flood-stdout", "5"]).max_message_size(1 << 20))
+        .unwrap();
+    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    assert!(e.is_too_large() && e.to_string().contains("1 MiB"), "{e}");
+}
+
+// One thread: the captured log is this thread's.
+#[tokio::test]
+async fn a_flood_on_stderr_is_drained_and_bounded() {
+    let (captured, _guard) = support::Captured::install(tracing::Level::INFO);
+    let transport = std::sync::Arc::new(mcp_runtime::StdioTransport::new(support::hostile(&[
+        "stdio",
+        "flood-stderr",
+        "300",
+    ])));
+    let client = Client::builder().build(transport.clone()).unwrap();
+    client.connect().await.unwrap();
+    let pid = transport.pid().unwrap();
+    // Calls work while the server floods its stderr, and after.
+    for i in 0..20 {
+        let r = client
+            .call_tool("echo", json!({"message": format!("m{i}")}))
+            .await
+            .unwrap();
+        assert!(r.text().contains(&format!("m{i}")));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Wait until the flood's line ended and was logged (cut), then check memory.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !captured.text().contains("more bytes not shown") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stderr flood never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    check_peak("stdio stderr");
+    assert!(
+        support::process_exists(pid),
+        "the server died (its stderr broke)"
+    );
+    let r = client
+        .call_tool("echo", json!({"message": "end"}))
+        .await
+        .unwrap();
+    assert!(r.text().contains("end"));
+    assert_eq!(transport.pid(), Some(pid), "the server was restarted");
+    client.close().await.unwrap();
+}
+
+// One thread: the captured log is this thread's.
+#[tokio::test]
+async fn invalid_utf8_on_stderr_does_not_stop_the_reader() {
+    let (captured, _guard) = support::Captured::install(tracing::Level::INFO);
+    let transport = std::sync::Arc::new(mcp_runtime::StdioTransport::new(support::hostile(&[
+        "stdio",
+        "bad-utf8-stderr",
+    ])));
+    let client = Client::builder().build(transport.clone()).unwrap();
+    client.connect().await.unwrap();
+    let pid = transport.pid().unwrap();
+    // The server writes invalid UTF-8 to stderr on every request, and exits the moment
+    // a write to stderr fails: every call working means stderr is still being read.
+    for i in 0..30 {
+        let r = client
+            .call_tool("echo", json!({"message": format!("m{i}")}))
+            .await
+            .unwrap();
+        assert!(r.text().contains(&format!("m{i}")));
+    }
+    assert_eq!(
+        transport.pid(),
+        Some(pid),
+        "the server died and was restarted"
+    );
+    let logged = captured.text();
+    assert!(
+        logged.contains("(invalid utf-8)"),
+        "{}",
+        &logged[..logged.len().min(500)]
+    );
+    assert!(logged.contains('\u{fffd}'), "decoded lossily");
+    client.close().await.unwrap();
+}
+
+async fn http_flood(mode: &str, what: &str) {
+    let server = HttpServer::hostile(&[mode, "300"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    check_too_large(&e, "HttpConfig::max_message_size");
+    check_peak(what);
+    // The next request works on a new connection.
+    assert!(client
+        .list_tools()
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "flood"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_in_a_json_body_is_cut_at_the_limit() {
+    http_flood("flood-json", "HTTP JSON body").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_declared_too_large_is_refused_from_its_header() {
+    http_flood("flood-json-declared", "HTTP declared body").await;
+    // Refused from the header: nothing of the body was held at all.
+    assert!(
+        support::peak_rss_mib() < 64,
+        "{} MiB",
+        support::peak_rss_mib()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_in_an_sse_reply_is_cut_at_the_limit() {
+    http_flood("flood-sse", "SSE reply").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_event_stream_stays_bounded_and_times_out() {
+    let server = HttpServer::hostile(&["endless-sse"]);
+    let client = Client::builder()
+        .timeout(Duration::from_secs(4))
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(
+        support::peak_rss_mib() < 100,
+        "{} MiB",
+        support::peak_rss_mib()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_the_get_stream_is_dropped_and_the_stream_reopened() {
+    let server = HttpServer::hostile(&["flood-get", "300"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    client.connect().await.unwrap();
+    // The client reads up to the limit, drops the stream and opens it again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let gets: u32 = support::http_get_text(server.port, "/count")
+            .parse()
+            .unwrap();
+        if gets >= 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the GET stream was never reopened"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    check_peak("HTTP GET stream");
+    // Requests still work meanwhile.
+    client.list_tools().await.unwrap();
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_the_2024_event_stream_fails_the_call() {
+    let server = HttpServer::hostile(&["flood-2024", "300"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    assert!(client
+        .list_tools()
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.name == "flood"));
+    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    check_too_large(&e, "HttpConfig::max_message_size");
+    check_peak("HTTP+SSE 2024 stream");
+}
+
+/// `retry: 0` and a stream that ends at once: reconnections have a floor and back off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_zero_does_not_make_the_client_spin() {
+    let server = HttpServer::hostile(&["retry-zero"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    client.connect().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let gets: u32 = support::http_get_text(server.port, "/count")
+        .parse()
+        .unwrap();
+    eprintln!("GET streams opened in 6 s with retry: 0: {gets}");
+    // 250 ms floor doubling while nothing comes: at most 6 in 6 s (a spinning client
+    // opens thousands); a slow machine only opens fewer.
+    assert!((1..=8).contains(&gets), "{gets} GET requests in 6 s");
+    client.close().await.unwrap();
+}
+
+/// An older HTTP server without a standalone event stream (GET answers 405) cannot
+/// tell the client anything between requests: `listen` says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_on_a_server_that_cannot_stream_says_so() {
+    let server = HttpServer::hostile(&["no-get-stream"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let e = client.listen(&[]).await.unwrap_err();
+    assert!(e.is_unsupported(), "{e}");
+    assert!(e.to_string().contains("405"), "{e}");
+    // Requests work all the same.
+    let r = client
+        .call_tool("echo", json!({"message": "x"}))
+        .await
+        .unwrap();
+    assert!(r.text().contains('x'));
+}
+
+/// The same check passes where the stream exists (server-everything, legacy HTTP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_on_a_server_with_a_stream_works() {
+    let server = HttpServer::everything("streamableHttp");
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    client.listen(&[]).await.unwrap();
+    client.close().await.unwrap();
+}
