@@ -16,6 +16,8 @@ stdio modes (legacy servers: server/discover -> -32601, then initialize; tool `e
   ignore-eof PIDFILE    writes its pid to PIDFILE, ignores SIGTERM/SIGHUP/SIGINT, tool `slow` never
                         answers, and on stdin EOF sleeps forever instead of exiting (SIGKILL it)
   silent-discover       never answers server/discover at all; initialize works
+  evil-names            a tool whose name and description hold terminal escape sequences and a
+                        bidi override (for clients that print server text)
 http modes:
   flood-json [MB]           modern; tools/call -> 200 application/json, chunked (no Content-Length),
                             a result's prefix then the flood; tools/list offers `flood`
@@ -53,9 +55,12 @@ TOOLS = {
     "echo": "Echo arguments.message back as 'echo: <message>'.",
     "flood": "Answers with an endless flood of bytes.",
     "slow": "Never answers.",
+    # evil-names: what a terminal would act on, in a name and a description.
+    "\x1b[31mred\x1b[0m": "\x1b]0;pwned\x07Sets the title, \u202edesrever\x1b[2J clears the screen.",
 }
+EVIL_TOOL = "\x1b[31mred\x1b[0m"
 STDIO_MODES = {"flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
-               "silent-discover": None}
+               "silent-discover": None, "evil-names": None}
 HTTP_MODES = {"flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB"}
 MODERN_HTTP = {"flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
@@ -140,7 +145,7 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
         os.replace(arg + ".tmp", arg)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-    tools = ["echo"] + {"flood-stdout": ["flood"], "ignore-eof": ["slow"]}.get(mode, [])
+    tools = ["echo"] + {"flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL]}.get(mode, [])
     out = fd_writer(1)
     stderr_flood = threading.Thread(target=lambda: (flood(stderr_or_die, mb), stderr_or_die(b"\n")), daemon=True)
     try:

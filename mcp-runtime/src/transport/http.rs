@@ -210,9 +210,14 @@ enum Clients {
 /// them for that reason, so they must resolve to loopback addresses only. A resolver
 /// that says otherwise is not believed: the connection is refused.
 #[derive(Clone)]
-struct CheckedResolver(GaiResolver);
+struct CheckedResolver<R = GaiResolver>(R);
 
-impl tower_service::Service<Name> for CheckedResolver {
+impl<R> tower_service::Service<Name> for CheckedResolver<R>
+where
+    R: tower_service::Service<Name, Error = std::io::Error>,
+    R::Response: Iterator<Item = std::net::SocketAddr>,
+    R::Future: Send + 'static,
+{
     type Response = std::vec::IntoIter<std::net::SocketAddr>;
     type Error = std::io::Error;
     type Future = BoxFuture<'static, std::io::Result<Self::Response>>;
@@ -1707,6 +1712,70 @@ impl Transport for HttpTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn localhost_names_must_resolve_to_loopback_only() {
+        use std::net::SocketAddr;
+        use tower_service::Service;
+        for name in [
+            "localhost",
+            "LOCALHOST",
+            "app.localhost",
+            "a.b.localhost.",
+            "x.LocalHost",
+        ] {
+            assert!(is_localhost_name(name), "{name}");
+        }
+        for name in [
+            "localhost.example.com",
+            "evillocalhost",
+            "localhost-x",
+            "127.0.0.1",
+        ] {
+            assert!(!is_localhost_name(name), "{name}");
+        }
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let lo6: SocketAddr = "[::1]:80".parse().unwrap();
+        let remote: SocketAddr = "192.0.2.7:80".parse().unwrap();
+        assert!(check_localhost("app.localhost", &[lo, lo6]).is_ok());
+        assert!(check_localhost("app.localhost", &[lo, remote]).is_err());
+        assert!(check_localhost("app.localhost", &[]).is_err());
+        // Other names may resolve anywhere (https is required for them anyway).
+        assert!(check_localhost("example.com", &[remote]).is_ok());
+
+        // Through the resolver the connector uses: a resolver that maps a localhost
+        // name elsewhere is not believed. (Nothing connects: the resolver is called
+        // directly.)
+        #[derive(Clone)]
+        struct Lying(Vec<SocketAddr>);
+        impl tower_service::Service<Name> for Lying {
+            type Response = std::vec::IntoIter<SocketAddr>;
+            type Error = std::io::Error;
+            type Future = std::future::Ready<std::io::Result<Self::Response>>;
+            fn poll_ready(
+                &mut self,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn call(&mut self, _: Name) -> Self::Future {
+                std::future::ready(Ok(self.0.clone().into_iter()))
+            }
+        }
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let name = |n: &str| n.parse::<Name>().unwrap();
+        let mut lying = CheckedResolver(Lying(vec![remote]));
+        let e = rt.block_on(lying.call(name("evil.localhost"))).unwrap_err();
+        assert!(e.to_string().contains("192.0.2.7"), "{e}");
+        let mut honest = CheckedResolver(Lying(vec![lo]));
+        let addrs: Vec<SocketAddr> = rt
+            .block_on(honest.call(name("app.localhost")))
+            .unwrap()
+            .collect();
+        assert_eq!(addrs, [lo]);
+    }
 
     #[test]
     fn plain_http_only_for_loopback() {

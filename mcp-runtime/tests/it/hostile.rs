@@ -276,8 +276,12 @@ async fn listen_on_a_server_that_cannot_stream_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_on_a_server_with_a_stream_works() {
     let server = HttpServer::everything("streamableHttp");
+    // By name: `localhost` resolves to loopback here, so plain http is allowed.
     let client = Client::builder()
-        .http(HttpConfig::new(server.url("/mcp")))
+        .http(HttpConfig::new(format!(
+            "http://localhost:{}/mcp",
+            server.port
+        )))
         .unwrap();
     client.listen(&[]).await.unwrap();
     client.close().await.unwrap();
