@@ -1275,8 +1275,8 @@ impl Inner {
                 }
             }
         }
+        // Neither answer settled the era (a modern answer returned above).
         match (probe, shake) {
-            (_, Some(Handshake::Modern(version, _))) => Box::pin(self.discover_at(version)).await,
             (_, Some(Handshake::Retry(version))) => self.handshake_at(version, false).await,
             (_, Some(Handshake::Fail(e))) => Err(e),
             (Some(Probe::NotModern(e) | Probe::Fail(e) | Probe::Retry(_, e)), _) => Err(e),
