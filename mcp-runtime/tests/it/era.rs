@@ -61,7 +61,7 @@ fn everything_http() -> Start {
 }
 
 /// Runs one case: start the server late, connect, return the era and how long it took.
-async fn run(case: Case) -> Result<(Era, Duration), String> {
+async fn run(case: Case) -> Result<(&'static str, Era, Duration), String> {
     let builder = Client::builder().name(case.name).protocol(case.mode);
     let started = Instant::now();
     let (client, _guards) = match case.start {
@@ -103,7 +103,7 @@ async fn run(case: Case) -> Result<(Era, Duration), String> {
     let took = started.elapsed();
     let _ = client.close().await;
     match outcome {
-        Ok(d) if d.era == case.want => Ok((d.era, took)),
+        Ok(d) if d.era == case.want => Ok((case.name, d.era, took)),
         Ok(d) => Err(format!(
             "{}: detected {:?} ({}) after {took:.1?}, expected {:?}",
             case.name, d.era, d.protocol_version, case.want
@@ -201,8 +201,8 @@ async fn slow_servers_are_detected_by_what_they_say() {
     let mut failures = Vec::new();
     for h in handles {
         match h.await.unwrap() {
-            Ok((era, took)) => {
-                eprintln!("detected {era:?} in {took:.1?} (server started {DELAY} s late)")
+            Ok((name, era, took)) => {
+                eprintln!("{name}: {era:?} in {took:.1?} (started {DELAY} s late)")
             }
             Err(e) => failures.push(e),
         }
