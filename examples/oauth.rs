@@ -61,11 +61,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
         }
         "id-jag" => {
-            let (id, secret, idp_endpoint, idp_id, idp_secret, id_token) =
+            let (id, secret, idp_issuer, idp_id, idp_secret, id_token) =
                 (arg(2)?, arg(3)?, arg(4)?, arg(5)?, arg(6)?, arg(7)?);
             base.client(id, Some(secret))
                 .identity_provider(IdentityProvider::new(
-                    idp_endpoint,
+                    idp_issuer,
                     idp_id,
                     idp_secret,
                     move || {

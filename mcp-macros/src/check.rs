@@ -47,11 +47,6 @@ pub const HANDLE_METHODS: &[&str] = &[
     "deauthorize",
 ];
 
-fn loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h == "localhost" || h.ends_with(".localhost") || h.starts_with("127.") || h == "::1"
-}
-
 pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
     for e in &d.errors {
         cx.push(e.clone());
@@ -74,23 +69,9 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
         }
     }
     if let Some(url) = &d.url {
-        let v = url.value();
-        match v.split_once("://") {
-            Some(("https", _)) => {}
-            Some(("http", rest)) => {
-                let authority = rest.split('/').next().unwrap_or("");
-                let host = match authority.rsplit_once(':') {
-                    Some((h, p)) if p.chars().all(|c| c.is_ascii_digit()) => h,
-                    _ => authority,
-                };
-                if !loopback(host) {
-                    cx.error(url.span(), format!("plain http:// is only allowed for loopback addresses; use https://{authority}"));
-                }
-            }
-            _ => cx.error(
-                url.span(),
-                "the url must start with https:// (or http:// for a loopback address)",
-            ),
+        // The runtime's own rule, compiled into this crate too.
+        if let Err(e) = crate::url_rule::check(&url.value()) {
+            cx.error(url.span(), e);
         }
     }
     if let Some((key, argv)) = &d.command {
@@ -206,9 +187,9 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
         for (k, _) in &o.identity_provider {
             if !matches!(
                 k.to_string().as_str(),
-                "token_endpoint" | "client_id" | "client_secret" | "id_token"
+                "issuer" | "client_id" | "client_secret" | "id_token"
             ) {
-                cx.error(k.span(), "identity_provider takes `token_endpoint`, `client_id`, `client_secret` and `id_token`");
+                cx.error(k.span(), "identity_provider takes `issuer` (its token endpoint is read from its metadata), `client_id`, `client_secret` and `id_token`");
             }
         }
     }

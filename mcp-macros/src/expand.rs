@@ -445,18 +445,14 @@ fn generate(
                     .map(|(_, v)| value(v))
                     .unwrap_or_else(|| quote! { ::std::string::String::new() })
             };
-            let (endpoint, id, secret) = (
-                get("token_endpoint"),
-                get("client_id"),
-                get("client_secret"),
-            );
+            let (issuer, id, secret) = (get("issuer"), get("client_id"), get("client_secret"));
             let id_token = o
                 .identity_provider
                 .iter()
                 .find(|(k, _)| k == "id_token")
                 .map(|(_, v)| lazy(v))
                 .unwrap_or_else(|| quote! { || async { ::core::result::Result::Err(#krate::Error::closed("no id_token")) } });
-            oauth.extend(quote! { .identity_provider(#krate::auth::IdentityProvider::new(#endpoint, #id, #secret, #id_token)) });
+            oauth.extend(quote! { .identity_provider(#krate::auth::IdentityProvider::new(#issuer, #id, #secret, #id_token)) });
         }
         chain.extend(quote! {
             .oauth_with({

@@ -590,7 +590,7 @@ impl<'a> IntoFuture for CallTool<'a> {
                 ));
             }
             let mut options = self.options;
-            options.headers = inner.param_headers(&self.name, &self.arguments).await;
+            options.headers = inner.param_headers(&self.name, &self.arguments).await?;
             let mut params = Map::new();
             params.insert("name".into(), Value::String(self.name.clone()));
             if let Value::Object(_) = self.arguments {
@@ -608,7 +608,7 @@ impl<'a> IntoFuture for CallTool<'a> {
                 {
                     inner.invalidate("tools/");
                     *lock(&inner.tool_headers) = None;
-                    options.headers = inner.param_headers(&self.name, &self.arguments).await;
+                    options.headers = inner.param_headers(&self.name, &self.arguments).await?;
                     inner
                         .call("tools/call", params, &options, true, true)
                         .await?
@@ -1055,17 +1055,25 @@ impl Inner {
         self: &Arc<Self>,
         tool: &str,
         arguments: &Value,
-    ) -> Vec<(String, String)> {
+    ) -> Result<Vec<(String, String)>> {
         if !self.transport.mirrors_param_headers() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         if lock(&self.tool_headers).is_none() {
-            if let Err(e) = self.list_tools().await {
-                tracing::debug!(server = %self.name, error = %e, "could not list tools to find their header arguments");
+            match self.list_tools().await {
+                Ok(_) => {}
+                // The server answered, but not with a tool list: call without headers.
+                Err(e) if e.is_protocol() || e.is_invalid_response() => {
+                    tracing::debug!(server = %self.name, error = %e, "could not list tools to find their header arguments")
+                }
+                // No session (unreachable, not authorized): the call would fail the
+                // same way, after asking again.
+                Err(e) => return Err(e),
             }
         }
         let map = lock(&self.tool_headers);
-        map.as_ref()
+        Ok(map
+            .as_ref()
             .and_then(|m| m.get(tool))
             .map(|hs| {
                 hs.iter()
@@ -1075,7 +1083,7 @@ impl Inner {
                     })
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
 
     fn next_id(&self) -> i64 {
@@ -1425,12 +1433,14 @@ impl Inner {
         let method = request.method.clone();
         let timeout = opts.timeout.unwrap_or(self.timeout);
         let max = opts.max_timeout.unwrap_or(self.max_timeout).max(timeout);
+        let hold = crate::transport::Hold::default();
         let cx = RequestContext {
             version: version.to_owned(),
             timeout: Some(timeout),
             headers: opts.headers.clone(),
             idempotent: !matches!(method.as_str(), "tools/call" | "subscriptions/listen"),
             incoming: self.incoming.clone(),
+            hold: hold.clone(),
         };
         let mut guard = CancelGuard {
             inner: Arc::downgrade(self),
@@ -1442,7 +1452,7 @@ impl Inner {
         let fut = self.transport.request(request, cx);
         tokio::pin!(fut);
         let start = Instant::now();
-        let hard = start + max;
+        let mut hard = start + max;
         let mut deadline = (start + timeout).min(hard);
         let never = CancellationToken::new();
         let cancel = opts.cancel.as_ref().unwrap_or(&never);
@@ -1468,6 +1478,12 @@ impl Inner {
                     };
                 }
                 () = tokio::time::sleep_until(deadline) => {
+                    if hold.is_held() {
+                        // A person is authorizing: the transport's own deadline applies.
+                        deadline = Instant::now() + timeout;
+                        hard = hard.max(deadline);
+                        continue;
+                    }
                     guard.reason = "timeout";
                     let waited = Instant::now() - start;
                     let setting = match (deadline >= hard, opts.timeout.is_some(), opts.max_timeout.is_some()) {

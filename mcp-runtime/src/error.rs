@@ -26,6 +26,9 @@ pub struct Error {
 struct Inner {
     kind: Kind,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    /// Came from authorizing with the server: asking the server another way (the
+    /// other protocol era) would only repeat it.
+    authorization: bool,
 }
 
 #[derive(Debug)]
@@ -68,7 +71,11 @@ enum Kind {
 impl Error {
     fn new(kind: Kind) -> Self {
         Error {
-            inner: Box::new(Inner { kind, source: None }),
+            inner: Box::new(Inner {
+                kind,
+                source: None,
+                authorization: false,
+            }),
         }
     }
 
@@ -76,6 +83,17 @@ impl Error {
     pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
         self.inner.source = Some(Box::new(source));
         self
+    }
+
+    /// Marks an error of the authorization flow (see `Inner::authorization`).
+    pub(crate) fn in_authorization(mut self) -> Self {
+        self.inner.authorization = true;
+        self
+    }
+
+    /// True for an error of the authorization flow.
+    pub(crate) fn is_authorization(&self) -> bool {
+        self.inner.authorization || self.is_unauthorized()
     }
 
     /// A JSON-RPC error answered by the server.

@@ -45,6 +45,7 @@ mod secret;
 pub mod server;
 mod text;
 pub mod transport;
+pub(crate) mod url_rule;
 
 pub use client::{
     CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,

@@ -129,8 +129,11 @@ pub(crate) fn probe(server: &str, answer: Result<Value, Error>, version: &str) -
                 None => Probe::Fail(nothing_in_common(server, &versions).with_source(e)),
             }
         }
-        // The server cannot be reached at all: the handshake would fail the same way.
-        Err(e) if e.is_config() || (e.is_transport() && !e.is_closed()) => Probe::Fail(e),
+        // The server cannot be reached at all, or authorizing with it failed: the
+        // handshake would fail the same way (and ask a person again).
+        Err(e) if e.is_config() || (e.is_transport() && !e.is_closed()) || e.is_authorization() => {
+            Probe::Fail(e)
+        }
         Err(e) => Probe::NotModern(e),
     }
 }

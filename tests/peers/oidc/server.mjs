@@ -113,6 +113,15 @@ const configuration = {
 const provider = new Provider(ISSUER, configuration);
 provider.on('server_error', (_ctx, err) => console.error('[oidc] server_error', err));
 
+// What the tests count: GET /_test/stats.
+const stats = { tokens: 0, refreshes: 0, registrations: 0, revocations: 0 };
+provider.on('grant.success', (ctx) => {
+  stats.tokens += 1;
+  if (ctx.oidc?.params?.grant_type === 'refresh_token') stats.refreshes += 1;
+});
+provider.on('registration_create.success', () => { stats.registrations += 1; });
+provider.on('grant.revoked', () => { stats.revocations += 1; });
+
 // Headless interaction handler: /interaction/<uid> -> finish immediately.
 // The interaction is looked up by the uid in the path, so the `_interaction`
 // cookie is not needed.
@@ -157,6 +166,11 @@ const callback = provider.callback();
 const server = http.createServer(async (req, res) => {
   try {
     const url = new URL(req.url, ISSUER);
+    if (url.pathname === '/_test/stats') {
+      const body = JSON.stringify(stats);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+      return;
+    }
     let m = url.pathname.match(/^\/interaction\/([^/]+)$/);
     if (m && req.method === 'GET') {
       const returnTo = await headlessInteraction(m[1]);

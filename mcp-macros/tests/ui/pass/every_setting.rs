@@ -99,7 +99,7 @@ impl Files {
         scopes("read", "write"),
         client_id = "wiki-app",
         client_secret = Self::wiki_secret,
-        identity_provider(token_endpoint = "https://acme.okta.com/oauth2/v1/token", client_id = "okta-app", client_secret = "okta-secret", id_token = Self::id_token),
+        identity_provider(issuer = "https://acme.okta.com", client_id = "okta-app", client_secret = "okta-secret", id_token = Self::id_token),
     ),
 )]
 pub struct Wiki {

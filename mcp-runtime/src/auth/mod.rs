@@ -8,11 +8,24 @@
 //!
 //! Attach it to an HTTP server with [`HttpConfig::oauth`](crate::HttpConfig::oauth).
 //! Tokens, secrets and keys never appear in `Debug`, errors or logs.
+//!
+//! What goes where (docs/oauth.md has the threat model):
+//! * Credentials are kept per owner, protected resource and issuer
+//!   ([`CredentialKey`]): a token is only ever sent to the server it was issued for.
+//! * A refresh token and a registered client's secret go only to the token endpoint of
+//!   the authorization server that issued them, from that server's own metadata.
+//! * The application's own secrets — a pre-registered client, a private key, a
+//!   workload assertion, an identity provider's token — go only to the authorization
+//!   servers named with [`OAuth::issuer`], or, without any, to the first one they were
+//!   used with (remembered in the store).
+//! * Every URL obeys one rule: `https://`, or `http://` to this machine.
+//! * A person's authorization has its own deadline
+//!   ([`OAuth::authorization_timeout`]), outside the requests' timeouts.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -20,6 +33,28 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::secret::Secret;
 use crate::transport::BoxFuture;
+
+mod authorizer;
+mod jose;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod store;
+
+pub use authorizer::{Authorizer, Callback, LoopbackAuthorizer};
+use jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemoryStore, StoreLock};
+
+/// Where the application's own secrets are bound to an authorization server in the
+/// store (owner `""`): `CredentialKey { resource: BINDING + what, issuer: "" }`.
+const BINDING: &str = "urn:mcp-runtime:binding:";
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type SecretFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Secret>> + Send + Sync>;
 
 fn b64url(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
@@ -57,226 +92,12 @@ pub enum Grant {
     JwtBearer,
 }
 
-/// What the authorization server redirected back with.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Callback {
-    /// `code`.
-    pub code: Option<String>,
-    /// `state`.
-    pub state: Option<String>,
-    /// `iss` (RFC 9207).
-    pub iss: Option<String>,
-    /// `error`.
-    pub error: Option<String>,
-}
-
-impl Callback {
-    /// Reads the query of a redirect URL (or a bare query string).
-    pub fn from_url(url: &str) -> Self {
-        let query = url.split_once('?').map(|(_, q)| q).unwrap_or(url);
-        let query = query.split('#').next().unwrap_or("");
-        let mut c = Callback::default();
-        for (k, v) in form_urlencoded::parse(query.as_bytes()) {
-            match &*k {
-                "code" => c.code = Some(v.into_owned()),
-                "state" => c.state = Some(v.into_owned()),
-                "iss" => c.iss = Some(v.into_owned()),
-                "error" => c.error = Some(v.into_owned()),
-                _ => {}
-            }
-        }
-        c
-    }
-}
-
-/// Takes a person through authorization: given the URL to open, returns what the
-/// authorization server redirected back with. A command-line tool opens a browser and
-/// listens on a loopback redirect; a test fetches the URL without following redirects.
-pub trait Authorizer: Send + Sync + 'static {
-    /// Opens `url` and waits for the redirect.
-    fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>>;
-}
-
-impl<F, Fut> Authorizer for F
-where
-    F: Fn(String) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<Callback>> + Send + 'static,
-{
-    fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>> {
-        Box::pin(self(url))
-    }
-}
-
-/// Tokens and registration kept for one owner and one authorization server.
-#[derive(Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Credentials {
-    /// The authorization server's issuer.
-    pub issuer: String,
-    /// The client id registered with it.
-    pub client_id: Option<String>,
-    /// The client secret registered with it.
-    pub client_secret: Option<String>,
-    /// The access token.
-    pub access_token: Option<String>,
-    /// `Bearer` or `DPoP`.
-    pub token_type: Option<String>,
-    /// The refresh token.
-    pub refresh_token: Option<String>,
-    /// When the access token expires (seconds since the epoch).
-    pub expires_at: Option<u64>,
-    /// The scopes granted.
-    pub scope: Option<String>,
-    /// The DPoP key (PKCS#8 PEM) the tokens are bound to.
-    pub dpop_key: Option<String>,
-}
-
-impl fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credentials")
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client_id)
-            .field(
-                "access_token",
-                &self.access_token.as_ref().map(|_| "[redacted]"),
-            )
-            .field(
-                "refresh_token",
-                &self.refresh_token.as_ref().map(|_| "[redacted]"),
-            )
-            .field("expires_at", &self.expires_at)
-            .field("scope", &self.scope)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Where credentials are kept, keyed by owner and issuer.
-pub trait CredentialStore: Send + Sync + 'static {
-    /// The credentials of `owner` with `issuer`.
-    fn load(&self, owner: &str, issuer: &str) -> Option<Credentials>;
-    /// Keeps them.
-    fn save(&self, owner: &str, credentials: &Credentials) -> Result<()>;
-    /// Forgets everything of `owner`.
-    fn forget(&self, owner: &str) -> Result<()>;
-}
-
-impl<T: CredentialStore> CredentialStore for Arc<T> {
-    fn load(&self, owner: &str, issuer: &str) -> Option<Credentials> {
-        (**self).load(owner, issuer)
-    }
-    fn save(&self, owner: &str, credentials: &Credentials) -> Result<()> {
-        (**self).save(owner, credentials)
-    }
-    fn forget(&self, owner: &str) -> Result<()> {
-        (**self).forget(owner)
-    }
-}
-
-/// Credentials kept in memory for the life of the process.
-#[derive(Default)]
-pub struct MemoryStore {
-    map: Mutex<HashMap<(String, String), Credentials>>,
-}
-
-impl fmt::Debug for MemoryStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("MemoryStore")
-    }
-}
-
-impl CredentialStore for MemoryStore {
-    fn load(&self, owner: &str, issuer: &str) -> Option<Credentials> {
-        lock(&self.map)
-            .get(&(owner.to_owned(), issuer.to_owned()))
-            .cloned()
-    }
-    fn save(&self, owner: &str, c: &Credentials) -> Result<()> {
-        lock(&self.map).insert((owner.to_owned(), c.issuer.clone()), c.clone());
-        Ok(())
-    }
-    fn forget(&self, owner: &str) -> Result<()> {
-        lock(&self.map).retain(|(o, _), _| o != owner);
-        Ok(())
-    }
-}
-
-/// Credentials kept in a JSON file (mode 0600, written atomically).
-#[derive(Debug)]
-pub struct FileStore {
-    path: std::path::PathBuf,
-    lock: Mutex<()>,
-}
-
-impl FileStore {
-    /// A store in this file (created when first written).
-    pub fn new(path: impl Into<std::path::PathBuf>) -> Self {
-        FileStore {
-            path: path.into(),
-            lock: Mutex::new(()),
-        }
-    }
-
-    fn read(&self) -> HashMap<String, Credentials> {
-        std::fs::read_to_string(&self.path)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
-    }
-
-    fn write(&self, all: &HashMap<String, Credentials>) -> Result<()> {
-        use std::io::Write as _;
-        #[cfg(unix)]
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let text = serde_json::to_vec_pretty(all)
-            .map_err(|e| Error::config(format!("cannot encode credentials: {e}")))?;
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        opts.mode(0o600);
-        let mut f = opts
-            .open(&tmp)
-            .map_err(|e| Error::config(format!("cannot write {}: {e}", tmp.display())))?;
-        f.write_all(&text)
-            .and_then(|()| f.sync_all())
-            .map_err(|e| Error::config(format!("cannot write {}: {e}", tmp.display())))?;
-        std::fs::rename(&tmp, &self.path)
-            .map_err(|e| Error::config(format!("cannot write {}: {e}", self.path.display())))
-    }
-}
-
-impl CredentialStore for FileStore {
-    fn load(&self, owner: &str, issuer: &str) -> Option<Credentials> {
-        let _g = lock(&self.lock);
-        self.read().remove(&format!("{owner} {issuer}"))
-    }
-    fn save(&self, owner: &str, c: &Credentials) -> Result<()> {
-        let _g = lock(&self.lock);
-        let mut all = self.read();
-        all.insert(format!("{owner} {}", c.issuer), c.clone());
-        self.write(&all)
-    }
-    fn forget(&self, owner: &str) -> Result<()> {
-        let _g = lock(&self.lock);
-        let mut all = self.read();
-        all.retain(|k, _| !k.starts_with(&format!("{owner} ")));
-        self.write(&all)
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-type SecretFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Secret>> + Send + Sync>;
-
-/// The enterprise identity provider of the ID-JAG flow.
+/// The enterprise identity provider of the ID-JAG flow. Its token endpoint is read
+/// from its own metadata, discovered from its issuer.
 #[derive(Clone)]
-#[allow(missing_debug_implementations)]
 pub struct IdentityProvider {
-    /// Its token endpoint.
-    pub token_endpoint: String,
+    /// Its issuer (`https://acme.okta.com`).
+    pub issuer: String,
     /// Your application's client id there.
     pub client_id: String,
     /// Your application's client secret there.
@@ -284,11 +105,21 @@ pub struct IdentityProvider {
     id_token: SecretFn,
 }
 
+impl fmt::Debug for IdentityProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityProvider")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .finish_non_exhaustive()
+    }
+}
+
 impl IdentityProvider {
-    /// An identity provider; `id_token` returns the signed-in user's ID token, read
-    /// for every exchange.
+    /// An identity provider known by its issuer; `id_token` returns the signed-in
+    /// user's ID token, read for every exchange.
     pub fn new<F, Fut>(
-        token_endpoint: impl Into<String>,
+        issuer: impl Into<String>,
         client_id: impl Into<String>,
         client_secret: impl Into<String>,
         id_token: F,
@@ -298,7 +129,7 @@ impl IdentityProvider {
         Fut: std::future::Future<Output = Result<Secret>> + Send + 'static,
     {
         IdentityProvider {
-            token_endpoint: token_endpoint.into(),
+            issuer: issuer.into(),
             client_id: client_id.into(),
             client_secret: Secret::new(client_secret.into()),
             id_token: Arc::new(move || Box::pin(id_token())),
@@ -324,6 +155,8 @@ pub struct OAuth {
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) max_step_ups: u32,
     pub(crate) signing_alg: String,
+    pub(crate) issuers: Vec<String>,
+    pub(crate) authorization_timeout: Duration,
 }
 
 impl fmt::Debug for OAuth {
@@ -333,6 +166,7 @@ impl fmt::Debug for OAuth {
             .field("grant", &self.grant)
             .field("client_id", &self.client_id)
             .field("scopes", &self.scopes)
+            .field("issuers", &self.issuers)
             .finish_non_exhaustive()
     }
 }
@@ -355,6 +189,8 @@ impl Default for OAuth {
             authorizer: None,
             max_step_ups: 2,
             signing_alg: "RS256".into(),
+            issuers: Vec::new(),
+            authorization_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -374,7 +210,23 @@ impl OAuth {
         self.scopes = Some(scopes.into_iter().map(Into::into).collect());
         self
     }
-    /// A client you registered (sent only to the authorization server it is first used with).
+    /// Authorizes only with this authorization server (its issuer, exactly); call it
+    /// again to allow several. A server that names any other is refused before
+    /// anything is sent there. Without it, the application's own secrets (a
+    /// pre-registered client, a private key, an assertion) are bound to the first
+    /// authorization server they are used with.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.push(issuer.into());
+        self
+    }
+    /// How long a person may take to authorize (default 10 minutes). The requests
+    /// waiting for it do not time out meanwhile.
+    pub fn authorization_timeout(mut self, timeout: Duration) -> Self {
+        self.authorization_timeout = timeout;
+        self
+    }
+    /// A client you registered: its id and secret go only to the authorization server
+    /// named with [`issuer`](Self::issuer), or else the first one it is used with.
     pub fn client(mut self, client_id: impl Into<String>, client_secret: Option<String>) -> Self {
         self.client_id = Some(client_id.into());
         self.client_secret = client_secret.map(Secret::new);
@@ -558,26 +410,21 @@ fn origin_and_path(url: &str) -> (String, String) {
     }
 }
 
+/// The one URL rule ([`crate::url_rule`]): https, or http to this machine; no
+/// userinfo; a real host.
 fn check_url(url: &str, what: &str) -> Result<()> {
-    let lower = url.to_ascii_lowercase();
-    if lower.starts_with("https://") {
-        return Ok(());
-    }
-    if let Some(rest) = lower.strip_prefix("http://") {
-        let host = rest.split(['/', ':', '?']).next().unwrap_or("");
-        if host == "localhost" || host.starts_with("127.") || host == "[::1]" {
-            return Ok(());
-        }
-    }
-    Err(Error::config(format!(
-        "the {what} is not an https:// URL (http:// only for loopback); refused"
-    )))
+    crate::url_rule::check(url)
+        .map(|_| ())
+        .map_err(|e| Error::config(format!("the {what} is refused: {e}")))
 }
 
 /// The state of one server's authorization, shared by all its requests.
 pub(crate) struct Session {
     pub config: OAuth,
+    /// The server URL as configured.
     pub resource: String,
+    /// The server URL in canonical form: the `resource` of every [`CredentialKey`].
+    key_resource: String,
     state: tokio::sync::Mutex<State>,
     /// The token in use, read without waiting on the state lock.
     current: Mutex<Option<Token>>,
@@ -604,7 +451,71 @@ struct PendingAuthorization {
 pub(crate) struct Token {
     pub value: Secret,
     pub dpop: Option<Arc<p256::ecdsa::SigningKey>>,
-    pub expires_at: Option<u64>,
+    /// When to refresh it: before it expires by 30 s, or by half its lifetime when
+    /// that is shorter, so a short-lived token is refreshed once per lifetime.
+    pub refresh_at: Option<u64>,
+}
+
+impl Token {
+    fn due(&self) -> bool {
+        self.refresh_at.is_some_and(|r| now() >= r)
+    }
+}
+
+/// When a token issued at `issued` (when known) and expiring at `expires` is due.
+fn refresh_point(issued: Option<u64>, expires: Option<u64>) -> Option<u64> {
+    let expires = expires?;
+    let lifetime = issued.map_or(u64::MAX, |i| expires.saturating_sub(i));
+    Some(expires.saturating_sub((lifetime / 2).min(30)))
+}
+
+/// How a token request failed.
+enum TokenFailure {
+    /// The authorization server answered with an OAuth error (`invalid_grant`, …).
+    Refused { code: String, error: Error },
+    /// No answer, or not an OAuth error (network, 5xx).
+    Other(Error),
+}
+
+impl From<TokenFailure> for Error {
+    fn from(f: TokenFailure) -> Error {
+        match f {
+            TokenFailure::Refused { error, .. } | TokenFailure::Other(error) => error,
+        }
+    }
+}
+
+impl From<Error> for TokenFailure {
+    fn from(e: Error) -> TokenFailure {
+        TokenFailure::Other(e)
+    }
+}
+
+/// What a challenge led to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Challenged {
+    /// Nothing to do: the request fails.
+    No,
+    /// Retry with what changed (a DPoP nonce, a stored or refreshed token).
+    Retry,
+    /// Retry with a token just obtained from the authorization server.
+    Authorized,
+}
+
+/// The server URL as credentials are keyed: scheme and host lowercase, no default
+/// port, no query or fragment, no trailing slash.
+pub(crate) fn canonical_resource(url: &str) -> String {
+    let (origin, path) = origin_and_path(url);
+    let mut origin = origin.to_ascii_lowercase();
+    let default_port = if origin.starts_with("https://") {
+        ":443"
+    } else {
+        ":80"
+    };
+    if origin.ends_with(default_port) {
+        origin.truncate(origin.len() - default_port.len());
+    }
+    format!("{origin}{path}")
 }
 
 #[derive(Default)]
@@ -618,6 +529,7 @@ impl Session {
     pub fn new(config: OAuth, resource: String) -> Self {
         Session {
             config,
+            key_resource: canonical_resource(&resource),
             resource: resource.clone(),
             state: tokio::sync::Mutex::new(State::default()),
             current: Mutex::new(None),
@@ -638,9 +550,7 @@ impl Session {
     ) -> Result<Vec<(String, String)>> {
         let token = lock(&self.current).clone();
         let token = match token {
-            Some(t) if t.expires_at.is_some_and(|e| e <= now() + 30) => {
-                self.refresh(http, Some(&t)).await?.or(Some(t))
-            }
+            Some(t) if t.due() => self.refresh(http, Some(&t)).await?.or(Some(t)),
             other => other,
         };
         let Some(t) = token else {
@@ -666,13 +576,13 @@ impl Session {
         }
     }
 
-    /// Handles a 401 or 403 from the MCP server. `Ok(true)`: new credentials, retry.
+    /// Handles a 401 or 403 from the MCP server: what to do next.
     pub async fn challenged(
         &self,
         http: &dyn AuthHttp,
         status: u16,
         headers: &http::HeaderMap,
-    ) -> Result<bool> {
+    ) -> Result<Challenged> {
         let challenges: Vec<Challenge> = headers
             .get_all("www-authenticate")
             .iter()
@@ -684,13 +594,13 @@ impl Session {
         if param("error").as_deref() == Some("use_dpop_nonce") {
             if let Some(n) = headers.get("dpop-nonce").and_then(|v| v.to_str().ok()) {
                 *lock(&self.rs_nonce) = Some(n.to_owned());
-                return Ok(true);
+                return Ok(Challenged::Retry);
             }
         }
         let mut st = self.state.lock().await;
         if status == 403 {
             if param("error").as_deref() != Some("insufficient_scope") {
-                return Ok(false);
+                return Ok(Challenged::No);
             }
             if st.step_ups >= self.config.max_step_ups {
                 return Err(Error::http_status(
@@ -707,19 +617,16 @@ impl Session {
         // another authorization server.
         let (prm, metadata) = self.discover(http, param("resource_metadata")).await?;
         if status == 401 {
-            let cfg = &self.config;
-            if let Some(stored) = cfg.store.load(&cfg.owner, &metadata.issuer) {
-                let in_use = lock(&self.current)
-                    .as_ref()
-                    .map(|t| t.value.expose().to_owned());
+            if let Some(stored) = self.load(&metadata.issuer).await? {
+                let in_use = lock(&self.current).as_ref().map(|t| t.value.clone());
                 // A stored token this process has not tried yet (an earlier run, or
-                // `mcp login`).
+                // `mcp login`), issued for this very server.
                 if let Some(at) = &stored.access_token {
-                    let fresh = stored.expires_at.is_none_or(|e| e > now() + 30);
-                    if fresh && in_use.as_deref() != Some(at.as_str()) {
-                        *lock(&self.current) = Some(token_from(&stored));
+                    let candidate = token_from(&stored);
+                    if !candidate.due() && in_use.as_ref() != Some(at) {
+                        *lock(&self.current) = Some(candidate);
                         st.metadata = Some(metadata);
-                        return Ok(true);
+                        return Ok(Challenged::Retry);
                     }
                 }
                 // The token was refused: refresh it if we can, before asking anyone.
@@ -727,8 +634,13 @@ impl Session {
                     st.metadata = Some(metadata.clone());
                     drop(st);
                     let stale = lock(&self.current).clone();
-                    if let Ok(Some(_)) = self.refresh(http, stale.as_ref()).await {
-                        return Ok(true);
+                    match self.refresh(http, stale.as_ref()).await {
+                        Ok(Some(_)) => return Ok(Challenged::Retry),
+                        // The refresh token was refused for good: authorize afresh.
+                        Ok(None) => {}
+                        // No answer (network, 5xx): the credentials stay; say so.
+                        Err(e) if !e.is_unauthorized() => return Err(e),
+                        Err(_) => {}
                     }
                     st = self.state.lock().await;
                 }
@@ -761,7 +673,7 @@ impl Session {
         let token = self.obtain(http, &metadata, &scopes, dpop_wanted).await?;
         st.metadata = Some(metadata);
         *lock(&self.current) = Some(token);
-        Ok(true)
+        Ok(Challenged::Authorized)
     }
 
     /// Protected Resource Metadata, then the authorization server's metadata (or the
@@ -781,17 +693,23 @@ impl Session {
             .unwrap_or_else(|| self.resource.clone());
         let metadata = match &prm {
             Some(prm) => {
-                let issuer = prm
+                let named: Vec<&str> = prm
                     .get("authorization_servers")
                     .and_then(Value::as_array)
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                // With pinned issuers, the first named one that is pinned.
+                let issuer = named
+                    .iter()
+                    .find(|i| self.pinned(i))
+                    .or(named.first())
                     .ok_or_else(|| {
                         Error::invalid_response(
                             "the protected resource metadata names no authorization server",
                         )
                     })?
-                    .to_owned();
+                    .to_string();
+                self.allowed(&issuer)?;
                 check_url(&issuer, "authorization server")?;
                 self.as_metadata(http, &issuer).await?
             }
@@ -800,15 +718,59 @@ impl Session {
         Ok((prm, metadata))
     }
 
-    /// The owner's credentials with `issuer`, or empty ones to fill in.
-    fn stored(&self, issuer: &str) -> Credentials {
-        let cfg = &self.config;
-        cfg.store
-            .load(&cfg.owner, issuer)
-            .unwrap_or_else(|| Credentials {
-                issuer: issuer.to_owned(),
-                ..Default::default()
-            })
+    /// Whether `issuer` is one the application pinned (any, when it pinned none).
+    fn pinned(&self, issuer: &str) -> bool {
+        let issuers = &self.config.issuers;
+        issuers.is_empty() || issuers.iter().any(|i| i == issuer)
+    }
+
+    /// Refuses an authorization server the application did not pin.
+    fn allowed(&self, issuer: &str) -> Result<()> {
+        if self.pinned(issuer) {
+            return Ok(());
+        }
+        Err(Error::config(format!(
+            "{} names the authorization server {issuer}, which is not one this client may use ({}); refused before anything was sent to it",
+            crate::url_rule::redact(&self.resource),
+            self.config.issuers.join(", ")
+        )))
+    }
+
+    /// Binds one of the application's own secrets (`what`) to `issuer`: with pinned
+    /// issuers, the pin decides; otherwise the first authorization server it is used
+    /// with, remembered in the store, is the only one it ever goes to.
+    async fn bind(&self, what: &str, issuer: &str) -> Result<()> {
+        if !self.config.issuers.is_empty() {
+            return self.allowed(issuer);
+        }
+        let key = CredentialKey::new("", format!("{BINDING}{what}"), "");
+        let store = &self.config.store;
+        match store.load(&key).await? {
+            Some(bound) if bound.issuer == issuer => Ok(()),
+            Some(bound) => Err(Error::config(format!(
+                "{what} is bound to the authorization server {}, where it was first used; {issuer}, named by {}, does not get it (pin the authorization servers with OAuth::issuer)",
+                bound.issuer,
+                crate::url_rule::redact(&self.resource)
+            ))),
+            None => store.save(&key, &Credentials::new(issuer)).await,
+        }
+    }
+
+    /// The key of the owner's credentials for this server from `issuer`.
+    fn key(&self, issuer: &str) -> CredentialKey {
+        CredentialKey::new(&self.config.owner, &self.key_resource, issuer)
+    }
+
+    async fn load(&self, issuer: &str) -> Result<Option<Credentials>> {
+        self.config.store.load(&self.key(issuer)).await
+    }
+
+    /// The owner's credentials for this server from `issuer`, or empty ones to fill in.
+    async fn stored(&self, issuer: &str) -> Result<Credentials> {
+        Ok(self
+            .load(issuer)
+            .await?
+            .unwrap_or_else(|| Credentials::new(issuer)))
     }
 
     fn redirect_uri(&self) -> String {
@@ -847,7 +809,7 @@ impl Session {
                     .collect()
             });
         let scopes: Vec<String> = self.config.scopes.clone().or(supported).unwrap_or_default();
-        let mut creds = self.stored(&m.issuer);
+        let mut creds = self.stored(&m.issuer).await?;
         let client = self.client_for(http, &m, &mut creds).await?;
         let verifier = random(32);
         let state = random(16);
@@ -887,7 +849,7 @@ impl Session {
             .token_request(http, &p.metadata, &p.client, form, None)
             .await?;
         let mut creds = p.creds;
-        let token = self.store_token(&mut creds, body, None)?;
+        let token = self.store_token(&mut creds, body, None).await?;
         let mut st = self.state.lock().await;
         st.metadata = Some(p.metadata);
         st.scopes = p.scopes;
@@ -921,10 +883,14 @@ impl Session {
                     .get("resource")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if !resource_matches(resource, &self.resource) {
+                // RFC 9728 §3.3: the resource must be this server, identically (or,
+                // from the origin's own document, the origin).
+                let at_root = url.ends_with("/.well-known/oauth-protected-resource");
+                if !resource_matches(resource, &self.resource, at_root) {
                     return Err(Error::config(format!(
-                        "the server's protected resource metadata is for `{resource}`, not for {}; refusing to authorize",
-                        self.resource
+                        "the server's protected resource metadata is for `{}`, not for {}; refusing to authorize",
+                        crate::url_rule::redact(resource),
+                        crate::url_rule::redact(&self.resource)
                     )));
                 }
                 return Ok(Some(r.body));
@@ -976,14 +942,23 @@ impl Session {
             .get(&format!("{origin}/.well-known/oauth-authorization-server"))
             .await?;
         if r.status == 200 && r.body.is_object() {
+            // Found at the MCP server's own origin, so it may only speak for that origin.
             let issuer = r
                 .body
                 .get("issuer")
                 .and_then(Value::as_str)
                 .unwrap_or(&origin)
                 .to_owned();
+            if issuer != origin {
+                return Err(Error::invalid_response(format!(
+                    "the authorization server metadata at {origin} names issuer `{}`; without protected resource metadata only the server's own origin can be its authorization server; refused",
+                    crate::url_rule::redact(&issuer)
+                )));
+            }
+            self.allowed(&issuer)?;
             return metadata_from(&issuer, r.body);
         }
+        self.allowed(&origin)?;
         Ok(AsMetadata {
             issuer: origin.clone(),
             authorization_endpoint: Some(format!("{origin}/authorize")),
@@ -1001,9 +976,13 @@ impl Session {
         dpop_wanted: bool,
     ) -> Result<Token> {
         let cfg = &self.config;
-        let mut creds = self.stored(&m.issuer);
+        let mut creds = self.stored(&m.issuer).await?;
         let dpop = if dpop_wanted || !m.list("dpop_signing_alg_values_supported").is_empty() {
-            let key = match creds.dpop_key.as_deref().and_then(parse_dpop_key) {
+            let key = match creds
+                .dpop_key
+                .as_ref()
+                .and_then(|k| parse_dpop_key(k.expose()))
+            {
                 Some(k) => k,
                 None => {
                     let key = new_key();
@@ -1011,7 +990,7 @@ impl Session {
                     creds.dpop_key = key
                         .to_pkcs8_pem(Default::default())
                         .ok()
-                        .map(|p| p.to_string());
+                        .map(|p| Secret::new(p.to_string()));
                     key
                 }
             };
@@ -1028,8 +1007,15 @@ impl Session {
             Grant::JwtBearer => {
                 let assertion =
                     match (&cfg.identity_provider, &cfg.assertion) {
-                        (Some(idp), _) => self.id_jag(http, idp, m).await?,
-                        (None, Some(a)) => a().await?,
+                        (Some(idp), _) => {
+                            self.bind("the identity provider's grant", &m.issuer)
+                                .await?;
+                            self.id_jag(http, idp, m).await?
+                        }
+                        (None, Some(a)) => {
+                            self.bind("the workload assertion", &m.issuer).await?;
+                            a().await?
+                        }
                         (None, None) => return Err(Error::config(
                             "the JWT bearer grant needs an `assertion` or an `identity_provider`",
                         )),
@@ -1055,7 +1041,17 @@ impl Session {
                 let state = random(16);
                 let url =
                     self.authorization_url(m, &client.client_id, &state, &verifier, scopes)?;
-                let cb = authorizer.authorize(url).await?;
+                // A person takes their time: the request's own timeouts wait, this
+                // deadline does not.
+                let cb = {
+                    let _held = crate::transport::hold_request();
+                    let t = cfg.authorization_timeout;
+                    tokio::time::timeout(t, authorizer.authorize(url))
+                        .await
+                        .map_err(|_| {
+                            Error::timeout_of("authorization", t, "OAuth::authorization_timeout")
+                        })??
+                };
                 check_callback(m, &cb, &state)?;
                 let code = cb.code.ok_or_else(|| {
                     Error::invalid_response("the authorization server returned no code")
@@ -1073,10 +1069,10 @@ impl Session {
         let reply = self
             .token_request(http, m, &client, form, dpop.as_deref())
             .await?;
-        self.store_token(&mut creds, reply, dpop)
+        self.store_token(&mut creds, reply, dpop).await
     }
 
-    fn store_token(
+    async fn store_token(
         &self,
         creds: &mut Credentials,
         body: Value,
@@ -1087,20 +1083,25 @@ impl Session {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::invalid_response("the token response has no access_token"))?
             .to_owned();
-        creds.access_token = Some(access.clone());
+        creds.access_token = Some(Secret::new(access.clone()));
         creds.token_type = body
             .get("token_type")
             .and_then(Value::as_str)
             .map(str::to_owned);
         if let Some(r) = body.get("refresh_token").and_then(Value::as_str) {
-            creds.refresh_token = Some(r.to_owned());
+            creds.refresh_token = Some(Secret::new(r));
         }
+        let issued = now();
+        creds.issued_at = Some(issued);
         creds.expires_at = body
             .get("expires_in")
             .and_then(Value::as_u64)
-            .map(|s| now() + s);
+            .map(|s| issued + s);
         creds.scope = body.get("scope").and_then(Value::as_str).map(str::to_owned);
-        self.config.store.save(&self.config.owner, creds)?;
+        self.config
+            .store
+            .save(&self.key(&creds.issuer), creds)
+            .await?;
         let dpop = dpop.filter(|_| {
             creds
                 .token_type
@@ -1110,7 +1111,7 @@ impl Session {
         Ok(Token {
             value: Secret::new(access),
             dpop,
-            expires_at: creds.expires_at,
+            refresh_at: refresh_point(creds.issued_at, creds.expires_at),
         })
     }
 
@@ -1170,45 +1171,26 @@ impl Session {
                 "none".into()
             }
         };
-        // A registered client is used only with the authorization server it was first
-        // used with.
-        if let Some(id) = &creds.client_id {
-            let secret = creds.client_secret.clone().map(Secret::new);
+        // The application's own client goes only to the authorization server it is
+        // pinned or bound to: never a dynamic registration in its place.
+        if let Some(id) = &cfg.client_id {
+            self.bind(&format!("the client `{id}`"), &m.issuer).await?;
+            creds.client_id = Some(id.clone());
+            creds.client_secret = cfg.client_secret.clone();
             return Ok(Client {
-                method: pick(secret.is_some(), cfg.private_key.is_some()),
+                method: pick(cfg.client_secret.is_some(), cfg.private_key.is_some()),
                 client_id: id.clone(),
-                secret,
+                secret: cfg.client_secret.clone(),
             });
         }
-        if let Some(id) = &cfg.client_id {
-            let bound = cfg
-                .store
-                .load(&format!("{}#preregistered", cfg.owner), "bound")
-                .map(|c| c.issuer);
-            if bound.as_deref().is_none_or(|b| b == m.issuer) {
-                cfg.store.save(
-                    &format!("{}#preregistered", cfg.owner),
-                    &Credentials {
-                        issuer: "bound".into(),
-                        client_id: Some(m.issuer.clone()),
-                        ..Default::default()
-                    },
-                )?;
-                let _ = cfg.store.save(
-                    &format!("{}#preregistered", cfg.owner),
-                    &Credentials {
-                        issuer: m.issuer.clone(),
-                        ..Default::default()
-                    },
-                );
-                creds.client_id = Some(id.clone());
-                creds.client_secret = cfg.client_secret.as_ref().map(|s| s.expose().to_owned());
-                return Ok(Client {
-                    method: pick(cfg.client_secret.is_some(), cfg.private_key.is_some()),
-                    client_id: id.clone(),
-                    secret: cfg.client_secret.clone(),
-                });
-            }
+        // A client registered earlier, kept with this issuer's credentials, is used
+        // only with that issuer.
+        if let Some(id) = &creds.client_id {
+            return Ok(Client {
+                method: pick(creds.client_secret.is_some(), false),
+                client_id: id.clone(),
+                secret: creds.client_secret.clone(),
+            });
         }
         if let Some(url) = &cfg.client_metadata_url {
             if m.flag("client_id_metadata_document_supported") {
@@ -1277,7 +1259,10 @@ impl Session {
             .map(str::to_owned)
             .unwrap_or_else(|| pick(secret.is_some(), false));
         creds.client_id = Some(id.to_owned());
-        creds.client_secret = secret.clone();
+        creds.client_secret = secret.clone().map(Secret::new);
+        // Kept at once: an authorization that fails next must not lead to another
+        // registration on the next attempt.
+        cfg.store.save(&self.key(&m.issuer), creds).await?;
         Ok(Client {
             method,
             client_id: id.to_owned(),
@@ -1292,7 +1277,7 @@ impl Session {
         client: &Client,
         mut form: Vec<(String, String)>,
         dpop: Option<&p256::ecdsa::SigningKey>,
-    ) -> Result<Value> {
+    ) -> std::result::Result<Value, TokenFailure> {
         check_url(&m.token_endpoint, "token endpoint")?;
         let mut headers = Vec::new();
         match client.method.as_str() {
@@ -1319,6 +1304,11 @@ impl Session {
                     .private_key
                     .as_ref()
                     .ok_or_else(|| Error::config("private_key_jwt needs a private key"))?;
+                self.bind(
+                    &format!("the private key of `{}`", client.client_id),
+                    &m.issuer,
+                )
+                .await?;
                 let assertion = client_assertion(
                     pem.expose(),
                     &client.client_id,
@@ -1363,17 +1353,26 @@ impl Session {
                 .get("error_description")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            return Err(Error::http_status(
+            let e = Error::http_status(
                 r.status,
-                format!("the token request failed: {error} {desc}")
-                    .trim()
-                    .to_owned(),
-            ));
+                crate::text::escape_controls(
+                    format!("the token request failed: {error} {desc}").trim(),
+                )
+                .into_owned(),
+            );
+            return Err(if error.is_empty() || r.status >= 500 {
+                TokenFailure::Other(e)
+            } else {
+                TokenFailure::Refused {
+                    code: error.to_owned(),
+                    error: e,
+                }
+            });
         }
-        Err(Error::http_status(
+        Err(TokenFailure::Other(Error::http_status(
             400,
             "the token request failed after a DPoP nonce",
-        ))
+        )))
     }
 
     /// RFC 8693 token exchange at the enterprise IdP for an ID-JAG.
@@ -1409,9 +1408,15 @@ impl Session {
                 idp.client_secret.expose().to_owned(),
             ));
         }
-        check_url(&idp.token_endpoint, "identity provider token endpoint")?;
+        // The identity provider's token endpoint, from its own metadata.
+        check_url(&idp.issuer, "identity provider")?;
+        let idp_metadata = self.as_metadata(http, &idp.issuer).await?;
+        check_url(
+            &idp_metadata.token_endpoint,
+            "identity provider token endpoint",
+        )?;
         let r = http
-            .post_form(&idp.token_endpoint, form, Vec::new())
+            .post_form(&idp_metadata.token_endpoint, form, Vec::new())
             .await?;
         if r.status != 200 {
             return Err(Error::http_status(
@@ -1426,7 +1431,13 @@ impl Session {
             .ok_or_else(|| Error::invalid_response("the token exchange returned no ID-JAG"))
     }
 
-    /// Refreshes the token (single-flight: concurrent callers wait for one refresh).
+    /// Refreshes the token, once however many callers see it expire: callers of this
+    /// client queue on its state; clients elsewhere (other processes, with a shared
+    /// store) on the store's lock for this key, and whoever comes second finds the
+    /// new token in the store instead of using a rotated-away refresh token.
+    /// `Ok(None)`: nothing to refresh with (or the refresh token was refused for good,
+    /// and forgotten): authorize afresh. An error that is no refusal (network, 5xx)
+    /// leaves the credentials as they are.
     async fn refresh(&self, http: &dyn AuthHttp, stale: Option<&Token>) -> Result<Option<Token>> {
         let st = self.state.lock().await;
         // Someone else refreshed while we waited.
@@ -1439,9 +1450,19 @@ impl Session {
             return Ok(None);
         };
         let cfg = &self.config;
-        let Some(mut creds) = cfg.store.load(&cfg.owner, &m.issuer) else {
+        let key = self.key(&m.issuer);
+        let _shared = cfg.store.lock(&key).await?;
+        let Some(mut creds) = cfg.store.load(&key).await? else {
             return Ok(None);
         };
+        // Another client sharing the store refreshed meanwhile: use its token.
+        if let Some(at) = &creds.access_token {
+            let stored = token_from(&creds);
+            if stale.is_none_or(|s| &s.value != at) && !stored.due() {
+                *lock(&self.current) = Some(stored.clone());
+                return Ok(Some(stored));
+            }
+        }
         let Some(refresh) = creds.refresh_token.clone() else {
             if cfg.grant == Grant::AuthorizationCode {
                 return Ok(None);
@@ -1460,43 +1481,50 @@ impl Session {
             *lock(&self.current) = Some(t.clone());
             return Ok(Some(t));
         };
-        let client = Client {
-            method: "client_secret_basic".into(),
-            client_id: creds.client_id.clone().unwrap_or_default(),
-            secret: creds.client_secret.clone().map(Secret::new),
-        };
-        let client = if client.secret.is_none() {
-            Client {
-                method: "none".into(),
-                ..client
-            }
-        } else {
-            client
-        };
+        let client = self.client_for(http, &m, &mut creds).await?;
         let form = vec![
             ("grant_type".to_owned(), "refresh_token".to_owned()),
-            ("refresh_token".into(), refresh),
+            ("refresh_token".into(), refresh.expose().to_owned()),
             ("resource".into(), self.resource_param()),
         ];
-        let dpop = stale.and_then(|t| t.dpop.clone());
+        let dpop = stale.and_then(|t| t.dpop.clone()).or_else(|| {
+            creds
+                .dpop_key
+                .as_ref()
+                .and_then(|k| parse_dpop_key(k.expose()))
+                .map(Arc::new)
+                .filter(|_| {
+                    creds
+                        .token_type
+                        .as_deref()
+                        .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+                })
+        });
         match self
             .token_request(http, &m, &client, form, dpop.as_deref())
             .await
         {
             Ok(body) => {
-                let t = self.store_token(&mut creds, body, dpop)?;
+                let t = self.store_token(&mut creds, body, dpop).await?;
                 *lock(&self.current) = Some(t.clone());
                 Ok(Some(t))
             }
-            Err(e) => {
+            // The refresh token is no good any more: forget the tokens (not the
+            // registration) and authorize afresh.
+            Err(TokenFailure::Refused { code, error }) if code == "invalid_grant" => {
+                tracing::debug!(error = %error, "the refresh token was refused; authorizing afresh");
                 creds.access_token = None;
                 creds.refresh_token = None;
-                let _ = cfg.store.save(&cfg.owner, &creds);
+                cfg.store.save(&key, &creds).await?;
                 *lock(&self.current) = None;
-                Err(Error::http_status(
-                    401,
-                    format!("refreshing the token failed ({e}); authorize again"),
+                Ok(None)
+            }
+            Err(f) => {
+                let e = Error::from(f);
+                Err(Error::transport(format!(
+                    "refreshing the token failed ({e}); the credentials are kept, try again"
                 ))
+                .with_source(e))
             }
         }
     }
@@ -1510,10 +1538,13 @@ impl Session {
         lock(&self.current).is_some()
     }
 
-    /// Forgets the owner's credentials.
-    pub fn deauthorize(&self) -> Result<()> {
+    /// Forgets the owner's credentials for this server (and only those).
+    pub async fn deauthorize(&self) -> Result<()> {
         *lock(&self.current) = None;
-        self.config.store.forget(&self.config.owner)
+        self.config
+            .store
+            .forget(&self.config.owner, &self.key_resource)
+            .await
     }
 }
 
@@ -1523,27 +1554,21 @@ struct Client {
     secret: Option<Secret>,
 }
 
-/// A DPoP key kept with credentials (PKCS#8 PEM).
-fn parse_dpop_key(pem: &str) -> Option<p256::ecdsa::SigningKey> {
-    use p256::pkcs8::DecodePrivateKey as _;
-    p256::ecdsa::SigningKey::from_pkcs8_pem(pem).ok()
-}
-
 fn token_from(c: &Credentials) -> Token {
     let dpop = c
         .dpop_key
-        .as_deref()
+        .as_ref()
         .filter(|_| {
             c.token_type
                 .as_deref()
                 .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
         })
-        .and_then(parse_dpop_key)
+        .and_then(|k| parse_dpop_key(k.expose()))
         .map(Arc::new);
     Token {
-        value: Secret::new(c.access_token.clone().unwrap_or_default()),
+        value: c.access_token.clone().unwrap_or_else(|| Secret::new("")),
         dpop,
-        expires_at: c.expires_at,
+        refresh_at: refresh_point(c.issued_at, c.expires_at),
     }
 }
 
@@ -1570,12 +1595,16 @@ fn metadata_from(issuer: &str, raw: Value) -> Result<AsMetadata> {
     })
 }
 
-/// The resource in the metadata must name this server: same origin, and the server's
-/// path within the resource's.
-fn resource_matches(resource: &str, server: &str) -> bool {
-    let (ro, rp) = origin_and_path(resource);
-    let (so, sp) = origin_and_path(server);
-    ro.eq_ignore_ascii_case(&so) && (rp.is_empty() || sp == rp || sp.starts_with(&format!("{rp}/")))
+/// RFC 9728 §3.3: the resource in the metadata is this server — identical (scheme and
+/// host case, a default port and a trailing slash aside) — or, for the document at the
+/// origin's own well-known location, the origin.
+fn resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
+    if resource.is_empty() {
+        return false;
+    }
+    let resource = canonical_resource(resource);
+    let server = canonical_resource(server);
+    resource == server || at_root && resource == canonical_resource(&origin_and_path(&server).0)
 }
 
 fn check_callback(m: &AsMetadata, cb: &Callback, state: &str) -> Result<()> {
@@ -1607,180 +1636,6 @@ fn check_callback(m: &AsMetadata, cb: &Callback, state: &str) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-fn new_key() -> p256::ecdsa::SigningKey {
-    loop {
-        let mut bytes = [0u8; 32];
-        let _ = getrandom::getrandom(&mut bytes);
-        if let Ok(k) = p256::ecdsa::SigningKey::from_slice(&bytes) {
-            return k;
-        }
-    }
-}
-
-fn jws(key: &p256::ecdsa::SigningKey, header: Value, payload: Value) -> String {
-    use p256::ecdsa::signature::Signer as _;
-    let input = format!(
-        "{}.{}",
-        b64url(header.to_string().as_bytes()),
-        b64url(payload.to_string().as_bytes())
-    );
-    let sig: p256::ecdsa::Signature = key.sign(input.as_bytes());
-    format!("{input}.{}", b64url(&sig.to_bytes()))
-}
-
-fn public_jwk(key: &p256::ecdsa::SigningKey) -> Value {
-    let point = key.verifying_key().to_encoded_point(false);
-    json!({
-        "kty": "EC",
-        "crv": "P-256",
-        "x": point.x().map(|x| b64url(x)).unwrap_or_default(),
-        "y": point.y().map(|y| b64url(y)).unwrap_or_default(),
-    })
-}
-
-/// A DPoP proof (RFC 9449) for one request.
-fn dpop_proof(
-    key: &p256::ecdsa::SigningKey,
-    method: &str,
-    url: &str,
-    token: Option<&str>,
-    nonce: Option<&str>,
-) -> String {
-    let htu = url.split(['?', '#']).next().unwrap_or(url);
-    let mut payload = json!({"jti": random(16), "htm": method, "htu": htu, "iat": now()});
-    if let Some(t) = token {
-        payload["ath"] = Value::String(b64url(&sha256(t.as_bytes())));
-    }
-    if let Some(n) = nonce {
-        payload["nonce"] = Value::String(n.to_owned());
-    }
-    jws(
-        key,
-        json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": public_jwk(key)}),
-        payload,
-    )
-}
-
-/// A `private_key_jwt` client assertion (RFC 7523), ES256.
-fn client_assertion(pem: &str, client_id: &str, audience: &str, rsa_alg: &str) -> Result<String> {
-    use p256::pkcs8::DecodePrivateKey as _;
-    let iat = now();
-    let claims = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)});
-    if let Ok(key) = p256::ecdsa::SigningKey::from_pkcs8_pem(pem) {
-        return Ok(jws(&key, json!({"alg": "ES256", "typ": "JWT"}), claims));
-    }
-    let key = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
-        .or_else(|_| {
-            use rsa::pkcs1::DecodeRsaPrivateKey as _;
-            rsa::RsaPrivateKey::from_pkcs1_pem(pem)
-        })
-        .map_err(|_| {
-            Error::config(
-                "the private key is neither a P-256 (ES256) nor an RSA (RS256/PS256) key in PEM",
-            )
-        })?;
-    rsa_jws(key, rsa_alg, json!({"alg": rsa_alg, "typ": "JWT"}), claims)
-}
-
-/// Signs a JWS with an RSA key: RS256 (PKCS#1 v1.5) or PS256 (PSS), SHA-256.
-fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) -> Result<String> {
-    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _, Signer as _};
-    let input = format!(
-        "{}.{}",
-        b64url(header.to_string().as_bytes()),
-        b64url(payload.to_string().as_bytes())
-    );
-    let sig = match alg {
-        "RS256" => rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new(key)
-            .sign(input.as_bytes())
-            .to_vec(),
-        "PS256" => rsa::pss::BlindedSigningKey::<sha2::Sha256>::new(key)
-            .sign_with_rng(&mut rand_core::OsRng, input.as_bytes())
-            .to_vec(),
-        other => {
-            return Err(Error::config(format!(
-                "unsupported signing algorithm `{other}`; use RS256 or PS256 with an RSA key"
-            )))
-        }
-    };
-    Ok(format!("{input}.{}", b64url(&sig)))
-}
-
-/// Authorization for command-line tools: listens on a loopback port for the redirect,
-/// shows the URL (and opens it with a program of your choice, like `xdg-open`).
-#[derive(Debug)]
-pub struct LoopbackAuthorizer {
-    listener: Mutex<Option<std::net::TcpListener>>,
-    redirect_uri: String,
-    opener: Option<String>,
-}
-
-impl LoopbackAuthorizer {
-    /// Binds a free loopback port. Use [`redirect_uri`](Self::redirect_uri) as the
-    /// OAuth redirect URI.
-    pub fn bind() -> Result<Self> {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| Error::transport(format!("cannot listen on a loopback port: {e}")))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| Error::transport(e.to_string()))?
-            .port();
-        Ok(LoopbackAuthorizer {
-            listener: Mutex::new(Some(listener)),
-            redirect_uri: format!("http://127.0.0.1:{port}/callback"),
-            opener: None,
-        })
-    }
-
-    /// Opens the URL with this program (for example `xdg-open` or `open`); the URL is
-    /// printed in any case.
-    pub fn open_with(mut self, program: impl Into<String>) -> Self {
-        self.opener = Some(program.into());
-        self
-    }
-
-    /// The redirect URI to register and send.
-    pub fn redirect_uri(&self) -> &str {
-        &self.redirect_uri
-    }
-}
-
-impl Authorizer for LoopbackAuthorizer {
-    fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>> {
-        let listener = lock(&self.listener).take();
-        let opener = self.opener.clone();
-        Box::pin(async move {
-            let listener = listener
-                .ok_or_else(|| Error::config("this loopback authorizer was already used"))?;
-            eprintln!("Open this URL to authorize:\n\n  {url}\n");
-            if let Some(program) = opener {
-                // Never through a shell: the URL is one argument.
-                let _ = std::process::Command::new(program).arg(&url).spawn();
-            }
-            tokio::task::spawn_blocking(move || {
-                use std::io::{BufRead as _, Write as _};
-                loop {
-                    let (stream, _) = listener.accept().map_err(|e| Error::transport(e.to_string()))?;
-                    let mut reader = std::io::BufReader::new(&stream);
-                    let mut line = String::new();
-                    reader.read_line(&mut line).map_err(|e| Error::transport(e.to_string()))?;
-                    let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
-                    let mut out = &stream;
-                    if !target.starts_with("/callback") {
-                        let _ = out.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
-                        continue;
-                    }
-                    let body = "Authorized. You can close this window.";
-                    let _ = write!(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
-                    return Ok(Callback::from_url(&target));
-                }
-            })
-            .await
-            .map_err(|e| Error::transport(e.to_string()))?
-        })
-    }
 }
 
 /// A server's authorization, for web applications that send the user to the
@@ -1815,9 +1670,9 @@ impl Authorization<'_> {
     pub fn is_authorized(&self) -> bool {
         self.session.authorized()
     }
-    /// Forgets the owner's credentials.
-    pub fn forget(&self) -> Result<()> {
-        self.session.deauthorize()
+    /// Forgets the owner's credentials for this server.
+    pub async fn forget(&self) -> Result<()> {
+        self.session.deauthorize().await
     }
 }
 
@@ -1843,28 +1698,58 @@ mod tests {
     }
 
     #[test]
-    fn resources_match_by_origin_and_path() {
+    fn resources_must_be_this_server() {
+        let server = "http://localhost:3000/mcp";
+        assert!(resource_matches("http://localhost:3000/mcp", server, false));
         assert!(resource_matches(
-            "http://localhost:3000/mcp",
-            "http://localhost:3000/mcp"
+            "HTTP://LocalHost:3000/mcp/",
+            server,
+            false
         ));
-        assert!(resource_matches(
-            "http://localhost:3000",
-            "http://localhost:3000/mcp"
-        ));
+        // A parent path or the origin is not this server …
+        assert!(!resource_matches("http://localhost:3000", server, false));
+        assert!(!resource_matches("http://localhost:3000/", server, false));
+        // … except in the origin's own document.
+        assert!(resource_matches("http://localhost:3000", server, true));
         assert!(!resource_matches(
             "https://evil.example.com/mcp",
-            "http://localhost:3000/mcp"
+            server,
+            true
         ));
         assert!(!resource_matches(
             "http://localhost:3000/other",
-            "http://localhost:3000/mcp"
+            server,
+            true
         ));
+        assert!(!resource_matches(
+            "http://localhost:3000/mcp/sub",
+            server,
+            false
+        ));
+        assert!(!resource_matches("", server, true));
+        assert_eq!(
+            canonical_resource("HTTPS://Example.COM:443/mcp/?q=1#f"),
+            "https://example.com/mcp"
+        );
+        assert_eq!(canonical_resource("http://h:80/"), "http://h");
+        assert_eq!(canonical_resource("http://h:8080/x"), "http://h:8080/x");
+    }
+
+    #[test]
+    fn short_lived_tokens_are_refreshed_once_per_half_life() {
+        // One hour: 30 s before it expires.
+        assert_eq!(refresh_point(Some(1000), Some(4600)), Some(4570));
+        // Ten seconds: after five.
+        assert_eq!(refresh_point(Some(1000), Some(1010)), Some(1005));
+        // Unknown issue time: 30 s before.
+        assert_eq!(refresh_point(None, Some(4600)), Some(4570));
+        assert_eq!(refresh_point(Some(1), None), None);
     }
 
     /// Counts token requests; answers each after a pause, with a new rotating pair.
     struct FakeAs {
         token_requests: std::sync::atomic::AtomicUsize,
+        lifetime: u64,
     }
 
     impl AuthHttp for FakeAs {
@@ -1889,21 +1774,23 @@ mod tests {
                     .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 assert!(
                     form.iter()
-                        .any(|(k, v)| k == "refresh_token" && v == "rt-0"),
+                        .any(|(k, v)| k == "refresh_token" && v == &format!("rt-{n}")),
                     "a rotated refresh token is never reused"
                 );
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 Ok(HttpReply {
                     status: 200,
                     headers: http::HeaderMap::new(),
-                    body: json!({"access_token": format!("at-{}", n + 1), "refresh_token": format!("rt-{}", n + 1), "expires_in": 3600, "token_type": "Bearer"}),
+                    body: json!({"access_token": format!("at-{}", n + 1), "refresh_token": format!("rt-{}", n + 1), "expires_in": self.lifetime, "token_type": "Bearer"}),
                 })
             })
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn concurrent_requests_during_expiry_refresh_once() {
+    /// A session whose stored token (from `issuer`) is due, and the fake AS.
+    async fn due_session(
+        lifetime: u64,
+    ) -> (Arc<Session>, Arc<MemoryStore>, Arc<FakeAs>, CredentialKey) {
         let store = Arc::new(MemoryStore::default());
         let oauth = OAuth {
             store: store.clone(),
@@ -1911,32 +1798,31 @@ mod tests {
         };
         let session = Arc::new(Session::new(oauth, "http://localhost:1/mcp".into()));
         let issuer = "http://localhost:2".to_owned();
-        store
-            .save(
-                "default",
-                &Credentials {
-                    issuer: issuer.clone(),
-                    client_id: Some("c".into()),
-                    access_token: Some("at-0".into()),
-                    refresh_token: Some("rt-0".into()),
-                    expires_at: Some(now()),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let key = session.key(&issuer);
+        let creds = Credentials {
+            client_id: Some("c".into()),
+            access_token: Some(Secret::new("at-0")),
+            refresh_token: Some(Secret::new("rt-0")),
+            expires_at: Some(now()),
+            ..Credentials::new(&issuer)
+        };
+        store.save(&key, &creds).await.unwrap();
         session.state.lock().await.metadata = Some(AsMetadata {
             issuer: issuer.clone(),
             token_endpoint: "http://localhost:2/token".into(),
             ..Default::default()
         });
-        *lock(&session.current) = Some(Token {
-            value: Secret::new("at-0"),
-            dpop: None,
-            expires_at: Some(now()),
-        });
+        *lock(&session.current) = Some(token_from(&creds));
         let fake = Arc::new(FakeAs {
             token_requests: Default::default(),
+            lifetime,
         });
+        (session, store, fake, key)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_requests_during_expiry_refresh_once() {
+        let (session, store, fake, key) = due_session(3600).await;
         let mut tasks = Vec::new();
         for _ in 0..100 {
             let (s, f) = (session.clone(), fake.clone());
@@ -1955,50 +1841,28 @@ mod tests {
                 .load(std::sync::atomic::Ordering::SeqCst),
             1
         );
-        let saved = store.load("default", &issuer).unwrap();
-        assert_eq!(saved.refresh_token.as_deref(), Some("rt-1"));
+        let saved = store.load(&key).await.unwrap().unwrap();
+        assert_eq!(
+            saved.refresh_token.as_ref().map(Secret::expose),
+            Some("rt-1")
+        );
     }
 
-    #[test]
-    fn the_file_store_is_private_and_atomic() {
-        let dir = std::env::temp_dir().join(format!("mcp-auth-store-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("credentials.json");
-        let store = FileStore::new(&path);
-        let c = Credentials {
-            issuer: "https://as".into(),
-            access_token: Some("t".into()),
-            ..Default::default()
-        };
-        store.save("ann", &c).unwrap();
-        store
-            .save(
-                "bob",
-                &Credentials {
-                    issuer: "https://as".into(),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        assert_eq!(store.load("ann", "https://as"), Some(c));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            assert_eq!(
-                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-                0o600
-            );
+    /// A token that lives 20 s is refreshed once, not on every request.
+    #[tokio::test]
+    async fn a_short_lived_token_is_not_refreshed_on_every_request() {
+        let (session, _store, fake, _key) = due_session(20).await;
+        for _ in 0..50 {
+            session
+                .headers(fake.as_ref(), "POST", "http://localhost:1/mcp")
+                .await
+                .unwrap();
         }
-        store.forget("ann").unwrap();
-        assert_eq!(store.load("ann", "https://as"), None);
-        assert!(store.load("bob", "https://as").is_some());
-        let leftovers: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .flatten()
-            .filter(|e| e.file_name() != "credentials.json")
-            .collect();
-        assert!(leftovers.is_empty(), "no temporary files left");
-        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            fake.token_requests
+                .load(std::sync::atomic::Ordering::SeqCst),
+            1
+        );
     }
 
     #[test]
@@ -2051,9 +1915,19 @@ mod tests {
         let c = Credentials {
             access_token: Some("at-secret".into()),
             refresh_token: Some("rt-secret".into()),
+            client_secret: Some("cs-secret".into()),
+            dpop_key: Some("key-secret".into()),
             ..Default::default()
         };
         let d = format!("{c:?}");
-        assert!(!d.contains("at-secret") && !d.contains("rt-secret"));
+        for s in ["at-secret", "rt-secret", "cs-secret", "key-secret"] {
+            assert!(!d.contains(s), "{d}");
+        }
+        let idp = IdentityProvider::new("https://idp", "id", "idp-secret", || async {
+            Ok(Secret::new("id-token-secret"))
+        });
+        assert!(!format!("{idp:?}").contains("idp-secret"));
+        let cb = Callback::from_url("/callback?code=code-secret&state=s");
+        assert!(!format!("{cb:?}").contains("code-secret"));
     }
 }

@@ -1,0 +1,117 @@
+//! JOSE: JWS signing (ES256, RS256, PS256), DPoP proofs (RFC 9449) and client
+//! assertions (RFC 7523).
+
+use serde_json::{json, Value};
+
+use super::{b64url, now, random, sha256};
+use crate::error::{Error, Result};
+
+/// A DPoP key kept with credentials (PKCS#8 PEM).
+pub(super) fn parse_dpop_key(pem: &str) -> Option<p256::ecdsa::SigningKey> {
+    use p256::pkcs8::DecodePrivateKey as _;
+    p256::ecdsa::SigningKey::from_pkcs8_pem(pem).ok()
+}
+
+pub(super) fn new_key() -> p256::ecdsa::SigningKey {
+    loop {
+        let mut bytes = [0u8; 32];
+        let _ = getrandom::getrandom(&mut bytes);
+        if let Ok(k) = p256::ecdsa::SigningKey::from_slice(&bytes) {
+            return k;
+        }
+    }
+}
+
+fn jws(key: &p256::ecdsa::SigningKey, header: Value, payload: Value) -> String {
+    use p256::ecdsa::signature::Signer as _;
+    let input = format!(
+        "{}.{}",
+        b64url(header.to_string().as_bytes()),
+        b64url(payload.to_string().as_bytes())
+    );
+    let sig: p256::ecdsa::Signature = key.sign(input.as_bytes());
+    format!("{input}.{}", b64url(&sig.to_bytes()))
+}
+
+fn public_jwk(key: &p256::ecdsa::SigningKey) -> Value {
+    let point = key.verifying_key().to_encoded_point(false);
+    json!({
+        "kty": "EC",
+        "crv": "P-256",
+        "x": point.x().map(|x| b64url(x)).unwrap_or_default(),
+        "y": point.y().map(|y| b64url(y)).unwrap_or_default(),
+    })
+}
+
+/// A DPoP proof (RFC 9449) for one request.
+pub(super) fn dpop_proof(
+    key: &p256::ecdsa::SigningKey,
+    method: &str,
+    url: &str,
+    token: Option<&str>,
+    nonce: Option<&str>,
+) -> String {
+    let htu = url.split(['?', '#']).next().unwrap_or(url);
+    let mut payload = json!({"jti": random(16), "htm": method, "htu": htu, "iat": now()});
+    if let Some(t) = token {
+        payload["ath"] = Value::String(b64url(&sha256(t.as_bytes())));
+    }
+    if let Some(n) = nonce {
+        payload["nonce"] = Value::String(n.to_owned());
+    }
+    jws(
+        key,
+        json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": public_jwk(key)}),
+        payload,
+    )
+}
+
+/// A `private_key_jwt` client assertion (RFC 7523), ES256.
+pub(super) fn client_assertion(
+    pem: &str,
+    client_id: &str,
+    audience: &str,
+    rsa_alg: &str,
+) -> Result<String> {
+    use p256::pkcs8::DecodePrivateKey as _;
+    let iat = now();
+    let claims = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)});
+    if let Ok(key) = p256::ecdsa::SigningKey::from_pkcs8_pem(pem) {
+        return Ok(jws(&key, json!({"alg": "ES256", "typ": "JWT"}), claims));
+    }
+    let key = rsa::RsaPrivateKey::from_pkcs8_pem(pem)
+        .or_else(|_| {
+            use rsa::pkcs1::DecodeRsaPrivateKey as _;
+            rsa::RsaPrivateKey::from_pkcs1_pem(pem)
+        })
+        .map_err(|_| {
+            Error::config(
+                "the private key is neither a P-256 (ES256) nor an RSA (RS256/PS256) key in PEM",
+            )
+        })?;
+    rsa_jws(key, rsa_alg, json!({"alg": rsa_alg, "typ": "JWT"}), claims)
+}
+
+/// Signs a JWS with an RSA key: RS256 (PKCS#1 v1.5) or PS256 (PSS), SHA-256.
+fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) -> Result<String> {
+    use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _, Signer as _};
+    let input = format!(
+        "{}.{}",
+        b64url(header.to_string().as_bytes()),
+        b64url(payload.to_string().as_bytes())
+    );
+    let sig = match alg {
+        "RS256" => rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new(key)
+            .sign(input.as_bytes())
+            .to_vec(),
+        "PS256" => rsa::pss::BlindedSigningKey::<sha2::Sha256>::new(key)
+            .sign_with_rng(&mut rand_core::OsRng, input.as_bytes())
+            .to_vec(),
+        other => {
+            return Err(Error::config(format!(
+                "unsupported signing algorithm `{other}`; use RS256 or PS256 with an RSA key"
+            )))
+        }
+    };
+    Ok(format!("{input}.{}", b64url(&sig)))
+}
