@@ -10,7 +10,7 @@
 //! cargo run -p examples --example oauth -- jwt-bearer https://mcp.example.com/mcp ci /var/run/secrets/tokens/mcp-token
 //! # Enterprise (ID-JAG): the user's ID token from your IdP, exchanged for a grant
 //! cargo run -p examples --example oauth -- id-jag https://mcp.example.com/mcp wiki-app wiki-secret \
-//!     https://acme.okta.com/oauth2/v1/token okta-app okta-secret id-token.jwt
+//!     https://acme.okta.com okta-app okta-secret id-token.jwt   # the IdP by its issuer
 //! ```
 //!
 //! Credentials are kept in `./mcp-credentials.json` (mode 0600) and reused next time.

