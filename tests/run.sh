@@ -39,5 +39,7 @@ cargo run -q --locked -p examples --example custom_transport
 cargo run -q --locked -p examples --example inline
 cargo run -q --locked -p examples --example files
 cargo run -q --locked -p examples --example everything_http
+cargo run -q --locked -p examples --example tasks
+cargo run -q --locked -p examples --example apps -- .peers/venv/bin/python tests/peers/pyserver.py stdio show_chart '{"title":"Tides"}'
 
 step "all checks passed"

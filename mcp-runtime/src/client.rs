@@ -25,6 +25,13 @@ use crate::negotiate::{self, Handshake, Probe};
 use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
 
+mod tasks;
+use tasks::TASKS_EXTENSION;
+
+/// The MCP Apps extension.
+const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
+pub use tasks::{Started, Task, TaskState, TaskStatus};
+
 /// The newest protocol version, the stateless 2026-07-28 revision.
 pub const LATEST_PROTOCOL_VERSION: &str = "2026-07-28";
 /// Modern (stateless, per-request `_meta`) versions this client speaks, newest first.
@@ -73,6 +80,8 @@ pub enum Change {
     Resources,
     /// The contents of this resource changed.
     Resource(String),
+    /// A task's status changed (pushed by the server, or seen after a reconnect).
+    Task(TaskStatus),
 }
 
 /// What the client learned about the server when the session started.
@@ -105,6 +114,8 @@ pub struct RequestOptions {
     log_level: Option<LogLevel>,
     /// `Mcp-Param-*` headers, computed by the session for `tools/call`.
     headers: Vec<(String, String)>,
+    /// A `tools/call` answered with a task returns the task instead of waiting for it.
+    keep_task: bool,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -396,6 +407,9 @@ impl ClientBuilder {
             listens: Mutex::new(HashMap::new()),
             session_reset: Notify::new(),
             tool_headers: Mutex::new(None),
+            task_waiters: Mutex::new(HashMap::new()),
+            tool_info: Mutex::new(HashMap::new()),
+            task_reported: Mutex::new(HashMap::new()),
         });
         Ok(Client {
             inner,
@@ -470,6 +484,22 @@ struct Inner {
     /// For transports that mirror arguments into headers: each listed tool's
     /// `x-mcp-header` annotations. `None` until the tools are listed.
     tool_headers: Mutex<Option<HashMap<String, Vec<ParamHeader>>>>,
+    /// Woken when a task's status arrives, for those waiting on it.
+    task_waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    /// What the last tool list said of each tool beyond its definition.
+    tool_info: Mutex<HashMap<String, ToolInfo>>,
+    /// The last task status reported to `on_change`, per task (state and message), so
+    /// a status pushed and also polled is reported once.
+    task_reported: Mutex<HashMap<String, (TaskState, Option<String>)>>,
+}
+
+/// What the session keeps of a listed tool.
+#[derive(Clone, Default)]
+struct ToolInfo {
+    /// Its MCP Apps UI resource.
+    ui_resource: Option<String>,
+    /// Its `execution.taskSupport` (2025-11-25).
+    task_support: Option<String>,
 }
 
 /// An open `subscriptions/listen` request: told when the server acknowledges it, and
@@ -596,6 +626,27 @@ impl<'a> IntoFuture for CallTool<'a> {
             if let Value::Object(_) = self.arguments {
                 params.insert("arguments".into(), self.arguments.clone());
             }
+            // 2025-11-25: a tool the server runs only as a task is started as one and
+            // waited for.
+            let details = inner.ensure().await?;
+            let runs_tasks = details
+                .capabilities
+                .0
+                .pointer("/tasks/requests/tools/call")
+                .is_some();
+            if details.era == Era::Legacy
+                && runs_tasks
+                && inner.task_support(&self.name).await?.as_deref() == Some("required")
+            {
+                return match self
+                    .client
+                    .start_tool(&self.name, self.arguments.clone())
+                    .await?
+                {
+                    Started::Task(task) => task.wait_with(&options).await,
+                    Started::Done(result) => Ok(*result),
+                };
+            }
             let v = match inner
                 .call("tools/call", params.clone(), &options, true, true)
                 .await
@@ -615,7 +666,9 @@ impl<'a> IntoFuture for CallTool<'a> {
                 }
                 other => other?,
             };
-            CallToolResult::from_value(v)
+            let mut r = CallToolResult::from_value(v)?;
+            r.ui_resource = inner.ui_resource_for(&self.name).await;
+            Ok(r)
         })
     }
 }
@@ -753,6 +806,19 @@ impl Client {
         model::from_value("resources/read", v)
     }
 
+    /// Reads an MCP App (the UI resource a tool's results are shown with, see
+    /// [`CallToolResult::ui_resource`]) in one call: its HTML and how to frame it.
+    /// Fails when the resource holds no HTML.
+    pub async fn read_ui(&self, uri: &str) -> Result<crate::model::UiResource> {
+        let read = self.read_resource(uri).await?;
+        crate::model::UiResource::from_read(uri, &read).ok_or_else(|| {
+            Error::invalid_response(format!(
+                "{uri} holds no HTML ({} expected)",
+                crate::model::MCP_APP_MIME_TYPE
+            ))
+        })
+    }
+
     /// Suggests values for an argument of a prompt or resource template.
     /// `context` holds the values of arguments already chosen.
     pub async fn complete(
@@ -832,20 +898,53 @@ impl Client {
     /// standalone event stream): an error for which `is_unsupported()` is true, never
     /// a silent success.
     pub async fn listen(&self, resources: &[&str]) -> Result<()> {
+        self.listen_for(resources, &[]).await
+    }
+
+    /// [`listen`](Self::listen) to resources and to tasks (by id, see [`Task::id`]):
+    /// each status change of a task reaches `on_change` as [`Change::Task`], and wakes
+    /// whoever [`wait`](Task::wait)s for it. After a reconnect, every listened task is
+    /// reported with its current status. 2026-07-28 servers push task statuses on the
+    /// listen stream (with the tasks extension declared); for older servers the
+    /// listener asks at each task's poll interval (and takes the statuses they push).
+    pub async fn listen_for(&self, resources: &[&str], tasks: &[&str]) -> Result<()> {
         self.life.stop_listener();
         let details = self.inner.ensure().await?;
         let uris: Vec<String> = resources.iter().map(|s| (*s).to_owned()).collect();
+        let task_ids: Vec<String> = tasks.iter().map(|s| (*s).to_owned()).collect();
         let caps = &details.capabilities;
         let announces = caps.tools_list_changed()
             || caps.prompts_list_changed()
             || caps.resources_list_changed();
-        if uris.is_empty() && !announces {
+        if uris.is_empty() && task_ids.is_empty() && !announces {
             return Ok(());
+        }
+        if !task_ids.is_empty() {
+            let speaks_tasks = match details.era {
+                Era::Modern => self.inner.declares(TASKS_EXTENSION),
+                Era::Legacy => caps.0.get("tasks").is_some_and(Value::is_object),
+            };
+            if !speaks_tasks {
+                return Err(Error::unsupported(format!(
+                    "{} sends no task updates{}",
+                    self.inner.name,
+                    if details.era == Era::Modern {
+                        " (declare the tasks extension, io.modelcontextprotocol/tasks)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
         }
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let inner = self.inner.clone();
         let task = match details.era {
-            Era::Modern => tokio::spawn(listen_modern(inner, uris.clone(), ready_tx)),
+            Era::Modern => tokio::spawn(listen_modern(
+                inner,
+                uris.clone(),
+                task_ids.clone(),
+                ready_tx,
+            )),
             Era::Legacy => {
                 if !uris.is_empty() && !caps.resources_subscribe() {
                     return Err(Error::unsupported(format!(
@@ -856,8 +955,15 @@ impl Client {
                 }
                 // Changes reach older servers' clients only on a channel open between
                 // requests (an HTTP server's standalone event stream): make sure there is one.
-                self.inner.transport.listen_ready().await?;
-                tokio::spawn(listen_legacy(inner, uris.clone(), ready_tx))
+                if !uris.is_empty() || announces {
+                    self.inner.transport.listen_ready().await?;
+                }
+                tokio::spawn(listen_legacy(
+                    inner,
+                    uris.clone(),
+                    task_ids.clone(),
+                    ready_tx,
+                ))
             }
         };
         *lock(&self.life.listener) = Some(task.abort_handle());
@@ -879,10 +985,21 @@ impl Client {
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        let confirmed_tasks: Vec<&str> = agreed
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let missing: Vec<&str> = uris
             .iter()
             .map(String::as_str)
             .filter(|u| !confirmed.contains(u))
+            .chain(
+                task_ids
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|t| !confirmed_tasks.contains(t)),
+            )
             .collect();
         if !missing.is_empty() {
             self.life.stop_listener();
@@ -973,9 +1090,6 @@ impl Drop for CancelGuard {
     }
 }
 
-/// The tasks extension.
-const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
 /// Cancels a task whose caller stopped waiting for it.
 struct TaskGuard {
     inner: Weak<Inner>,
@@ -1030,6 +1144,21 @@ impl Inner {
     async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
         let items = self.list("tools/list", "tools").await?;
         let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
+        *lock(&self.tool_info) = tools
+            .iter()
+            .map(|t| {
+                let info = ToolInfo {
+                    ui_resource: t.ui_resource_uri(),
+                    task_support: t
+                        .extra
+                        .get("execution")
+                        .and_then(|e| e.get("taskSupport"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
+                (t.name.clone(), info)
+            })
+            .collect();
         if !self.transport.mirrors_param_headers() {
             return Ok(tools);
         }
@@ -1597,6 +1726,9 @@ impl Inner {
                 // Some servers mark `tasks/*` answers with it; they are complete.
                 Some("task") if method.starts_with("tasks/") => return Ok(v),
                 Some("task") if method == "tools/call" && self.declares(TASKS_EXTENSION) => {
+                    if opts.keep_task {
+                        return Ok(v);
+                    }
                     return Box::pin(self.await_task(v, opts)).await;
                 }
                 Some(other) => {
@@ -1642,96 +1774,40 @@ impl Inner {
             .is_some()
     }
 
-    /// A `tools/call` the server runs as a task (tasks extension): poll `tasks/get`
-    /// at the server's interval, answer its input requests with `tasks/update`, and
-    /// return the tool's result once the task completes. Cancelling the call (token,
-    /// timeout, drop) sends `tasks/cancel`.
+    /// A `tools/call` the server answered with a task (tasks extension), waited for
+    /// as if the call had answered: see [`Task::wait`]. Cancelling the call (token,
+    /// timeout, drop) cancels the task.
     async fn await_task(self: &Arc<Self>, created: Value, opts: &RequestOptions) -> Result<Value> {
-        let task_id = created
-            .get("taskId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Error::invalid_response("a task result without `taskId`"))?
-            .to_owned();
-        let interval = |v: &Value, default: Duration| {
-            v.get("pollIntervalMs")
-                .and_then(Value::as_u64)
-                .map(Duration::from_millis)
-                .unwrap_or(default)
-        };
-        let mut wait = interval(&created, Duration::from_secs(1));
+        let status = TaskStatus::from_value(&created)
+            .ok_or_else(|| Error::invalid_response("a task result without `taskId`"))?;
         let mut guard = TaskGuard {
             inner: Arc::downgrade(self),
-            task_id: task_id.clone(),
+            task_id: status.id.clone(),
             armed: true,
         };
-        let mut answered: Vec<String> = Vec::new();
-        let deadline = Instant::now() + opts.max_timeout.unwrap_or(self.max_timeout);
-        let never = CancellationToken::new();
-        let cancel = opts.cancel.as_ref().unwrap_or(&never);
-        let plain = RequestOptions {
-            timeout: opts.timeout,
-            ..Default::default()
-        };
-        loop {
-            if Instant::now() + wait > deadline {
-                return Err(Error::timeout_of(
-                    "tools/call",
-                    deadline.saturating_duration_since(Instant::now()) + wait,
-                    "max_timeout (ClientBuilder::max_timeout, or the call's)",
-                ));
-            }
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(Error::cancelled("tools/call")),
-            }
-            let mut params = Map::new();
-            params.insert("taskId".into(), Value::String(task_id.clone()));
-            let mut task = self.call("tasks/get", params, &plain, false, false).await?;
-            wait = interval(&task, wait);
-            match task
-                .get("status")
-                .and_then(Value::as_str)
-                .unwrap_or("working")
-            {
-                "completed" => {
-                    guard.armed = false;
-                    return task.get_mut("result").map(Value::take).ok_or_else(|| {
-                        Error::invalid_response("a completed task without `result`")
-                    });
-                }
-                "failed" => {
-                    guard.armed = false;
-                    let e = task.get("error").cloned().unwrap_or(Value::Null);
-                    return Err(Error::protocol(
-                        e.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                        e.get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("the task failed"),
-                        e.get("data").cloned(),
-                    ));
-                }
-                "cancelled" => {
-                    guard.armed = false;
-                    return Err(Error::cancelled("tools/call"));
-                }
-                "input_required" => {
-                    let requests = task
-                        .get_mut("inputRequests")
-                        .map(Value::take)
-                        .unwrap_or(Value::Null);
-                    let responses = self.answer_all(requests, &answered).await?;
-                    if !responses.is_empty() {
-                        answered.extend(responses.keys().cloned());
-                        let mut params = Map::new();
-                        params.insert("taskId".into(), Value::String(task_id.clone()));
-                        params.insert("inputResponses".into(), Value::Object(responses));
-                        self.call("tasks/update", params, &plain, false, false)
-                            .await?;
-                    }
-                }
-                _ => {}
+        let last = Mutex::new(Some(status.clone()));
+        let out = self.wait_task(&status.id, opts, &last).await;
+        // Ended on its own: nothing to cancel.
+        if lock(&last).as_ref().is_some_and(|s| s.state.is_terminal()) {
+            guard.armed = false;
+        }
+        out
+    }
+
+    /// The UI resource (MCP Apps) of a tool, from the last tool list.
+    fn ui_resource_of(&self, tool: &str) -> Option<String> {
+        lock(&self.tool_info).get(tool)?.ui_resource.clone()
+    }
+
+    /// The UI resource of a tool for its result: with the MCP Apps extension declared,
+    /// the tools are listed first when they were not yet.
+    async fn ui_resource_for(self: &Arc<Self>, tool: &str) -> Option<String> {
+        if self.declares(APPS_EXTENSION) && lock(&self.tool_info).is_empty() {
+            if let Err(e) = self.list_tools().await {
+                tracing::debug!(server = %self.name, error = %e, "could not list tools for their UI resources");
             }
         }
+        self.ui_resource_of(tool)
     }
 
     async fn list(self: &Arc<Self>, method: &str, key: &str) -> Result<Arc<Vec<Value>>> {
@@ -1869,10 +1945,10 @@ impl Drop for ListenGuard<'_> {
     }
 }
 
-async fn listen_modern(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
+async fn listen_modern(inner: Arc<Inner>, uris: Vec<String>, tasks: Vec<String>, ready: Ready) {
     let mut ready = Some(ready);
     loop {
-        let outcome = listen_once(&inner, &uris, &mut ready).await;
+        let outcome = listen_once(&inner, &uris, &tasks, &mut ready).await;
         if let Err(e) = outcome {
             match ready.take() {
                 Some(r) => {
@@ -1889,7 +1965,12 @@ async fn listen_modern(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
 }
 
 /// One `subscriptions/listen` request, from acknowledgement to its end.
-async fn listen_once(inner: &Arc<Inner>, uris: &[String], ready: &mut Option<Ready>) -> Result<()> {
+async fn listen_once(
+    inner: &Arc<Inner>,
+    uris: &[String],
+    tasks: &[String],
+    ready: &mut Option<Ready>,
+) -> Result<()> {
     let details = inner.ensure().await?;
     if details.era != Era::Modern {
         return Err(Error::unsupported(
@@ -1920,6 +2001,9 @@ async fn listen_once(inner: &Arc<Inner>, uris: &[String], ready: &mut Option<Rea
     }
     if !uris.is_empty() {
         filter.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    if !tasks.is_empty() {
+        filter.insert("taskIds".into(), json!(tasks));
     }
     let mut params = Map::new();
     params.insert(
@@ -1955,6 +2039,7 @@ async fn listen_once(inner: &Arc<Inner>, uris: &[String], ready: &mut Option<Rea
                     for uri in uris {
                         inner.changed(Change::Resource(uri.clone()));
                     }
+                    report_tasks(inner, tasks);
                 }
             }
         }
@@ -1969,7 +2054,60 @@ async fn listen_once(inner: &Arc<Inner>, uris: &[String], ready: &mut Option<Rea
     }
 }
 
-async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
+/// Reports the current status of each task (after a reconnect: changes made while
+/// disconnected were not heard).
+fn report_tasks(inner: &Arc<Inner>, tasks: &[String]) {
+    if tasks.is_empty() {
+        return;
+    }
+    let (inner, tasks) = (inner.clone(), tasks.to_vec());
+    tokio::spawn(async move {
+        for id in tasks {
+            match inner.get_task(&id).await {
+                Ok((status, _)) => inner.report_task(status, true),
+                Err(e) => {
+                    tracing::debug!(server = %inner.name, task = %id, error = %e, "could not read a listened task")
+                }
+            }
+        }
+    });
+}
+
+/// For servers that push no task statuses: asks at each task's poll interval, and
+/// reports each change (of state or message) until the task ends.
+async fn poll_tasks(inner: &Arc<Inner>, tasks: &[String]) {
+    let mut ended: Vec<&String> = Vec::new();
+    let mut wait = Duration::from_secs(1);
+    loop {
+        let mut open = false;
+        for id in tasks {
+            if ended.contains(&id) {
+                continue;
+            }
+            open = true;
+            match inner.get_task(id).await {
+                Ok((status, _)) => {
+                    if let Some(p) = status.poll_interval {
+                        wait = p.max(Duration::from_millis(100));
+                    }
+                    if status.state.is_terminal() {
+                        ended.push(id);
+                    }
+                    inner.report_task(status, false);
+                }
+                Err(e) => {
+                    tracing::debug!(server = %inner.name, task = %id, error = %e, "could not read a listened task")
+                }
+            }
+        }
+        if !open {
+            return std::future::pending().await;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
+async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, tasks: Vec<String>, ready: Ready) {
     let mut ready = Some(ready);
     loop {
         // Register for the next reset before subscribing, so none is missed.
@@ -1996,7 +2134,9 @@ async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
         }
         match (outcome, ready.take()) {
             (Ok(()), Some(r)) => {
-                let _ = r.send(Ok(json!({ "resourceSubscriptions": uris })));
+                let _ = r.send(Ok(
+                    json!({ "resourceSubscriptions": uris, "taskIds": tasks }),
+                ));
             }
             (Err(e), Some(r)) => {
                 let _ = r.send(Err(e));
@@ -2006,6 +2146,7 @@ async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
                 for uri in &uris {
                     inner.changed(Change::Resource(uri.clone()));
                 }
+                report_tasks(&inner, &tasks);
             }
             (Err(e), None) => {
                 tracing::debug!(server = %inner.name, error = %e, "resubscribing failed; retrying");
@@ -2014,8 +2155,11 @@ async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, ready: Ready) {
             }
         }
         // Wait for the session to break (a restart), then subscribe again once the
-        // next session is up.
-        reset.await;
+        // next session is up. Meanwhile, ask about the tasks.
+        tokio::select! {
+            () = reset => {}
+            () = poll_tasks(&inner, &tasks) => {}
+        }
         loop {
             tokio::time::sleep(LISTEN_BACKOFF).await;
             if inner.ensure().await.is_ok() {
@@ -2127,6 +2271,9 @@ impl IncomingHandler for Inbox {
                         tracing::debug!(server = %inner.name, "acknowledgement for no listen request ignored")
                     }
                 }
+            }
+            "notifications/tasks" | "notifications/tasks/status" => {
+                inner.task_notified(&params);
             }
             "notifications/cancelled" => {
                 // A server ends a listen stream on stdio this way.

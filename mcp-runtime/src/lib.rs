@@ -49,7 +49,8 @@ pub(crate) mod url_rule;
 
 pub use client::{
     CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,
-    LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS,
+    Started, Task, TaskState, TaskStatus, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS,
+    MODERN_VERSIONS,
 };
 pub use error::{Error, Result};
 pub use input::{InputHandler, InputKind, InputKinds, InputRequest, InputResponse, Root};

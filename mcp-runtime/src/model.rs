@@ -149,6 +149,83 @@ impl Tool {
     pub fn is_app_only(&self) -> bool {
         !self.visibility().iter().any(|v| v == "model")
     }
+
+    /// The UI resource an MCP App renders for this tool's results
+    /// (`_meta.ui.resourceUri`, or the draft's `_meta["ui/resourceUri"]`).
+    pub fn ui_resource_uri(&self) -> Option<String> {
+        ui_resource_uri(self.meta.as_ref()?)
+    }
+}
+
+/// `_meta.ui.resourceUri` (or the draft's flat `ui/resourceUri` key) of a tool.
+pub(crate) fn ui_resource_uri(meta: &Value) -> Option<String> {
+    meta.pointer("/ui/resourceUri")
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// The MIME type of an MCP App's UI resource.
+pub const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// An MCP App: the HTML a tool's results are shown with, and how the host must frame it
+/// (`_meta.ui`: content security policy, permissions, border), read with
+/// [`Client::read_ui`](crate::Client::read_ui).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct UiResource {
+    /// The resource's URI (`ui://…`).
+    pub uri: String,
+    /// The HTML document.
+    pub html: String,
+    /// Its MIME type (`text/html;profile=mcp-app`).
+    pub mime_type: String,
+    /// `_meta.ui.csp`: the domains the app may connect to and load from. Render the
+    /// app in a sandboxed frame with exactly this policy.
+    pub csp: Option<Value>,
+    /// `_meta.ui.permissions`: what the app asks the host for (camera, clipboard, …).
+    pub permissions: Option<Value>,
+    /// `_meta.ui.prefersBorder`: whether the host should draw a border around it.
+    pub prefers_border: Option<bool>,
+    /// `_meta.ui.domain`: the origin the host should serve it from, if it asks one.
+    pub domain: Option<String>,
+    /// The whole `_meta` of the contents, as sent.
+    pub meta: Option<Value>,
+}
+
+impl UiResource {
+    /// Reads the app out of a `resources/read` result: the first `text/html` contents
+    /// (the MCP Apps profile preferred); `_meta.ui` of the contents, else of the result.
+    pub(crate) fn from_read(uri: &str, result: &ReadResourceResult) -> Option<UiResource> {
+        let html = |c: &&ResourceContents| {
+            c.mime_type
+                .as_deref()
+                .is_some_and(|m| m.trim().to_ascii_lowercase().starts_with("text/html"))
+                && c.text.is_some()
+        };
+        let c = result
+            .contents
+            .iter()
+            .find(|c| c.mime_type.as_deref() == Some(MCP_APP_MIME_TYPE) && c.text.is_some())
+            .or_else(|| result.contents.iter().find(html))?;
+        let meta = c.meta.clone().or_else(|| result.meta.clone());
+        let ui = meta.as_ref().and_then(|m| m.get("ui"));
+        let field = |k: &str| ui.and_then(|u| u.get(k)).cloned();
+        Some(UiResource {
+            uri: if c.uri.is_empty() {
+                uri.to_owned()
+            } else {
+                c.uri.clone()
+            },
+            html: c.text.clone().unwrap_or_default(),
+            mime_type: c.mime_type.clone().unwrap_or_default(),
+            csp: field("csp"),
+            permissions: field("permissions"),
+            prefers_border: field("prefersBorder").and_then(|v| v.as_bool()),
+            domain: field("domain").and_then(|v| v.as_str().map(str::to_owned)),
+            meta,
+        })
+    }
 }
 
 /// The result of `tools/call`.
@@ -172,6 +249,11 @@ pub struct CallToolResult {
     /// Fields this crate does not model.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// The MCP Apps UI resource of the tool that produced it (`ui://…`), when the
+    /// tool has one: read it with [`Client::read_ui`](crate::Client::read_ui) and
+    /// render it with this result. Not part of the wire result.
+    #[serde(skip)]
+    pub ui_resource: Option<String>,
 }
 
 impl CallToolResult {
@@ -220,6 +302,7 @@ impl CallToolResult {
             is_error,
             meta,
             extra: map,
+            ui_resource: None,
         })
     }
 }

@@ -1222,6 +1222,65 @@ impl Mcp {
         self.client()?.listen(resources).await
     }
 
+    /// Listens for changes of resources and of tasks' statuses (see
+    /// [`Client::listen_for`]); task changes reach `after_change` as
+    /// [`Change::Task`](crate::Change::Task).
+    pub async fn listen_for(&self, resources: &[&str], tasks: &[&str]) -> Result<()> {
+        self.client()?.listen_for(resources, tasks).await
+    }
+
+    /// Starts a server tool in the background (see [`Client::start_tool`]), with the
+    /// declaration's fixed arguments; `name` is the model-facing name or the server's.
+    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
+        let tools = self.tools().await?;
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .or_else(|| {
+                tools
+                    .iter()
+                    .find(|t| t.server_name.as_deref() == Some(name))
+            })
+            .ok_or_else(|| Error::config(format!("{} has no tool `{name}`", self.spec.name)))?;
+        let server_name = tool.server_name.clone().ok_or_else(|| {
+            Error::config(format!("`{name}` is a local tool: it runs in this process"))
+        })?;
+        let mut args = match arguments {
+            Value::Null => Map::new(),
+            Value::Object(m) => m,
+            _ => return Err(Error::config("tool arguments must be a JSON object")),
+        };
+        if let Some(shape) = self.spec.shapes.iter().find(|s| s.name == server_name) {
+            for (k, v) in &shape.fixed {
+                args.insert(k.clone(), v.get());
+            }
+        }
+        self.client()?
+            .start_tool(&server_name, Value::Object(args))
+            .await
+    }
+
+    /// The task with this id (see [`Client::task`]).
+    pub fn task(&self, id: impl Into<String>) -> Result<crate::Task> {
+        Ok(self.client()?.task(id))
+    }
+
+    /// The tools a model may be offered: [`tools`](Self::tools) without those only an
+    /// MCP App's UI may call.
+    pub async fn model_tools(&self) -> Result<Vec<McpTool>> {
+        Ok(self
+            .tools()
+            .await?
+            .into_iter()
+            .filter(|t| !t.app_only)
+            .collect())
+    }
+
+    /// Reads an MCP App's UI resource (see [`Client::read_ui`]).
+    pub async fn read_ui(&self, uri: &str) -> Result<crate::UiResource> {
+        self.client()?.read_ui(uri).await
+    }
+
     /// The URL to send the user to so they can authorize this server (OAuth servers).
     /// The authorization server redirects back to `redirect_uri`; pass the callback's
     /// parameters to [`authorize`](Self::authorize).

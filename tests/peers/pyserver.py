@@ -17,55 +17,704 @@ Environment:
                           envelope get -32601 Method not found, like older SDKs.
     unset (or empty)      both eras (the default).
 
+Tasks and MCP Apps: `long_task` runs as a task in both eras (the 2026-07-28
+`io.modelcontextprotocol/tasks` extension, and the 2025-11-25 experimental
+core tasks); `show_chart` / `chart_data` and `ui://charts/view.html` are an
+MCP Apps (`io.modelcontextprotocol/ui`) tool pair and view.
+
 See tests/peers/README.md for the observed wire shapes of every tool.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
+import uuid
 import warnings
-from typing import Annotated
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+from typing import Annotated, Any
 
 import anyio
+import anyio.abc
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
     PROTOCOL_VERSION_META_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
+    CallToolRequestParams,
+    ClientCapabilities,
     Completion,
     CompletionArgument,
     CompletionContext,
+    ElicitationCapability,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmptyResult,
+    FormElicitationCapability,
     ListResourcesResult,
+    MissingRequiredClientCapabilityErrorData,
     PaginatedRequestParams,
     PromptReference,
+    RequestParams,
     ResourceTemplateReference,
+    ServerTasksCapability,
+    ServerTasksRequestsCapability,
     SetLevelRequestParams,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+    TasksCallCapability,
+    TasksCancelCapability,
+    TasksListCapability,
+    TasksToolsCapability,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import TypedDict
 
 from mcp.server import CacheHint, MCPServer, NotificationOptions, ServerRequestContext
+from mcp.server.apps import Apps, ResourceCsp, ResourcePermissions
+from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import (
     AcceptedElicitation,
     Context,
     Elicit,
     ElicitationResult,
+    Extension,
+    MethodBinding,
     Resolve,
+    require_client_extension,
 )
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.resources import BinaryResource, TextResource
 from mcp.server.runner import _serve_modern_stream, serve_loop
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import InboundLadderRejection, classify_inbound_request
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, event_matches, event_to_notification
 
 # ctx.log()/ctx.warning() are marked deprecated as of 2026-07-28 (SEP-2577); we
 # still want to exercise notifications/message, so silence the warning.
 warnings.filterwarnings("ignore", message=".*logging capability is deprecated.*")
+
+# ------------------------------------------------------------------ tasks (both eras)
+# `long_task` can run as a task in both protocol eras. mcp 2.3.0 ships the task
+# *types* (mcp_types: Task, CreateTaskResult, ToolExecution, the 2025-11-25
+# `tasks` capability, ...) and the extension framework (SEP-2133: `Extension`,
+# `MethodBinding`, `intercept_tool_call`), but no task runtime, so this is one:
+#
+# * 2026-07-28, the `io.modelcontextprotocol/tasks` extension (SEP-2663): a
+#   `tools/call` whose envelope declares the extension gets a flat
+#   `CreateTaskResult` (`resultType: "task"`); `tasks/get` returns a
+#   DetailedTask (`result` / `error` / `inputRequests` inline); input arrives
+#   with `tasks/update`; `tasks/cancel` acks; `subscriptions/listen` with
+#   `notifications.taskIds` streams `notifications/tasks`.
+# * 2025-11-25, the experimental core tasks: `tools/call` with `params.task`
+#   gets `{task: Task}`; `tasks/get`, `tasks/list`, `tasks/cancel` return Task
+#   shapes; `tasks/result` blocks until the task ends and returns the tool
+#   result (or its JSON-RPC error), sending the task's `elicitation/create`
+#   (with `_meta["io.modelcontextprotocol/related-task"]`) on its own stream
+#   meanwhile; `notifications/tasks/status` goes to the creating connection.
+#
+# Tasks live in a module-level store, so any later connection (a new HTTP
+# session, or a stateless POST) can poll a task another one created; each task
+# is visible only to the era that created it. Their work runs in a task group
+# owned by the server lifespan, which is entered once per process (stdio, and
+# the streamable-HTTP session manager), not per connection or request.
+
+TASKS_EXTENSION_ID = "io.modelcontextprotocol/tasks"
+RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task"
+LEGACY_TASKS_VERSION = "2025-11-25"  # the only handshake version with tasks
+TASK_TTL_MS = 10 * 60 * 1000  # the longest a task is kept; also the default
+TASK_POLL_INTERVAL_MS = 250
+TASK_STEP_SECONDS = 0.1  # long_task sleeps in steps this long, so cancellation is prompt
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_NAME_QUESTION = "What is your name?"
+_NAME_INPUT_KEY = "name"  # the inputRequests key; a task asks once, so it is unique over the task's life
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _TaskFailed(Exception):
+    """Ends a task `failed` with this JSON-RPC error (not an isError result)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.error = {"code": code, "message": message}
+
+
+class _InputRequest:
+    """One outstanding server-to-client request of a task (here: the name elicitation)."""
+
+    def __init__(self, key: str, message: str) -> None:
+        self.key = key
+        self.message = message
+        self.schema = render_elicitation_schema(NameForm)
+        self.answer: ElicitResult | None = None
+        self.answered = anyio.Event()
+        self.in_flight = False  # 2025-11-25: a tasks/result is sending it right now
+
+    def wire(self) -> dict[str, Any]:
+        """The 2026-07-28 `inputRequests` entry: `{method, params}` (same rendering as MRTR)."""
+        schema = {k: v for k, v in self.schema.items() if k != "title"}  # as the SDK's MRTR inputRequests
+        request = ElicitRequest(params=ElicitRequestFormParams(message=self.message, requested_schema=schema))
+        return request.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+    def give(self, answer: ElicitResult) -> None:
+        if not self.answered.is_set():
+            self.answer = answer
+            self.answered.set()
+
+
+class _Task:
+    def __init__(self, era: str, ttl_ms: int, origin: ServerSession | None) -> None:
+        self.id = str(uuid.uuid4())  # unguessable: there is no auth context to bind tasks to
+        self.era = era  # "modern" (2026-07-28 extension) or "legacy" (2025-11-25)
+        self.status = "working"
+        self.status_message = "started"
+        self.created_at = self.last_updated_at = _now_iso()
+        self.expires = time.monotonic() + ttl_ms / 1000
+        self.ttl_ms = ttl_ms
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.pending: _InputRequest | None = None
+        self.scope: anyio.CancelScope | None = None
+        self._changed = anyio.Event()
+        self.listeners: set[Callable[[dict[str, Any]], None]] = set()  # 2026 listen streams
+        # 2025-11-25: notifications/tasks/status go to the creating connection,
+        # in order, through this queue (drained by a sender in the lifespan group).
+        self._origin = origin
+        self._status_send: anyio.abc.ObjectSendStream[dict[str, Any]] | None = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in _TERMINAL
+
+    def changed(self) -> anyio.Event:
+        """An event set at the next change; take it before awaiting (no await in between)."""
+        return self._changed
+
+    def update(self, status: str | None = None, message: str | None = None) -> None:
+        if self.terminal:
+            return  # terminal states are final
+        status_changed = status is not None and status != self.status
+        if status is not None:
+            self.status = status
+        if message is not None:
+            self.status_message = message
+        self.last_updated_at = _now_iso()
+        self._changed.set()
+        self._changed = anyio.Event()
+        if not status_changed:
+            return  # a new status message only: no notification
+        if self.listeners:
+            detailed = self.modern_wire()
+            for listener in list(self.listeners):
+                listener(detailed)
+        if self._status_send is not None:
+            try:
+                self._status_send.send_nowait(self.legacy_wire())
+            except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+            if self.terminal:
+                self._status_send.close()
+
+    def finish(self, status: str, message: str, *, result: dict[str, Any] | None = None,
+               error: dict[str, Any] | None = None) -> None:
+        if self.terminal:
+            return
+        self.result, self.error, self.pending = result, error, None
+        self.update(status, message)
+        if self.scope is not None:
+            self.scope.cancel()
+
+    # -- wire shapes
+
+    def modern_wire(self, *, detailed: bool = True) -> dict[str, Any]:
+        """2026-07-28 `Task` (`CreateTaskResult` body), or `DetailedTask` for tasks/get and notifications/tasks."""
+        wire: dict[str, Any] = {
+            "taskId": self.id,
+            "status": self.status,
+            "statusMessage": self.status_message,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.last_updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": TASK_POLL_INTERVAL_MS,
+        }
+        if detailed:
+            if self.status == "input_required" and self.pending is not None:
+                wire["inputRequests"] = {self.pending.key: self.pending.wire()}
+            elif self.status == "completed":
+                wire["result"] = self.result
+            elif self.status == "failed":
+                wire["error"] = self.error
+        return wire
+
+    def legacy_wire(self) -> dict[str, Any]:
+        """2025-11-25 `Task`."""
+        return {
+            "taskId": self.id,
+            "status": self.status,
+            "statusMessage": self.status_message,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.last_updated_at,
+            "ttl": self.ttl_ms,
+            "pollInterval": TASK_POLL_INTERVAL_MS,
+        }
+
+    # -- the worker's side
+
+    async def ask_name(self) -> ElicitResult:
+        """Park the task in input_required until the client answers (tasks/update or tasks/result)."""
+        request = _InputRequest(_NAME_INPUT_KEY, _NAME_QUESTION)
+        self.pending = request
+        self.update("input_required", f"waiting for input: {_NAME_QUESTION}")
+        await request.answered.wait()
+        self.pending = None
+        self.update("working", "got the answer")
+        assert request.answer is not None
+        return request.answer
+
+    def discard(self) -> None:
+        """Expired: stop the work and the status sender (listen streams just hear no more)."""
+        if self.scope is not None:
+            self.scope.cancel()
+        if self._status_send is not None:
+            self._status_send.close()
+
+    def start_status_notifications(self, task_group: anyio.abc.TaskGroup) -> None:
+        if self._origin is None:
+            return
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](256)
+        self._status_send = send
+        task_group.start_soon(_send_status_notifications, self._origin, receive)
+
+
+async def _send_status_notifications(session: ServerSession, receive: Any) -> None:
+    """2025-11-25 `notifications/tasks/status`, on the creating connection's standalone channel."""
+    async with receive:
+        async for task_wire in receive:
+            try:
+                await session.send_notification(_WireNotification(method="notifications/tasks/status", params=task_wire))
+            except Exception:
+                pass  # optional notification: the connection may be gone, or have no standalone stream
+
+
+class _WireNotification(BaseModel):
+    """An untyped notification for `ServerSession.send_notification` (which just dumps the model)."""
+
+    method: str
+    params: dict[str, Any]
+
+
+class _TaskStore:
+    def __init__(self) -> None:
+        self._tasks: dict[str, _Task] = {}
+        self.task_group: anyio.abc.TaskGroup | None = None  # set by the server lifespan
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for task_id, task in list(self._tasks.items()):
+            if task.expires <= now:
+                del self._tasks[task_id]
+                task.discard()
+
+    def get(self, task_id: str, era: str) -> _Task:
+        self._sweep()
+        task = self._tasks.get(task_id)
+        if task is None or task.era != era:
+            raise MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+        return task
+
+    def list(self, era: str) -> list[_Task]:
+        self._sweep()
+        return [t for t in self._tasks.values() if t.era == era]
+
+    def start(self, era: str, args: LongTaskArgs, *, ttl_ms: int = TASK_TTL_MS,
+              origin: ServerSession | None = None) -> _Task:
+        if self.task_group is None:
+            raise MCPError(code=INTERNAL_ERROR, message="the task runner is not running")
+        self._sweep()
+        task = _Task(era, ttl_ms, origin)
+        self._tasks[task.id] = task
+        task.start_status_notifications(self.task_group)
+        self.task_group.start_soon(_run_long_task, task, args)
+        return task
+
+
+TASKS = _TaskStore()
+
+
+@asynccontextmanager
+async def _task_runner(_server: Any) -> AsyncIterator[dict[str, Any]]:
+    """Server lifespan: the process-wide task group task work runs in."""
+    async with anyio.create_task_group() as tg:
+        TASKS.task_group = tg
+        try:
+            yield {}
+        finally:
+            TASKS.task_group = None
+            tg.cancel_scope.cancel()
+
+
+class LongTaskArgs(BaseModel):
+    seconds: float = 2
+    ask: bool = False
+    fail: bool = False
+
+
+def _answer_suffix(answer: ElicitResult) -> str:
+    if answer.action == "accept":
+        try:
+            form = NameForm.model_validate(answer.content or {})
+        except ValidationError:
+            raise _TaskFailed(INVALID_PARAMS, "the elicitation answer does not match the requested schema") from None
+        return f" for {form.name}"
+    return " (name declined)" if answer.action == "decline" else " (name cancelled)"
+
+
+async def _long_work(
+    args: LongTaskArgs,
+    status: Callable[[float, str], Awaitable[None]],
+    ask: Callable[[], Awaitable[ElicitResult]],
+) -> str:
+    """The work itself, shared by the task and the plain (synchronous) call:
+    sleep `seconds` in short steps, report a status every half second, ask for
+    the name half-way when `ask`, fail at the end when `fail`."""
+    seconds = max(0.0, args.seconds)
+    steps = max(1, math.ceil(seconds / TASK_STEP_SECONDS))
+    step = seconds / steps
+    suffix = ""
+    reported = -1.0
+    for i in range(steps):
+        if args.ask and i == steps // 2:
+            suffix = _answer_suffix(await ask())
+        elapsed = math.floor(i * step * 2) / 2
+        if elapsed != reported:
+            reported = elapsed
+            await status(elapsed, f"working: {elapsed:g}s of {seconds:g}s")
+        await anyio.sleep(step)
+    if args.fail:
+        raise _TaskFailed(INTERNAL_ERROR, "long_task failed as asked (fail=true)")
+    return f"done after {seconds:g}s{suffix}"
+
+
+async def _run_long_task(task: _Task, args: LongTaskArgs) -> None:
+    with anyio.CancelScope() as scope:
+        task.scope = scope
+        if task.terminal:  # cancelled before it started
+            return
+
+        async def status(_elapsed: float, message: str) -> None:
+            task.update(message=message)
+
+        try:
+            text = await _long_work(args, status, task.ask_name)
+        except _TaskFailed as failure:
+            task.finish("failed", f"failed: {failure.error['message']}", error=failure.error)
+        except Exception as exc:  # a bug: still end the task, as a JSON-RPC internal error
+            task.finish("failed", f"failed: {exc!r}", error={"code": INTERNAL_ERROR, "message": repr(exc)})
+        else:
+            task.finish("completed", "done", result={"content": [{"type": "text", "text": text}], "isError": False})
+
+
+def _require_form_elicitation(ctx: ServerRequestContext) -> None:
+    """`long_task ask=true` needs form elicitation, like ask_name (same -32021 error)."""
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is not None and (elicitation.form is not None or elicitation.url is None):
+        return
+    data = MissingRequiredClientCapabilityErrorData(
+        required_capabilities=ClientCapabilities(elicitation=ElicitationCapability(form=FormElicitationCapability()))
+    )
+    raise MCPError(
+        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message="Client did not declare the form elicitation capability required by long_task ask=true",
+        data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+    )
+
+
+def _declares_tasks_extension(ctx: ServerRequestContext) -> bool:
+    capabilities = ctx.session.client_capabilities
+    return bool(capabilities and capabilities.extensions and TASKS_EXTENSION_ID in capabilities.extensions)
+
+
+class _LegacyTaskCreated(Exception):
+    """Carries a 2025-11-25 `CreateTaskResult` past the tools/call result sieve (see `_legacy_tasks_wire`)."""
+
+    def __init__(self, wire: dict[str, Any]) -> None:
+        super().__init__("task created")
+        self.wire = wire
+
+
+class _TaskIdParams(RequestParams):
+    task_id: str
+
+
+class _UpdateTaskParams(_TaskIdParams):
+    input_responses: dict[str, Any]
+
+
+def _is_modern(ctx: ServerRequestContext) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+async def _tasks_get(ctx: ServerRequestContext, params: _TaskIdParams) -> dict[str, Any]:
+    if _is_modern(ctx):
+        require_client_extension(ctx, TASKS_EXTENSION_ID)
+        return TASKS.get(params.task_id, "modern").modern_wire()
+    return TASKS.get(params.task_id, "legacy").legacy_wire()
+
+
+async def _tasks_update(ctx: ServerRequestContext, params: _UpdateTaskParams) -> dict[str, Any]:
+    require_client_extension(ctx, TASKS_EXTENSION_ID)
+    task = TASKS.get(params.task_id, "modern")
+    pending = task.pending
+    for key, response in params.input_responses.items():
+        if pending is None or key != pending.key or pending.answered.is_set():
+            continue  # not outstanding: ignored, as the extension says
+        try:
+            answer = ElicitResult.model_validate(response, by_name=False)
+        except ValidationError:
+            raise MCPError(code=INVALID_PARAMS, message=f"inputResponses[{key!r}] is not an elicitation result") from None
+        pending.give(answer)
+    return {}
+
+
+async def _tasks_cancel(ctx: ServerRequestContext, params: _TaskIdParams) -> dict[str, Any]:
+    if _is_modern(ctx):
+        require_client_extension(ctx, TASKS_EXTENSION_ID)
+        TASKS.get(params.task_id, "modern").finish("cancelled", "cancelled by the client")
+        return {}  # an acknowledgement; a finished task stays as it was
+    task = TASKS.get(params.task_id, "legacy")
+    if task.terminal:
+        raise MCPError(code=INVALID_PARAMS, message=f"Cannot cancel task: already in terminal status {task.status!r}")
+    task.finish("cancelled", "cancelled by the client")
+    return task.legacy_wire()
+
+
+async def _tasks_list(ctx: ServerRequestContext, params: PaginatedRequestParams) -> dict[str, Any]:
+    if params.cursor is not None:
+        raise MCPError(code=INVALID_PARAMS, message=f"Invalid cursor: {params.cursor!r}")
+    return {"tasks": [task.legacy_wire() for task in TASKS.list("legacy")]}
+
+
+async def _tasks_result(ctx: ServerRequestContext, params: _TaskIdParams) -> dict[str, Any]:
+    """2025-11-25 tasks/result: block until the task ends; meanwhile send its
+    elicitation on this request's stream (and hand the answer to the work)."""
+    task = TASKS.get(params.task_id, "legacy")
+    while not task.terminal:
+        pending = task.pending
+        if pending is not None and not pending.in_flight and not pending.answered.is_set():
+            await _relay_elicitation(ctx, task, pending)
+            continue
+        await task.changed().wait()
+    related = {RELATED_TASK_META_KEY: {"taskId": task.id}}
+    if task.status == "completed":
+        assert task.result is not None
+        return {**task.result, "_meta": related}
+    if task.status == "failed":
+        assert task.error is not None
+        raise MCPError(code=task.error["code"], message=task.error["message"], data=task.error.get("data"))
+    raise MCPError(code=INVALID_REQUEST, message="Task was cancelled; it has no result", data=related)
+
+
+async def _relay_elicitation(ctx: ServerRequestContext, task: _Task, pending: _InputRequest) -> None:
+    request = ElicitRequest(
+        params=ElicitRequestFormParams(
+            message=pending.message,
+            requested_schema=pending.schema,
+            _meta={RELATED_TASK_META_KEY: {"taskId": task.id}},
+        )
+    )
+    answer: ElicitResult | None = None
+    failure: Exception | None = None  # raised as is, not inside an ExceptionGroup
+    pending.in_flight = True
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def ask() -> None:
+                nonlocal answer, failure
+                try:
+                    answer = await ctx.session.send_request(
+                        request, ElicitResult, metadata=ServerMessageMetadata(related_request_id=ctx.request_id)
+                    )
+                except Exception as exc:  # e.g. NoBackChannelError, or the client's JSON-RPC error
+                    failure = exc
+                tg.cancel_scope.cancel()
+
+            async def stop_when_task_ends() -> None:
+                while not task.terminal:
+                    await task.changed().wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(ask)
+            tg.start_soon(stop_when_task_ends)
+    finally:
+        pending.in_flight = False
+    if failure is not None:
+        raise failure
+    if answer is not None:
+        pending.give(answer)
+
+
+class TasksExtension(Extension):
+    """Serves the task methods of both eras and turns `long_task` calls into tasks.
+
+    The extension framework advertises `io.modelcontextprotocol/tasks` in the
+    2026 `server/discover` capabilities (the 2025-11-25 initialize sieve drops
+    `extensions`; `_legacy_tasks_wire` adds the core `tasks` capability there).
+    """
+
+    identifier = TASKS_EXTENSION_ID
+
+    def methods(self) -> list[MethodBinding]:
+        both = frozenset({LEGACY_TASKS_VERSION, *MODERN_PROTOCOL_VERSIONS})
+        return [
+            MethodBinding("tasks/get", _TaskIdParams, _tasks_get, both),
+            MethodBinding("tasks/cancel", _TaskIdParams, _tasks_cancel, both),
+            MethodBinding("tasks/update", _UpdateTaskParams, _tasks_update, frozenset(MODERN_PROTOCOL_VERSIONS)),
+            MethodBinding("tasks/result", _TaskIdParams, _tasks_result, frozenset({LEGACY_TASKS_VERSION})),
+            MethodBinding("tasks/list", PaginatedRequestParams, _tasks_list, frozenset({LEGACY_TASKS_VERSION})),
+        ]
+
+    async def intercept_tool_call(self, params: CallToolRequestParams, ctx: ServerRequestContext, call_next: Any) -> Any:
+        if _is_modern(ctx):
+            if params.name != "long_task" or not _declares_tasks_extension(ctx):
+                return await call_next(ctx)  # not a task: the plain tool call
+        elif ctx.protocol_version != LEGACY_TASKS_VERSION or params.task is None:
+            return await call_next(ctx)  # older versions have no tasks: `task` is ignored
+        elif params.name != "long_task":
+            # 2025-11-25: a task-augmented call of a tool whose taskSupport is (absent =) forbidden.
+            raise MCPError(code=METHOD_NOT_FOUND, message=f"Tool {params.name!r} does not support task-augmented execution")
+        try:
+            args = LongTaskArgs.model_validate(params.arguments or {})
+        except ValidationError:
+            return await call_next(ctx)  # the plain call reports bad arguments (an isError result)
+        if args.ask:
+            _require_form_elicitation(ctx)
+        if _is_modern(ctx):
+            task = TASKS.start("modern", args)
+            return {"resultType": "task", **task.modern_wire(detailed=False)}
+        ttl = params.task.ttl if params.task.ttl is not None and params.task.ttl > 0 else TASK_TTL_MS
+        task = TASKS.start("legacy", args, ttl_ms=min(ttl, TASK_TTL_MS), origin=ctx.session)
+        raise _LegacyTaskCreated({"task": task.legacy_wire()})
+
+
+_LEGACY_TASKS_CAPABILITY = ServerTasksCapability(
+    list=TasksListCapability(),
+    cancel=TasksCancelCapability(),
+    requests=ServerTasksRequestsCapability(tools=TasksToolsCapability(call=TasksCallCapability())),
+).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+APP_TOOLS = ("show_chart", "chart_data")
+
+
+async def _legacy_tasks_wire(ctx: ServerRequestContext, call_next: Any) -> Any:
+    """Wire touches the SDK leaves to the server, at 2025-11-25 only:
+    the `tasks` server capability on `initialize`, `execution.taskSupport` on
+    long_task in tools/list, and the CreateTaskResult of a task-augmented
+    tools/call (the SDK sieves every tools/call result into a CallToolResult,
+    which would reject `{task}`; a middleware's own return is not sieved).
+    Also (both eras) lists the MCP Apps tools last, after the older tools."""
+    try:
+        result = await call_next(ctx)
+    except _LegacyTaskCreated as created:
+        return created.wire
+    if ctx.method == "initialize" and isinstance(result, dict) and result.get("protocolVersion") == LEGACY_TASKS_VERSION:
+        result["capabilities"]["tasks"] = dict(_LEGACY_TASKS_CAPABILITY)
+    elif ctx.method == "tools/list" and isinstance(result, dict) and isinstance(result.get("tools"), list):
+        result["tools"].sort(key=lambda tool: tool.get("name") in APP_TOOLS)  # stable
+        if ctx.protocol_version == LEGACY_TASKS_VERSION:
+            for tool in result["tools"]:
+                if tool.get("name") == "long_task":
+                    tool["execution"] = {"taskSupport": "optional"}
+    return result
+
+
+# ------------------------------------------------------------------ MCP Apps
+# The SDK's own `Apps` extension (mcp.server.apps, `io.modelcontextprotocol/ui`):
+# `@apps.tool` stamps `_meta.ui.resourceUri` / `_meta.ui.visibility`, and
+# `add_html_resource` serves the `ui://` page as `text/html;profile=mcp-app`
+# with `_meta.ui` {csp, permissions, prefersBorder}. The flat
+# `_meta["ui/resourceUri"]` is the ext-apps spec's deprecated key (its
+# `registerAppTool` writes both, hosts must read both); the SDK does not write
+# it, so it is passed as extra meta.
+
+CHART_URI = "ui://charts/view.html"
+CHART_HTML = """<!doctype html>
+<html>
+<head><meta charset="utf-8"><title>Chart</title></head>
+<body>
+<h1 id="title">Chart</h1>
+<svg id="chart" width="240" height="100" role="img" aria-label="bar chart">
+  <rect x="10" y="10" width="60" height="90" fill="#4a7"/>
+  <rect x="90" y="70" width="60" height="30" fill="#4a7"/>
+  <rect x="170" y="40" width="60" height="60" fill="#4a7"/>
+</svg>
+<p>pyserver test view for MCP Apps (static; the host renders it in a sandboxed iframe).</p>
+</body>
+</html>
+"""
+
+apps = Apps()
+
+
+@apps.tool(
+    resource_uri=CHART_URI,
+    visibility=["model", "app"],
+    meta={"ui/resourceUri": CHART_URI},
+    description="Show a chart titled `title` (an MCP Apps tool: its UI is ui://charts/view.html).",
+    structured_output=False,
+)
+def show_chart(title: str) -> str:
+    return f"chart {title!r} (view: {CHART_URI})"
+
+
+class ChartData(TypedDict):
+    labels: list[str]
+    values: list[int]
+
+
+@apps.tool(
+    resource_uri=CHART_URI,
+    visibility=["app"],
+    meta={"ui/resourceUri": CHART_URI},
+    description="The chart's data (app-only: visibility ['app'], for the view, not the model).",
+)
+def chart_data() -> ChartData:
+    return ChartData(labels=["a", "b", "c"], values=[3, 1, 2])
+
+
+apps.add_html_resource(
+    CHART_URI,
+    CHART_HTML,
+    name="chart-view",
+    description="The chart view (MCP Apps)",
+    csp=ResourceCsp(connect_domains=[], resource_domains=[]),
+    permissions=ResourcePermissions(clipboard_write={}),
+    prefers_border=True,
+)
+
+# The subscriptions/listen bus, passed to MCPServer so the task-aware listen
+# handler (below) can serve the standard kinds on the same stream.
+_subscription_bus = InMemorySubscriptionBus()
+
 
 server = MCPServer(
     name="pyserver",
@@ -75,6 +724,13 @@ server = MCPServer(
     # 2026-07-28 era only: fills `ttlMs`/`cacheScope` on tools/list results
     # (the handshake-era sieve strips both keys, so legacy results carry neither).
     cache_hints={"tools/list": CacheHint(ttl_ms=60_000)},
+    # Tasks and MCP Apps (see above): the two extensions, the middleware that
+    # adds the 2025-11-25 task wire, the lifespan that runs task work, and the
+    # listen bus the task-aware subscriptions/listen handler shares.
+    extensions=[apps, TasksExtension()],
+    middleware=[_legacy_tasks_wire],
+    lifespan=_task_runner,
+    subscriptions=_subscription_bus,
 )
 
 # The legacy `initialize` result advertises `tools.listChanged: true` because
@@ -204,6 +860,41 @@ async def sleep_forever() -> str:
     return "woke up"
 
 
+def _maybe_ask_name(ask: bool) -> Elicit[NameForm] | None:
+    # Resolver for the plain (not task) call: asks up front, like ask_name.
+    return Elicit(_NAME_QUESTION, NameForm) if ask else None
+
+
+@server.tool(
+    description=(
+        "Work for `seconds` (status every 0.5 s); with `ask` ask for a name half-way, with `fail` end failed. "
+        "Runs as a task (2025-11-25 `params.task`, or the 2026-07-28 io.modelcontextprotocol/tasks extension); "
+        "called plainly it asks first and fails with isError."
+    ),
+    structured_output=False,
+)
+async def long_task(
+    ctx: Context,
+    answer: Annotated[ElicitationResult[NameForm], Resolve(_maybe_ask_name)],
+    seconds: float = 2,
+    ask: bool = False,
+    fail: bool = False,
+) -> str:
+    # Only the plain call gets here; a task runs `_long_work` from `_run_long_task`.
+    async def status(elapsed: float, message: str) -> None:
+        await ctx.report_progress(elapsed, max(0.0, seconds), message)
+
+    async def asked() -> ElicitResult:
+        if isinstance(answer, AcceptedElicitation):
+            return ElicitResult(action="accept", content=answer.data.model_dump())
+        return ElicitResult(action=answer.action)
+
+    try:
+        return await _long_work(LongTaskArgs(seconds=seconds, ask=ask, fail=fail), status, asked)
+    except _TaskFailed as failure:
+        raise ToolError(failure.error["message"]) from None
+
+
 # ----------------------------------------------------------------- prompts/resources
 
 
@@ -253,6 +944,8 @@ def _page_cursor(page: int) -> str | None:
 
 async def _list_resources_paged(ctx: ServerRequestContext, params: PaginatedRequestParams) -> ListResourcesResult:
     resources = await server.list_resources()
+    # The MCP Apps resource is registered first (extensions apply at construction); list it last.
+    resources.sort(key=lambda r: str(r.uri).startswith("ui://"))
     pages = max(1, -(-len(resources) // PAGE_SIZE))
     cursors = [_page_cursor(i) for i in range(pages)]
     if params.cursor not in cursors:
@@ -282,6 +975,91 @@ async def _complete(
         values = [n for n in GREET_NAMES if n.lower().startswith(prefix)]
         return Completion(values=values, total=len(values), has_more=False)
     return None  # -> {"completion":{"values":[]}}
+
+
+# ------------------------------------------------- subscriptions/listen + taskIds
+# The SDK's ListenHandler serves the core kinds and drops unknown filter keys
+# (its ack is rebuilt from the core fields). A listen request whose filter has
+# `taskIds` (2026 tasks extension) is served here instead: the ack echoes the
+# honored (known, 2026-era) task ids, each such task's current DetailedTask is
+# sent at once, and every later status change is sent as `notifications/tasks`;
+# the core kinds it asked for ride the same stream from the same bus. Without
+# `taskIds` the request goes to the SDK's handler unchanged.
+
+_sdk_listen = ListenHandler(_subscription_bus)
+
+
+async def _listen(ctx: ServerRequestContext, params: SubscriptionsListenRequestParams) -> Any:
+    task_ids = (params.notifications.model_extra or {}).get("taskIds")
+    if task_ids is None:
+        return await _sdk_listen(ctx, params)
+    require_client_extension(ctx, TASKS_EXTENSION_ID)
+    if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids):
+        raise MCPError(code=INVALID_PARAMS, message="notifications.taskIds must be a list of strings")
+    subscription_id = ctx.request_id
+    if subscription_id is None:
+        raise MCPError(code=INVALID_REQUEST, message="subscriptions/listen requires a request id")
+    tasks: list[_Task] = []
+    for task_id in dict.fromkeys(task_ids):
+        try:
+            tasks.append(TASKS.get(task_id, "modern"))
+        except MCPError:
+            pass  # unknown or expired: not honored, so not echoed
+    requested = params.notifications
+    honored = SubscriptionFilter(
+        tools_list_changed=True if requested.tools_list_changed else None,
+        prompts_list_changed=True if requested.prompts_list_changed else None,
+        resources_list_changed=True if requested.resources_list_changed else None,
+        resource_subscriptions=list(requested.resource_subscriptions) if requested.resource_subscriptions else None,
+    )
+    if tasks:
+        honored = honored.model_copy(update={"taskIds": [t.id for t in tasks]})
+    uris = frozenset(honored.resource_subscriptions or ())
+    meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+
+    send, receive = anyio.create_memory_object_stream[Any](1024)
+
+    def deliver(item: Any) -> None:
+        try:
+            send.send_nowait(item)
+        except (anyio.WouldBlock, anyio.ClosedResourceError):
+            send.close()  # a client that stopped reading: end the stream, as the SDK does
+
+    def deliver_event(event: Any) -> None:
+        if event_matches(honored, uris, event):
+            deliver(event)
+
+    unsubscribe = _subscription_bus.subscribe(deliver_event)
+    for task in tasks:
+        task.listeners.add(deliver)
+    try:
+        await ctx.session.send_notification(
+            SubscriptionsAcknowledgedNotification(
+                params=SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            ),
+            related_request_id=subscription_id,
+        )
+        for task in tasks:
+            await ctx.session.send_notification(
+                _WireNotification(method="notifications/tasks", params={**task.modern_wire(), "_meta": meta}),
+                related_request_id=subscription_id,
+            )
+        async for item in receive:
+            if isinstance(item, dict):  # a DetailedTask
+                notification: Any = _WireNotification(method="notifications/tasks", params={**item, "_meta": meta})
+            else:
+                notification = event_to_notification(item, meta)
+            await ctx.session.send_notification(notification, related_request_id=subscription_id)
+    finally:
+        unsubscribe()
+        for task in tasks:
+            task.listeners.discard(deliver)
+        send.close()
+        receive.close()
+    return SubscriptionsListenResult(_meta=meta)
+
+
+server._lowlevel_server.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, _listen)
 
 
 # ------------------------------------------------------------ era restriction

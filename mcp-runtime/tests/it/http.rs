@@ -163,7 +163,7 @@ async fn python_suite(c: &Client, era: Era) {
     let p = c.get_prompt("greet", [("name", "Zoe")]).await.unwrap();
     assert!(!p.messages.is_empty());
     let all = c.list_resources().await.unwrap();
-    assert_eq!(all.len(), 27, "every page, through the empty-string cursor");
+    assert_eq!(all.len(), 28, "every page, through the empty-string cursor");
     let blob = c.read_resource("py://blob").await.unwrap();
     assert_eq!(blob.contents[0].blob_bytes().unwrap().len(), 256);
     let progress = Arc::new(Mutex::new(Vec::new()));

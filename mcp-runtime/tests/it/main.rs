@@ -17,3 +17,4 @@ mod lifecycle;
 mod malformed;
 mod oauth;
 mod python;
+mod tasks;

@@ -279,7 +279,7 @@ async fn pagination_blob_completion(era: Era) {
     let c = builder(era).build(rec).unwrap();
     let resources = c.list_resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris.len(), 27, "{uris:?}");
+    assert_eq!(uris.len(), 28, "{uris:?}");
     assert_eq!(uris[0], "py://readme");
     assert_eq!(uris[26], "py://gen/24");
     // The second page's cursor is the empty string: it is sent back, not taken as the end.

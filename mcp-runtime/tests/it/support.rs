@@ -573,3 +573,54 @@ impl Drop for Postgres {
         let _ = std::fs::remove_dir_all(&self.data);
     }
 }
+
+/// A loopback proxy to `backend` whose open connections can be cut at once (a network
+/// failure, as a client sees it).
+pub struct CutProxy {
+    pub port: u16,
+    task: tokio::task::JoinHandle<()>,
+    open: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl CutProxy {
+    pub async fn start(backend: u16) -> CutProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let open: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let conns = open.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                let h = tokio::spawn(async move {
+                    if let Ok(mut server) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", backend)).await
+                    {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                conns.lock().unwrap().push(h.abort_handle());
+            }
+        });
+        CutProxy { port, task, open }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Drops every connection open now.
+    pub fn cut(&self) {
+        for h in self.open.lock().unwrap().drain(..) {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for CutProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.cut();
+    }
+}
