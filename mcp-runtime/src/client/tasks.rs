@@ -166,6 +166,32 @@ impl Task {
         CallToolResult::from_value(v)
     }
 
+    /// The tool's result if the task has completed, without waiting: `None` while it
+    /// runs; an error when it failed or was cancelled.
+    pub async fn result(&self) -> Result<Option<CallToolResult>> {
+        let (status, mut v) = self.client.inner.get_task(&self.id).await?;
+        let state = status.state.clone();
+        *lock(&self.last) = Some(status);
+        match state {
+            TaskState::Completed => {}
+            TaskState::Failed => return Err(task_error(&v)),
+            TaskState::Cancelled => return Err(Error::cancelled("tools/call")),
+            _ => return Ok(None),
+        }
+        let result = match v.get_mut("result").map(Value::take) {
+            // 2026-07-28: the result comes with the status.
+            Some(r) => r,
+            // 2025-11-25: `tasks/result` answers at once for a finished task.
+            None => {
+                self.client
+                    .inner
+                    .wait_task(&self.id, &RequestOptions::default(), &self.last)
+                    .await?
+            }
+        };
+        CallToolResult::from_value(result).map(Some)
+    }
+
     /// Asks the server to cancel the task (`tasks/cancel`). Cancellation is
     /// cooperative: the task may still finish.
     pub async fn cancel(&self) -> Result<()> {

@@ -42,9 +42,11 @@ async fn the_whole_life_of_a_task(c: &Client, era: Era) {
     );
     assert_eq!(t.last_status().unwrap().state, TaskState::Working);
     assert!(!t.id().is_empty());
+    assert!(t.result().await.unwrap().is_none(), "still running");
     let r = t.wait().await.unwrap();
     assert_eq!(r.text(), "done after 0.5s");
     assert_eq!(t.status().await.unwrap().state, TaskState::Completed);
+    assert_eq!(t.result().await.unwrap().unwrap().text(), "done after 0.5s");
     // Input asked half-way: answered by the input handler.
     let t = task(
         c.start_tool("long_task", json!({"seconds": 0.4, "ask": true}))
