@@ -1,5 +1,57 @@
-//! The agent layer of the MCP client toolkit (permission modes, allow-lists, durable
-//! approvals) is planned work. Until then this crate only re-exports the runtime.
+//! The agent layer of the MCP client toolkit: a model, attached MCP servers, and a tool
+//! loop in which **every MCP call is gated, fail-closed**, and a call that needs a
+//! person **suspends the run durably**, to be resumed in this process or another.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_agent::{Agent, ChatCompletions, Decision, Mode, Outcome, SqliteRunStore};
+//! use mcp_runtime::Mcp;
+//!
+//! let files = Mcp::builder("fs")
+//!     .command(["npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"])
+//!     .build()?;
+//! let agent = Agent::builder()
+//!     .model(ChatCompletions::new("http://localhost:11434/v1", std::env::var("AGENT_MODEL")?)?)
+//!     .mode(Mode::Approve)                                 // allow-listed tools run; others wait for a person
+//!     .allow(["read_text_file", "list_directory"])         // exact names; empty means none
+//!     .server(files)
+//!     .store(SqliteRunStore::open(".mcp-agent/runs.sqlite3")?)
+//!     .build()?;
+//! match agent.run("Tidy the notes folder").await? {
+//!     Outcome::Finished { text, .. } => println!("{text}"),
+//!     Outcome::ApprovalRequired { run_id, tool, .. } => {
+//!         println!("suspended run={run_id} tool={tool}");
+//!         // later, anywhere with the same store:
+//!         agent.resume(&run_id, Decision::approve("ann")).await?;
+//!     }
+//!     other => println!("{other:?}"),
+//! }
+//! agent.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! * [`gate`] — the permission modes and the allow-list, and what a model is offered.
+//! * [`model`] — the provider-neutral transcript and the [`Model`] trait;
+//!   [`ChatCompletions`] speaks the OpenAI-compatible wire.
+//! * [`store`] — where suspended runs wait: memory, or a SQLite file.
+//!
+//! MCP tool *effects* are not sandboxed: the gate decides whether a call may run; what
+//! the server then does is the server's. Allow write tools deliberately.
 #![deny(missing_docs)]
 
+mod agent;
+mod error;
+pub mod gate;
+pub mod model;
+pub mod openai;
+pub mod store;
+
+pub use agent::{Agent, AgentBuilder, Decision, Event, Outcome};
+pub use error::{Error, Result};
+pub use gate::{Gate, Mode, Verdict};
 pub use mcp_runtime as runtime;
+pub use model::{Model, ModelError};
+pub use openai::ChatCompletions;
+#[cfg(feature = "sqlite")]
+pub use store::SqliteRunStore;
+pub use store::{MemoryRunStore, RunStore};

@@ -14,3 +14,14 @@ pub fn to_value<T: serde::Serialize>(v: T) -> serde_json::Value {
 pub fn escape_controls(text: &str, keep_newlines: bool) -> std::borrow::Cow<'_, str> {
     crate::text::escape(text, keep_newlines)
 }
+
+/// The runtime's rule for where anything may be sent (`https://`, or `http://` to this
+/// machine): `Ok` with the URL's origin, or what is wrong.
+pub fn check_url(url: &str) -> Result<String, String> {
+    crate::url_rule::check(url).map(|c| c.origin)
+}
+
+/// A URL safe to show: no userinfo, no query.
+pub fn redact_url(url: &str) -> String {
+    crate::url_rule::redact(url)
+}

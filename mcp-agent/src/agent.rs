@@ -1,0 +1,578 @@
+//! The agent: a model, attached MCP servers, the gate, and a tool loop that suspends
+//! durably when a person must decide.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use mcp_runtime::Mcp;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::gate::{Gate, Mode, ToolFacts, Verdict};
+use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
+use crate::store::{MemoryRunStore, RunRecord, RunStatus, RunStore};
+
+/// Something that happened in a run, in order. Delivered to the `on_event` callbacks
+/// and kept with the run. Events carry tool names and the model's arguments, never a
+/// configured secret (tokens, header or environment values).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// The run started.
+    RunStarted,
+    /// A tool call the gate allowed is about to run.
+    BeforeToolCall {
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A tool call returned.
+    AfterToolResult {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The tool failed.
+        is_error: bool,
+    },
+    /// The gate denied a call.
+    Denied {
+        /// The tool the model asked for.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A call waits for a person's approval.
+    ApprovalRequested {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A person decided.
+    ApprovalDecided {
+        /// The tool.
+        tool: String,
+        /// Approved or denied.
+        approved: bool,
+        /// Who decided.
+        by: String,
+        /// When (seconds since the epoch).
+        at: u64,
+    },
+    /// The run stopped to wait for a decision.
+    RunSuspended,
+    /// The run ended.
+    RunFinished,
+}
+
+type EventFn = Arc<dyn Fn(&str, &Event) + Send + Sync>;
+
+/// How a run ended (for now).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The model's final answer.
+    Finished {
+        /// The run.
+        run_id: String,
+        /// The answer.
+        text: String,
+    },
+    /// A tool call waits for a person: [`Agent::resume`] with the decision, from this
+    /// process or another.
+    ApprovalRequired {
+        /// The run.
+        run_id: String,
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments the model gave.
+        arguments: Value,
+    },
+    /// The run took as many model turns as allowed without finishing.
+    StepLimit {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// A person's decision on a suspended call.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// Run the call (or give the model an error result).
+    pub approved: bool,
+    /// Who decided (kept in the run's events).
+    pub by: String,
+}
+
+impl Decision {
+    /// Approve, by `who`.
+    pub fn approve(who: impl Into<String>) -> Self {
+        Decision {
+            approved: true,
+            by: who.into(),
+        }
+    }
+    /// Deny, by `who`.
+    pub fn deny(who: impl Into<String>) -> Self {
+        Decision {
+            approved: false,
+            by: who.into(),
+        }
+    }
+}
+
+/// A call of the current model turn that has not run yet.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct PendingCall {
+    id: String,
+    name: String,
+    arguments: Value,
+    /// A person's decision, once there is one.
+    approved: Option<bool>,
+}
+
+/// Everything a run is: kept in the store while it waits.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct RunState {
+    id: String,
+    messages: Vec<Message>,
+    pending: Vec<PendingCall>,
+    results: Vec<Block>,
+    events: Vec<Event>,
+    steps: u32,
+}
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    model: Option<Arc<dyn Model>>,
+    mode: Mode,
+    allow: Vec<String>,
+    servers: Vec<Mcp>,
+    store: Arc<dyn RunStore>,
+    max_steps: u32,
+    system: Option<String>,
+    on_event: Vec<EventFn>,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("mode", &self.mode)
+            .field("allow", &self.allow)
+            .field("servers", &self.servers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The model (required: there is no default).
+    pub fn model(mut self, model: impl Model) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+    /// The permission mode (default [`Mode::ReadOnly`]).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Tool names the mode allows (exact model-facing names; default none).
+    pub fn allow<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow.extend(names.into_iter().map(Into::into));
+        self
+    }
+    /// Attaches a server (a declared struct derefs to its `Mcp`; clone it in).
+    pub fn server(mut self, server: Mcp) -> Self {
+        self.servers.push(server);
+        self
+    }
+    /// Where suspended runs are kept (default: in memory).
+    pub fn store(mut self, store: impl RunStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+    /// The most model turns one run may take (default 20).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.max_steps = steps;
+        self
+    }
+    /// Instructions for the model.
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+    /// Called with each event of every run (the run's id, the event).
+    pub fn on_event(mut self, f: impl Fn(&str, &Event) + Send + Sync + 'static) -> Self {
+        self.on_event.push(Arc::new(f));
+        self
+    }
+    /// The agent. Connections to the servers are made on first use and kept.
+    pub fn build(self) -> Result<Agent> {
+        let model = self
+            .model
+            .ok_or_else(|| Error::config("no model: set one (there is no default model)"))?;
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                model,
+                gate: Gate::new(self.mode, self.allow),
+                servers: self.servers,
+                store: self.store,
+                max_steps: self.max_steps.max(1),
+                system: self.system,
+                on_event: self.on_event,
+            }),
+        })
+    }
+}
+
+/// An agent. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+struct AgentInner {
+    model: Arc<dyn Model>,
+    gate: Gate,
+    servers: Vec<Mcp>,
+    store: Arc<dyn RunStore>,
+    max_steps: u32,
+    system: Option<String>,
+    on_event: Vec<EventFn>,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("mode", self.inner.gate.mode())
+            .field("servers", &self.inner.servers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool of an attached server, as the loop sees it.
+struct AgentTool {
+    server: usize,
+    facts: ToolFacts,
+    spec: ToolSpec,
+}
+
+fn run_id() -> String {
+    let mut b = [0u8; 12];
+    let _ = getrandom::getrandom(&mut b);
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder {
+            model: None,
+            mode: Mode::ReadOnly,
+            allow: Vec::new(),
+            servers: Vec::new(),
+            store: Arc::new(MemoryRunStore::default()),
+            max_steps: 20,
+            system: None,
+            on_event: Vec::new(),
+        }
+    }
+
+    /// Runs `prompt` until the model answers, a call needs a person, or the step limit.
+    pub async fn run(&self, prompt: &str) -> Result<Outcome> {
+        let mut messages = Vec::new();
+        if let Some(s) = &self.inner.system {
+            messages.push(Message::text(Role::System, s.clone()));
+        }
+        messages.push(Message::text(Role::User, prompt));
+        let mut state = RunState {
+            id: run_id(),
+            messages,
+            pending: Vec::new(),
+            results: Vec::new(),
+            events: Vec::new(),
+            steps: 0,
+        };
+        self.event(&mut state, Event::RunStarted);
+        self.drive(state).await
+    }
+
+    /// Continues a suspended run with a person's decision — in this process or another
+    /// (with the same store). A decision applies once: a second resume of the same run
+    /// fails with an error for which `is_not_suspended()` is true.
+    pub async fn resume(&self, run_id: &str, decision: Decision) -> Result<Outcome> {
+        let record = self.inner.store.claim(run_id).await?.ok_or_else(|| {
+            Error::not_suspended(format!(
+                "run {run_id} is not waiting for a decision (decided already, finished, or unknown)"
+            ))
+        })?;
+        let mut state: RunState = serde_json::from_value(record.state)
+            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        let Some(call) = state.pending.first_mut() else {
+            return Err(Error::store(format!("run {run_id} waits for nothing")));
+        };
+        call.approved = Some(decision.approved);
+        let tool = call.name.clone();
+        self.event(
+            &mut state,
+            Event::ApprovalDecided {
+                tool,
+                approved: decision.approved,
+                by: decision.by,
+                at: now(),
+            },
+        );
+        self.drive(state).await
+    }
+
+    /// Stops every attached server.
+    pub async fn close(&self) -> Result<()> {
+        for s in &self.inner.servers {
+            s.close().await?;
+        }
+        Ok(())
+    }
+
+    fn event(&self, state: &mut RunState, event: Event) {
+        for f in &self.inner.on_event {
+            f(&state.id, &event);
+        }
+        state.events.push(event);
+    }
+
+    /// The tools of every attached server; model-facing names must be unique.
+    async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
+        let mut all: HashMap<String, AgentTool> = HashMap::new();
+        for (i, server) in self.inner.servers.iter().enumerate() {
+            for t in server.tools().await? {
+                if let Some(other) = all.get(&t.name) {
+                    return Err(Error::config(format!(
+                        "two attached servers offer a tool named `{}`: {} and {}; give one a prefix",
+                        t.name,
+                        self.inner.servers[other.server].name(),
+                        server.name()
+                    )));
+                }
+                let facts = ToolFacts {
+                    name: t.name.clone(),
+                    server: server.name().to_owned(),
+                    app_only: t.app_only,
+                    requires_approval: t.requires_approval(),
+                };
+                let spec = ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone().unwrap_or_default(),
+                    input_schema: t.input_schema.clone(),
+                };
+                all.insert(
+                    t.name.clone(),
+                    AgentTool {
+                        server: i,
+                        facts,
+                        spec,
+                    },
+                );
+            }
+        }
+        Ok(all)
+    }
+
+    async fn save(&self, state: &RunState, status: RunStatus) -> Result<()> {
+        let state_json = serde_json::to_value(state)
+            .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
+        self.inner
+            .store
+            .save(&RunRecord {
+                id: state.id.clone(),
+                status,
+                state: state_json,
+            })
+            .await
+    }
+
+    /// The loop: run the pending calls of the current turn, then ask the model again.
+    async fn drive(&self, mut state: RunState) -> Result<Outcome> {
+        let tools = self.tools().await?;
+        loop {
+            while let Some(call) = state.pending.first().cloned() {
+                let tool = tools.get(&call.name);
+                let verdict = match call.approved {
+                    Some(true) => Verdict::Allow,
+                    Some(false) => Verdict::Deny(format!("a person denied `{}`", call.name)),
+                    None => {
+                        self.inner
+                            .gate
+                            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                            .await
+                    }
+                };
+                let block = match verdict {
+                    Verdict::Suspend => {
+                        let Some(tool) = tool else {
+                            return Err(Error::config("a suspended call names no tool"));
+                        };
+                        let server = tool.facts.server.clone();
+                        self.event(
+                            &mut state,
+                            Event::ApprovalRequested {
+                                server: server.clone(),
+                                tool: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                            },
+                        );
+                        self.event(&mut state, Event::RunSuspended);
+                        self.save(&state, RunStatus::Suspended).await?;
+                        return Ok(Outcome::ApprovalRequired {
+                            run_id: state.id,
+                            server,
+                            tool: call.name,
+                            arguments: call.arguments,
+                        });
+                    }
+                    Verdict::Deny(reason) => {
+                        self.event(
+                            &mut state,
+                            Event::Denied {
+                                tool: call.name.clone(),
+                                reason: reason.clone(),
+                            },
+                        );
+                        Block::ToolResult {
+                            id: call.id.clone(),
+                            content: json!({ "error": reason }).to_string(),
+                            is_error: true,
+                        }
+                    }
+                    Verdict::Allow => {
+                        let Some(tool) = tool else {
+                            return Err(Error::config("an allowed call names no tool"));
+                        };
+                        self.run_tool(&mut state, tool, &call).await
+                    }
+                };
+                state.results.push(block);
+                state.pending.remove(0);
+            }
+            if !state.results.is_empty() {
+                let results = std::mem::take(&mut state.results);
+                state.messages.push(Message {
+                    role: Role::Tool,
+                    content: results,
+                });
+            }
+            if state.steps >= self.inner.max_steps {
+                self.event(&mut state, Event::RunFinished);
+                self.save(&state, RunStatus::Finished).await?;
+                return Ok(Outcome::StepLimit { run_id: state.id });
+            }
+            state.steps += 1;
+            let offered: Vec<ToolSpec> = {
+                let mut v: Vec<&AgentTool> = tools
+                    .values()
+                    .filter(|t| self.inner.gate.advertised(&t.facts))
+                    .collect();
+                v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+                v.into_iter().map(|t| t.spec.clone()).collect()
+            };
+            let request = ChatRequest {
+                messages: state.messages.clone(),
+                tools: offered,
+            };
+            let answer = self.inner.model.complete(&request).await?;
+            let calls = answer.message.tool_calls();
+            let text = answer.message.joined_text();
+            state.messages.push(answer.message);
+            if calls.is_empty() {
+                self.event(&mut state, Event::RunFinished);
+                self.save(&state, RunStatus::Finished).await?;
+                return Ok(Outcome::Finished {
+                    run_id: state.id,
+                    text,
+                });
+            }
+            state.pending = calls
+                .into_iter()
+                .map(|(id, name, arguments)| PendingCall {
+                    id,
+                    name,
+                    arguments,
+                    approved: None,
+                })
+                .collect();
+            // Kept while the calls run: a crash loses at most this turn's results.
+            self.save(&state, RunStatus::Running).await?;
+        }
+    }
+
+    async fn run_tool(&self, state: &mut RunState, tool: &AgentTool, call: &PendingCall) -> Block {
+        let server = &self.inner.servers[tool.server];
+        self.event(
+            state,
+            Event::BeforeToolCall {
+                server: tool.facts.server.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        );
+        let (content, is_error) = match server.call(&call.name, call.arguments.clone()).await {
+            Ok(r) => {
+                let mut text = r.text();
+                if text.is_empty() {
+                    if let Some(s) = &r.structured_content {
+                        text = s.to_string();
+                    }
+                }
+                (text, r.is_error())
+            }
+            // A protocol failure is the model's to read too; the loop goes on.
+            Err(e) => (json!({ "error": e.to_string() }).to_string(), true),
+        };
+        self.event(
+            state,
+            Event::AfterToolResult {
+                server: tool.facts.server.clone(),
+                tool: call.name.clone(),
+                is_error,
+            },
+        );
+        Block::ToolResult {
+            id: call.id.clone(),
+            content,
+            is_error,
+        }
+    }
+
+    /// The events of a run, from the store.
+    pub async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
+        let record = self
+            .inner
+            .store
+            .load(run_id)
+            .await?
+            .ok_or_else(|| Error::not_suspended(format!("no run {run_id}")))?;
+        let state: RunState = serde_json::from_value(record.state)
+            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        Ok(state.events)
+    }
+}

@@ -1,0 +1,113 @@
+//! The agent's one error type.
+
+use std::fmt;
+
+use crate::model::ModelError;
+
+/// A `Result` whose error is [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What stopped a run. Opaque: ask it with the `is_*` predicates. A denied or failed
+/// tool call is not an error (the model gets an error result and the loop goes on).
+pub struct Error {
+    kind: Kind,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Model(ModelError),
+    Mcp(mcp_runtime::Error),
+    Store(String),
+    Config(String),
+    NotSuspended(String),
+}
+
+impl Error {
+    pub(crate) fn store(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Store(detail.into()),
+        }
+    }
+    pub(crate) fn config(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Config(detail.into()),
+        }
+    }
+    pub(crate) fn not_suspended(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::NotSuspended(detail.into()),
+        }
+    }
+
+    /// The model call failed (see [`model_error`](Self::model_error)).
+    pub fn is_model(&self) -> bool {
+        matches!(self.kind, Kind::Model(_))
+    }
+    /// The model provider's error, for a model failure.
+    pub fn model_error(&self) -> Option<&ModelError> {
+        match &self.kind {
+            Kind::Model(e) => Some(e),
+            _ => None,
+        }
+    }
+    /// Listing an attached server's tools failed (a tool call that fails is not an
+    /// error).
+    pub fn is_mcp(&self) -> bool {
+        matches!(self.kind, Kind::Mcp(_))
+    }
+    /// The run store failed.
+    pub fn is_store(&self) -> bool {
+        matches!(self.kind, Kind::Store(_))
+    }
+    /// The agent is configured in a way that cannot work.
+    pub fn is_config(&self) -> bool {
+        matches!(self.kind, Kind::Config(_))
+    }
+    /// A resume of a run that is not waiting for a decision (decided already — by a
+    /// concurrent resume, say — finished, or unknown).
+    pub fn is_not_suspended(&self) -> bool {
+        matches!(self.kind, Kind::NotSuspended(_))
+    }
+}
+
+impl From<ModelError> for Error {
+    fn from(e: ModelError) -> Self {
+        Error {
+            kind: Kind::Model(e),
+        }
+    }
+}
+
+impl From<mcp_runtime::Error> for Error {
+    fn from(e: mcp_runtime::Error) -> Self {
+        Error { kind: Kind::Mcp(e) }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Kind::Model(e) => write!(f, "{e}"),
+            Kind::Mcp(e) => write!(f, "an MCP server: {e}"),
+            Kind::Store(d) => write!(f, "the run store: {d}"),
+            Kind::Config(d) => write!(f, "agent configuration: {d}"),
+            Kind::NotSuspended(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.kind, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            Kind::Model(e) => Some(e),
+            Kind::Mcp(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Every MCP tool call an agent's model asks for goes through the gate, and the gate
+//! fails closed.
+//!
+//! | mode | a tool in the allow-list | any other tool |
+//! | --- | --- | --- |
+//! | [`Mode::ReadOnly`] (default) | allowed | denied |
+//! | [`Mode::Ask`] | allowed | the ask callback decides (server, tool, arguments) |
+//! | [`Mode::Approve`] | allowed (pre-approved) | the run suspends for a person's decision |
+//! | [`Mode::Auto`] | allowed | allowed |
+//!
+//! On top of the mode: a tool its declaration marks `requires_approval` needs approval
+//! in every mode (`Auto` included; in `Ask` the callback is the approval); a tool only
+//! an MCP App may call (visibility without `"model"`) is never offered and always
+//! denied; a name the model invents is denied. The allow-list matches exact names only,
+//! and defaults to empty: a misconfigured agent denies everything. Tools the mode can
+//! never allow are not advertised to the model at all.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::sync::Arc;
+
+use mcp_runtime::BoxFuture;
+use serde_json::Value;
+
+type AskFn = Arc<dyn Fn(&str, &str, &Value) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// How an agent treats MCP tool calls.
+#[derive(Clone, Default)]
+pub enum Mode {
+    /// Only the tools in the allow-list (the default).
+    #[default]
+    ReadOnly,
+    /// Allow-listed tools, and whatever the callback allows (given the server, the tool
+    /// and the arguments).
+    Ask(AskFn),
+    /// Allow-listed tools are pre-approved; any other suspends the run until a person
+    /// decides ([`Agent::resume`](crate::Agent::resume)).
+    Approve,
+    /// Every tool.
+    Auto,
+}
+
+impl Mode {
+    /// [`Mode::Ask`] with this callback.
+    pub fn ask<F, Fut>(decide: F) -> Mode
+    where
+        F: Fn(&str, &str, &Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = bool> + Send + 'static,
+    {
+        Mode::Ask(Arc::new(move |s, t, a| Box::pin(decide(s, t, a))))
+    }
+
+    /// The mode by its name (`read_only`, `approve`, `auto`; `ask` needs a callback).
+    pub fn parse(name: &str) -> Result<Mode, String> {
+        match name {
+            "read_only" => Ok(Mode::ReadOnly),
+            "approve" => Ok(Mode::Approve),
+            "auto" => Ok(Mode::Auto),
+            "ask" => {
+                Err("the `ask` mode needs a callback: use Mode::ask(|server, tool, args| …)".into())
+            }
+            other => Err(format!(
+                "unknown permission mode `{other}`: use read_only, ask, approve or auto"
+            )),
+        }
+    }
+}
+
+impl fmt::Debug for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::ReadOnly => "ReadOnly",
+            Mode::Ask(_) => "Ask",
+            Mode::Approve => "Approve",
+            Mode::Auto => "Auto",
+        })
+    }
+}
+
+/// What the gate knows of a tool.
+#[derive(Clone, Debug)]
+pub struct ToolFacts {
+    /// Its model-facing name.
+    pub name: String,
+    /// The server it belongs to.
+    pub server: String,
+    /// Only an MCP App may call it.
+    pub app_only: bool,
+    /// Its declaration asks for a person's approval of this call.
+    pub requires_approval: bool,
+}
+
+/// The gate's answer for one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model gets this as an error result.
+    Deny(String),
+    /// A person must decide: the run suspends.
+    Suspend,
+}
+
+/// The permission mode and the allow-list.
+#[derive(Clone, Debug, Default)]
+pub struct Gate {
+    mode: Mode,
+    allow: BTreeSet<String>,
+}
+
+impl Gate {
+    /// A gate with this mode and allow-list (exact names).
+    pub fn new<I, S>(mode: Mode, allow: I) -> Gate
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Gate {
+            mode,
+            allow: allow.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// Whether the model is offered this tool: only tools the mode can ever allow.
+    pub fn advertised(&self, tool: &ToolFacts) -> bool {
+        if tool.app_only {
+            return false;
+        }
+        match self.mode {
+            Mode::ReadOnly => self.allow.contains(&tool.name),
+            Mode::Ask(_) | Mode::Approve | Mode::Auto => true,
+        }
+    }
+
+    /// Decides one call. `tool` is `None` for a name no attached server offers.
+    pub async fn decide(&self, name: &str, tool: Option<&ToolFacts>, arguments: &Value) -> Verdict {
+        let Some(tool) = tool else {
+            return Verdict::Deny(format!("there is no tool `{name}`"));
+        };
+        if tool.app_only {
+            return Verdict::Deny(format!(
+                "`{name}` may only be called from its app, not by a model"
+            ));
+        }
+        let listed = self.allow.contains(&tool.name);
+        match &self.mode {
+            Mode::ReadOnly if !listed => Verdict::Deny(format!(
+                "`{name}` is not allowed (read-only mode allows only the tools in the allow-list)"
+            )),
+            Mode::ReadOnly | Mode::Approve | Mode::Auto if tool.requires_approval => {
+                Verdict::Suspend
+            }
+            Mode::ReadOnly | Mode::Auto => Verdict::Allow,
+            Mode::Approve if listed => Verdict::Allow,
+            Mode::Approve => Verdict::Suspend,
+            Mode::Ask(_) if listed && !tool.requires_approval => Verdict::Allow,
+            Mode::Ask(decide) => {
+                if decide(&tool.server, &tool.name, arguments).await {
+                    Verdict::Allow
+                } else {
+                    Verdict::Deny(format!("`{name}` was not allowed"))
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts(name: &str, app_only: bool, requires_approval: bool) -> ToolFacts {
+        ToolFacts {
+            name: name.into(),
+            server: "fs".into(),
+            app_only,
+            requires_approval,
+        }
+    }
+
+    /// Every cell: mode × in/out of the allow-list × requires_approval × app-only ×
+    /// offered/invented name. Nothing is allowed that the table does not allow.
+    #[tokio::test]
+    async fn the_gate_fails_closed_in_every_cell() {
+        let modes = || {
+            vec![
+                ("read_only", Mode::ReadOnly),
+                ("ask-yes", Mode::ask(|_, _, _| async { true })),
+                ("ask-no", Mode::ask(|_, _, _| async { false })),
+                ("approve", Mode::Approve),
+                ("auto", Mode::Auto),
+            ]
+        };
+        for (mode_name, mode) in modes() {
+            let gate = Gate::new(mode, ["listed"]);
+            for listed in [true, false] {
+                for approval in [true, false] {
+                    for app_only in [true, false] {
+                        let name = if listed { "listed" } else { "other" };
+                        let tool = facts(name, app_only, approval);
+                        let got = gate.decide(name, Some(&tool), &json!({})).await;
+                        let want = match (mode_name, listed, approval, app_only) {
+                            (_, _, _, true) => "deny",
+                            ("read_only", false, _, _) => "deny",
+                            ("read_only", true, true, _) => "suspend",
+                            ("read_only", true, false, _) => "allow",
+                            ("ask-yes", true, false, _) => "allow",
+                            ("ask-yes", _, _, _) => "allow",
+                            ("ask-no", true, false, _) => "allow",
+                            ("ask-no", _, _, _) => "deny",
+                            ("approve", _, true, _) => "suspend",
+                            ("approve", true, false, _) => "allow",
+                            ("approve", false, false, _) => "suspend",
+                            ("auto", _, true, _) => "suspend",
+                            ("auto", _, false, _) => "allow",
+                            _ => unreachable!(),
+                        };
+                        let got_name = match got {
+                            Verdict::Allow => "allow",
+                            Verdict::Deny(_) => "deny",
+                            Verdict::Suspend => "suspend",
+                        };
+                        assert_eq!(
+                            got_name, want,
+                            "{mode_name}, listed {listed}, requires approval {approval}, app-only {app_only}"
+                        );
+                        // Advertised only when the mode can ever allow it.
+                        let advertised = gate.advertised(&tool);
+                        let can = !app_only && (mode_name != "read_only" || listed);
+                        assert_eq!(advertised, can, "{mode_name} {name} app-only {app_only}");
+                    }
+                }
+            }
+            // A name no server offers: denied, whatever the mode.
+            assert!(matches!(
+                gate.decide("invented", None, &json!({})).await,
+                Verdict::Deny(_)
+            ));
+        }
+    }
+
+    #[tokio::test]
+    async fn the_default_gate_denies_everything() {
+        let gate = Gate::default();
+        let tool = facts("read_file", false, false);
+        assert!(!gate.advertised(&tool));
+        assert!(matches!(
+            gate.decide("read_file", Some(&tool), &json!({})).await,
+            Verdict::Deny(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_ask_callback_sees_server_tool_and_arguments() {
+        let gate = Gate::new(
+            Mode::ask(|server, tool, args| {
+                let ok = server == "fs" && tool == "write_file" && args["path"] == "/tmp/x";
+                async move { ok }
+            }),
+            Vec::<String>::new(),
+        );
+        let tool = facts("write_file", false, false);
+        assert_eq!(
+            gate.decide("write_file", Some(&tool), &json!({"path": "/tmp/x"}))
+                .await,
+            Verdict::Allow
+        );
+        assert!(matches!(
+            gate.decide("write_file", Some(&tool), &json!({"path": "/etc/x"}))
+                .await,
+            Verdict::Deny(_)
+        ));
+    }
+
+    #[test]
+    fn modes_by_name() {
+        assert!(matches!(Mode::parse("read_only"), Ok(Mode::ReadOnly)));
+        assert!(matches!(Mode::parse("approve"), Ok(Mode::Approve)));
+        assert!(Mode::parse("ask").is_err());
+        assert!(Mode::parse("yolo").unwrap_err().contains("read_only"));
+    }
+}

@@ -1,0 +1,205 @@
+//! The model side, provider-neutral: a transcript of [`Message`]s, the tools offered as
+//! [`ToolSpec`]s, and the [`Model`] trait the agent loop calls. Wires for providers
+//! implement it ([`crate::openai::ChatCompletions`]).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use mcp_runtime::BoxFuture;
+
+/// Who said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions for the model.
+    System,
+    /// The person.
+    User,
+    /// The model.
+    Assistant,
+    /// Tool results, answering the model's tool calls.
+    Tool,
+}
+
+/// One piece of a message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The model asks for a tool call.
+    ToolCall {
+        /// The provider's id for the call (answered by a [`Block::ToolResult`]).
+        id: String,
+        /// The tool's model-facing name.
+        name: String,
+        /// The arguments (a JSON object).
+        arguments: Value,
+    },
+    /// The result of a tool call, for the model.
+    ToolResult {
+        /// The call it answers.
+        id: String,
+        /// The result as text.
+        content: String,
+        /// The call failed (or was denied).
+        is_error: bool,
+    },
+    /// A provider's own item, kept verbatim so it round-trips in the transcript.
+    Provider {
+        /// The item.
+        value: Value,
+    },
+}
+
+/// One message of the transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who said it.
+    pub role: Role,
+    /// What was said.
+    pub content: Vec<Block>,
+}
+
+impl Message {
+    /// A text message.
+    pub fn text(role: Role, text: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: vec![Block::Text { text: text.into() }],
+        }
+    }
+
+    /// The text blocks, joined.
+    pub fn joined_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    /// The tool calls it asks for.
+    pub fn tool_calls(&self) -> Vec<(String, String, Value)> {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                } => Some((id.clone(), name.clone(), arguments.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A tool offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The model-facing name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// What the agent asks the model.
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    /// The transcript so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stop {
+    /// It finished its answer.
+    End,
+    /// It asks for tool calls.
+    ToolCalls,
+    /// It ran out of output tokens.
+    Length,
+    /// Something else the provider said.
+    Other(String),
+}
+
+/// The model's answer: one assistant message.
+#[derive(Clone, Debug)]
+pub struct ChatResponse {
+    /// The assistant message (text, tool calls, provider items).
+    pub message: Message,
+    /// Why it stopped.
+    pub stop: Stop,
+}
+
+/// A language model the agent loop can talk to. Implement it for any provider; two
+/// wires are built in (OpenAI-compatible Chat Completions; more to come).
+pub trait Model: Send + Sync + 'static {
+    /// One turn: the transcript and the tools in, one assistant message out.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>>;
+}
+
+/// What went wrong on the model side.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The provider limits the rate: wait and try again.
+    RateLimited {
+        /// What the provider said.
+        detail: String,
+    },
+    /// The transcript is longer than the model's context.
+    ContextTooLong {
+        /// What the provider said.
+        detail: String,
+    },
+    /// The provider refused the credentials.
+    Unauthorized {
+        /// What the provider said.
+        detail: String,
+    },
+    /// Any other failure (network, an HTTP error, an answer that is not the wire).
+    Other {
+        /// What happened.
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::RateLimited { detail } => {
+                write!(
+                    f,
+                    "the model provider limits the rate; try again later: {detail}"
+                )
+            }
+            ModelError::ContextTooLong { detail } => write!(
+                f,
+                "the conversation is longer than the model's context: {detail}"
+            ),
+            ModelError::Unauthorized { detail } => write!(
+                f,
+                "the model provider refused the credentials (check the API key): {detail}"
+            ),
+            ModelError::Other { detail } => write!(f, "the model call failed: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}

@@ -1,0 +1,343 @@
+//! The OpenAI-compatible Chat Completions wire: OpenAI, Ollama, vLLM, llama.cpp server,
+//! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use mcp_runtime::{BoxFuture, Secret};
+use serde_json::{json, Map, Value};
+
+use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
+
+type Pool = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
+
+/// The largest answer read from a model server.
+const MAX_ANSWER: usize = 32 * 1024 * 1024;
+
+/// A model served over Chat Completions. The model is chosen by configuration only:
+/// there is no default.
+#[derive(Clone)]
+pub struct ChatCompletions {
+    base_url: String,
+    model: String,
+    api_key: Option<Secret>,
+    timeout: Duration,
+    pool: Arc<Pool>,
+}
+
+impl fmt::Debug for ChatCompletions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatCompletions")
+            .field(
+                "base_url",
+                &mcp_runtime::__private::redact_url(&self.base_url),
+            )
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .finish()
+    }
+}
+
+impl ChatCompletions {
+    /// A model at `base_url` (e.g. `https://api.openai.com/v1`,
+    /// `http://localhost:11434/v1`), by its id. Plain `http://` only to this machine.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        mcp_runtime::__private::check_url(&base_url).map_err(|e| ModelError::Other {
+            detail: format!("the model's base URL: {e}"),
+        })?;
+        let model = model.into();
+        if model.trim().is_empty() {
+            return Err(ModelError::Other {
+                detail: "no model id: name one (there is no default model)".into(),
+            });
+        }
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
+            .map_err(|e| ModelError::Other {
+                detail: format!("TLS setup failed: {e}"),
+            })?
+            .https_or_http()
+            .enable_all_versions()
+            .build();
+        let pool =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(https);
+        Ok(ChatCompletions {
+            base_url,
+            model,
+            api_key: None,
+            timeout: Duration::from_secs(300),
+            pool: Arc::new(pool),
+        })
+    }
+
+    /// The API key, sent as `Authorization: Bearer …` (never logged, never in errors).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(Secret::new(key.into()));
+        self
+    }
+
+    /// How long one model call may take (default 5 minutes).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The request body for `request`.
+    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
+        let mut messages = Vec::new();
+        for m in &request.messages {
+            match m.role {
+                Role::Tool => {
+                    for b in &m.content {
+                        if let Block::ToolResult { id, content, .. } = b {
+                            messages.push(
+                                json!({"role": "tool", "tool_call_id": id, "content": content}),
+                            );
+                        }
+                    }
+                }
+                role => {
+                    let role = match role {
+                        Role::System => "system",
+                        Role::User => "user",
+                        _ => "assistant",
+                    };
+                    let mut msg = Map::new();
+                    msg.insert("role".into(), role.into());
+                    let text = m.joined_text();
+                    let calls: Vec<Value> = m
+                        .tool_calls()
+                        .into_iter()
+                        .map(|(id, name, args)| {
+                            json!({"id": id, "type": "function",
+                                   "function": {"name": name, "arguments": args.to_string()}})
+                        })
+                        .collect();
+                    msg.insert(
+                        "content".into(),
+                        if text.is_empty() && !calls.is_empty() {
+                            Value::Null
+                        } else {
+                            Value::String(text)
+                        },
+                    );
+                    if !calls.is_empty() {
+                        msg.insert("tool_calls".into(), Value::Array(calls));
+                    }
+                    messages.push(Value::Object(msg));
+                }
+            }
+        }
+        let mut body = json!({"model": self.model, "messages": messages});
+        if !request.tools.is_empty() {
+            body["tools"] = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.input_schema}})
+                })
+                .collect();
+        }
+        body
+    }
+
+    /// Reads a `chat.completion` answer.
+    pub(crate) fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
+        let choice = v
+            .get("choices")
+            .and_then(|c| c.get(0))
+            .ok_or_else(|| ModelError::Other {
+                detail: "the answer has no choices".into(),
+            })?;
+        let msg = choice.get("message").cloned().unwrap_or(Value::Null);
+        let mut content = Vec::new();
+        if let Some(text) = msg.get("content").and_then(Value::as_str) {
+            if !text.is_empty() {
+                content.push(Block::Text { text: text.into() });
+            }
+        }
+        for call in msg
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let f = call.get("function").cloned().unwrap_or(Value::Null);
+            let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
+            // Arguments come as a JSON string; some servers send an object.
+            let arguments = match raw {
+                Value::String(s) if s.trim().is_empty() => json!({}),
+                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                Value::Null => json!({}),
+                other => other,
+            };
+            content.push(Block::ToolCall {
+                id: call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                name: f
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                arguments,
+            });
+        }
+        let stop = match choice.get("finish_reason").and_then(Value::as_str) {
+            Some("stop") | None => Stop::End,
+            Some("tool_calls") | Some("function_call") => Stop::ToolCalls,
+            Some("length") => Stop::Length,
+            Some(other) => Stop::Other(other.to_owned()),
+        };
+        Ok(ChatResponse {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            stop,
+        })
+    }
+
+    async fn post(&self, body: Value) -> Result<Value, ModelError> {
+        let url = format!("{}/chat/completions", self.base_url);
+        let other = |detail: String| ModelError::Other { detail };
+        let mut req = http::Request::post(&url).header("content-type", "application/json");
+        if let Some(key) = &self.api_key {
+            let mut v = http::HeaderValue::try_from(format!("Bearer {}", key.expose()))
+                .map_err(|_| other("the API key is not a valid header value".into()))?;
+            v.set_sensitive(true);
+            req = req.header(http::header::AUTHORIZATION, v);
+        }
+        let req = req
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|e| other(format!("cannot build the request: {e}")))?;
+        let origin = mcp_runtime::__private::check_url(&url).unwrap_or_default();
+        let resp = tokio::time::timeout(self.timeout, self.pool.request(req))
+            .await
+            .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?
+            .map_err(|e| other(format!("cannot reach {origin}: {e}")))?;
+        let status = resp.status().as_u16();
+        let bytes = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?
+            .to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if (200..300).contains(&status) {
+            return Ok(v);
+        }
+        let message = v
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| {
+                String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned()
+            });
+        let code = v
+            .pointer("/error/code")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let detail = format!("HTTP {status}: {message}");
+        Err(match status {
+            429 => ModelError::RateLimited { detail },
+            401 | 403 => ModelError::Unauthorized { detail },
+            _ if code == "context_length_exceeded"
+                || message.contains("context length")
+                || message.contains("maximum context") =>
+            {
+                ModelError::ContextTooLong { detail }
+            }
+            _ => ModelError::Other { detail },
+        })
+    }
+}
+
+impl Model for ChatCompletions {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            let answer = self.post(self.body(request)).await?;
+            Self::answer(&answer)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ToolSpec;
+
+    #[test]
+    fn requests_and_answers_on_the_wire() {
+        let m = ChatCompletions::new("http://127.0.0.1:9/v1/", "some-model").unwrap();
+        let req = ChatRequest {
+            messages: vec![
+                Message::text(Role::System, "be brief"),
+                Message::text(Role::User, "list /tmp"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![Block::ToolCall {
+                        id: "c1".into(),
+                        name: "list_directory".into(),
+                        arguments: json!({"path": "/tmp"}),
+                    }],
+                },
+                Message {
+                    role: Role::Tool,
+                    content: vec![Block::ToolResult {
+                        id: "c1".into(),
+                        content: "[FILE] a".into(),
+                        is_error: false,
+                    }],
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "list_directory".into(),
+                description: "List".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+        };
+        let body = m.body(&req);
+        assert_eq!(body["model"], "some-model");
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"path\":\"/tmp\"}"
+        );
+        assert_eq!(body["messages"][3]["role"], "tool");
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["tools"][0]["function"]["name"], "list_directory");
+        let answer = json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "read_text_file", "arguments": "{\"path\":\"/tmp/a\"}"}}]},
+            "finish_reason": "tool_calls"}]});
+        let r = ChatCompletions::answer(&answer).unwrap();
+        assert_eq!(r.stop, Stop::ToolCalls);
+        assert_eq!(
+            r.message.tool_calls(),
+            vec![(
+                "c2".into(),
+                "read_text_file".into(),
+                json!({"path": "/tmp/a"})
+            )]
+        );
+        assert!(ChatCompletions::new("http://example.com/v1", "m").is_err());
+        assert!(ChatCompletions::new("http://127.0.0.1/v1", " ").is_err());
+        let with_key = ChatCompletions::new("http://127.0.0.1:9/v1", "m")
+            .unwrap()
+            .api_key("sk-SECRET");
+        assert!(!format!("{with_key:?}").contains("sk-SECRET"));
+    }
+}

@@ -1,0 +1,311 @@
+//! Where runs are kept while they wait for a person: [`MemoryRunStore`] for one
+//! process, [`SqliteRunStore`] (default feature `sqlite`) in a file, for runs resumed
+//! by another process or after a restart.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcp_runtime::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The loop is working on it.
+    Running,
+    /// It waits for a person's decision.
+    Suspended,
+    /// It ended.
+    Finished,
+}
+
+impl RunStatus {
+    fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Finished => "finished",
+        }
+    }
+
+    fn parse(s: &str) -> Option<RunStatus> {
+        match s {
+            "running" => Some(RunStatus::Running),
+            "suspended" => Some(RunStatus::Suspended),
+            "finished" => Some(RunStatus::Finished),
+            _ => None,
+        }
+    }
+}
+
+/// A run as kept: its status and its whole state (transcript, pending calls, events).
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    /// The run's id.
+    pub id: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Its state, as JSON.
+    pub state: Value,
+}
+
+/// Keeps runs. `claim` is what makes a decision apply exactly once: of two resumes of
+/// one suspended run, one gets the run and the other `None`.
+pub trait RunStore: Send + Sync + 'static {
+    /// Keeps the run (replacing what was kept under its id).
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
+    /// The run kept under `id`.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Moves a suspended run to running, atomically, and returns it; `None` when it is
+    /// not suspended (decided already, finished, or unknown).
+    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+}
+
+/// Runs kept in memory, for the life of the process.
+#[derive(Debug, Default)]
+pub struct MemoryRunStore {
+    runs: Mutex<HashMap<String, RunRecord>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RunStore for MemoryRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        lock(&self.runs).insert(run.id.clone(), run.clone());
+        Box::pin(async { Ok(()) })
+    }
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let r = lock(&self.runs).get(id).cloned();
+        Box::pin(async move { Ok(r) })
+    }
+    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let mut runs = lock(&self.runs);
+        let claimed = match runs.get_mut(id) {
+            Some(r) if r.status == RunStatus::Suspended => {
+                r.status = RunStatus::Running;
+                Some(r.clone())
+            }
+            _ => None,
+        };
+        Box::pin(async move { Ok(claimed) })
+    }
+}
+
+/// Runs kept in a SQLite file (created with its table when missing): no server, no
+/// setup, and a run suspended by one process can be resumed by another. Claims are
+/// single `UPDATE … WHERE status = 'suspended'` statements, so a decision applies once
+/// even with several processes on one file.
+#[cfg(feature = "sqlite")]
+#[derive(Clone)]
+pub struct SqliteRunStore {
+    path: std::path::PathBuf,
+}
+
+#[cfg(feature = "sqlite")]
+impl std::fmt::Debug for SqliteRunStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteRunStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl SqliteRunStore {
+    /// A store in this file; its folder is created when missing.
+    pub fn open(path: impl Into<std::path::PathBuf>) -> Result<Self> {
+        let store = SqliteRunStore { path: path.into() };
+        if let Some(dir) = store.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::store(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        store
+            .connection()?
+            .execute_batch(
+                "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+                 id TEXT PRIMARY KEY,
+                 status TEXT NOT NULL,
+                 state TEXT NOT NULL,
+                 updated_at INTEGER NOT NULL
+             );",
+            )
+            .map_err(|e| store.fail(e))?;
+        Ok(store)
+    }
+
+    fn fail(&self, e: rusqlite::Error) -> Error {
+        Error::store(format!("the run store {}: {e}", self.path.display()))
+    }
+
+    fn connection(&self) -> Result<rusqlite::Connection> {
+        let c = rusqlite::Connection::open(&self.path).map_err(|e| self.fail(e))?;
+        // Other processes may hold the file a moment: wait for them.
+        c.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| self.fail(e))?;
+        Ok(c)
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SqliteRunStore, rusqlite::Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let c = store.connection()?;
+            f(&store, c)
+        })
+        .await
+        .map_err(|e| Error::store(format!("the run store task failed: {e}")))?
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn record(id: String, status: String, state: String) -> Result<RunRecord> {
+    Ok(RunRecord {
+        id,
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
+        state: serde_json::from_str(&state)
+            .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+    })
+}
+
+#[cfg(feature = "sqlite")]
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(feature = "sqlite")]
+impl RunStore for SqliteRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
+        Box::pin(self.blocking(move |s, c| {
+            c.execute(
+                "INSERT INTO mcp_agent_runs (id, status, state, updated_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state, updated_at = excluded.updated_at",
+                rusqlite::params![id, status, state, now()],
+            )
+            .map(|_| ())
+            .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            let row = c
+                .query_row(
+                    "SELECT id, status, state FROM mcp_agent_runs WHERE id = ?1",
+                    [&id],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    },
+                )
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(s.fail(e)),
+                })?;
+            row.map(|(i, st, state)| record(i, st, state)).transpose()
+        }))
+    }
+
+    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            let row = c
+                .query_row(
+                    "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2
+                     WHERE id = ?1 AND status = 'suspended'
+                     RETURNING id, status, state",
+                    rusqlite::params![id, now()],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ))
+                    },
+                )
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(s.fail(e)),
+                })?;
+            row.map(|(i, st, state)| record(i, st, state)).transpose()
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    async fn claims_once(store: &dyn RunStore) {
+        let run = RunRecord {
+            id: "r1".into(),
+            status: RunStatus::Suspended,
+            state: json!({"n": 1}),
+        };
+        store.save(&run).await.unwrap();
+        let first = store.claim("r1").await.unwrap();
+        let second = store.claim("r1").await.unwrap();
+        assert_eq!(first.unwrap().state, json!({"n": 1}));
+        assert!(second.is_none());
+        assert_eq!(
+            store.load("r1").await.unwrap().unwrap().status,
+            RunStatus::Running
+        );
+        assert!(store.claim("unknown").await.unwrap().is_none());
+        assert!(store.load("unknown").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn memory_claims_once() {
+        claims_once(&MemoryRunStore::default()).await;
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_claims_once_even_when_many_try_at_once() {
+        let dir = std::env::temp_dir().join(format!("mcp-agent-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
+        claims_once(&store).await;
+        // Twenty claims at once on another suspended run: exactly one wins.
+        store
+            .save(&RunRecord {
+                id: "r2".into(),
+                status: RunStatus::Suspended,
+                state: json!({}),
+            })
+            .await
+            .unwrap();
+        let tries: Vec<_> = (0..20)
+            .map(|_| {
+                let s = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
+                tokio::spawn(async move { s.claim("r2").await.unwrap().is_some() })
+            })
+            .collect();
+        let mut won = 0;
+        for t in tries {
+            won += usize::from(t.await.unwrap());
+        }
+        assert_eq!(won, 1);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,350 @@
+#![allow(clippy::unwrap_used)]
+//! The agent against real peers: npm server-filesystem (the pinned test peer) as the MCP
+//! server, a scripted model behind the real Chat Completions wire over loopback HTTP
+//! (tests/peers/fake_model.py), and real SQLite files.
+
+use std::io::BufRead as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, SqliteRunStore};
+use mcp_runtime::Mcp;
+use serde_json::{json, Value};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The pinned test peers (installed once; fails loudly when that is not possible).
+fn peers() -> PathBuf {
+    let out = Command::new("bash")
+        .arg(repo_root().join("tests/peers/install.sh"))
+        .output()
+        .expect("bash is required to install the test peers");
+    assert!(
+        out.status.success(),
+        "installing the test peers failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    repo_root().join(".peers")
+}
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-agent-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The scripted model, killed when dropped.
+struct FakeModel {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl FakeModel {
+    fn start(dir: &Path, script: Value) -> FakeModel {
+        let path = dir.join("script.json");
+        std::fs::write(&path, script.to_string()).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(peers().join("venv/bin/python"))
+            .arg(repo_root().join("tests/peers/fake_model.py"))
+            .args([port.to_string(), path.display().to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("READY"), "the fake model did not start");
+        FakeModel { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn requests(&self) -> Vec<Value> {
+        use std::io::{Read as _, Write as _};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "GET /_requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        serde_json::from_str::<Vec<Value>>(body).unwrap()
+    }
+}
+
+fn filesystem(dir: &Path) -> Mcp {
+    let bin = peers().join("npm/node_modules/.bin/mcp-server-filesystem");
+    Mcp::builder("fs")
+        .command([bin.display().to_string(), dir.display().to_string()])
+        .env("FS_CANARY_SECRET", "ENV-CANARY-91c2")
+        .build()
+        .unwrap()
+}
+
+fn offered(request: &Value) -> Vec<String> {
+    request["body"]["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_runs_listed_tools_and_denies_the_rest_without_raising() {
+    let dir = scratch("read-only");
+    std::fs::write(dir.join("notes.txt"), "hello notes").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "read_text_file", "arguments": {"path": dir.join("notes.txt")}},
+                {"name": "write_file", "arguments": {"path": dir.join("evil.txt"), "content": "x"}},
+                {"name": "made_up_tool", "arguments": {}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    let agent = Agent::builder()
+        .model(
+            ChatCompletions::new(model.url(), "fake-model")
+                .unwrap()
+                .api_key("MODEL-KEY-CANARY"),
+        )
+        .allow(["read_text_file", "list_directory"])
+        .server(filesystem(&dir))
+        .on_event(move |_, ev| e.lock().unwrap().push(ev.clone()))
+        .build()
+        .unwrap();
+    let out = agent.run("read my notes").await.unwrap();
+    let Outcome::Finished { text, run_id } = out else {
+        panic!("{out:?}")
+    };
+    assert!(text.contains("read_text_file: hello notes"), "{text}");
+    assert!(text.contains("write_file: {\"error\""), "{text}");
+    assert!(text.contains("made_up_tool: {\"error\""), "{text}");
+    assert!(!dir.join("evil.txt").exists(), "a denied tool ran");
+    // Only the tools the mode can allow were offered.
+    let requests = model.requests();
+    let mut names = offered(&requests[0]);
+    names.sort();
+    assert_eq!(names, ["list_directory", "read_text_file"]);
+    assert_eq!(requests[0]["body"]["model"], "fake-model");
+    assert_eq!(requests[0]["authorization"], "Bearer MODEL-KEY-CANARY");
+    // Events, in order, also kept with the run.
+    let seen = events.lock().unwrap().clone();
+    assert_eq!(seen.first(), Some(&Event::RunStarted));
+    assert_eq!(seen.last(), Some(&Event::RunFinished));
+    assert_eq!(
+        seen.iter()
+            .filter(|e| matches!(e, Event::Denied { .. }))
+            .count(),
+        2
+    );
+    assert!(seen
+        .iter()
+        .any(|e| matches!(e, Event::BeforeToolCall { tool, .. } if tool == "read_text_file")));
+    assert_eq!(agent.events(&run_id).await.unwrap(), seen);
+    // Nothing secret in the events.
+    let json = serde_json::to_string(&seen).unwrap();
+    assert!(!json.contains("MODEL-KEY-CANARY") && !json.contains("ENV-CANARY-91c2"));
+    agent.close().await.unwrap();
+}
+
+/// The client process of [`a_run_suspended_in_one_process_resumes_in_another`]: runs
+/// the agent until it suspends, prints the run id, and exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the first process of a_run_suspended_in_one_process_resumes_in_another, which runs it"]
+async fn suspending_process() {
+    let dir = PathBuf::from(std::env::var("MCP_TEST_DIR").expect("set by the test that runs this"));
+    let url = std::env::var("MCP_TEST_MODEL").expect("set by the test that runs this");
+    let agent = agent_for(&dir, &url);
+    match agent.run("write a file").await.unwrap() {
+        Outcome::ApprovalRequired { run_id, tool, .. } => {
+            println!("suspended run={run_id} tool={tool}");
+        }
+        other => panic!("{other:?}"),
+    }
+    agent.close().await.unwrap();
+}
+
+fn agent_for(dir: &Path, model_url: &str) -> Agent {
+    Agent::builder()
+        .model(
+            ChatCompletions::new(model_url, "fake-model")
+                .unwrap()
+                .api_key("MODEL-KEY-CANARY"),
+        )
+        .mode(Mode::Approve)
+        .allow(["read_text_file", "list_directory"])
+        .server(filesystem(dir))
+        .store(SqliteRunStore::open(dir.join("state/runs.sqlite3")).unwrap())
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_suspended_in_one_process_resumes_in_another() {
+    let dir = scratch("resume");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("out.txt"), "content": "approved write"}}]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("denied.txt"), "content": "x"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let suspend = || {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args(["suspending_process", "--exact", "--ignored", "--nocapture"])
+            .env("MCP_TEST_DIR", &dir)
+            .env("MCP_TEST_MODEL", model.url())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("suspended run="))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .to_owned();
+        assert!(line.ends_with(" tool=write_file"), "{line}");
+        line["suspended run=".len()..line.find(" tool=").unwrap()].to_owned()
+    };
+    let run = suspend();
+    assert!(
+        !dir.join("out.txt").exists(),
+        "nothing ran before the decision"
+    );
+    // This process is not the one that suspended it.
+    let agent = agent_for(&dir, &model.url());
+    let (a, b) = tokio::join!(
+        agent.resume(&run, Decision::approve("ann")),
+        agent.resume(&run, Decision::approve("bob"))
+    );
+    let (won, lost) = match (a, b) {
+        (Ok(o), Err(e)) | (Err(e), Ok(o)) => (o, e),
+        other => panic!("exactly one resume must win: {other:?}"),
+    };
+    assert!(lost.is_not_suspended(), "{lost}");
+    let Outcome::Finished { text, .. } = won else {
+        panic!("{won:?}")
+    };
+    assert!(text.starts_with("write_file:"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "approved write"
+    );
+    let events = agent.events(&run).await.unwrap();
+    assert!(events.iter().any(|e| matches!(e, Event::ApprovalDecided { approved: true, by, .. } if by == "ann" || by == "bob")));
+    assert!(agent
+        .resume(&run, Decision::approve("late"))
+        .await
+        .unwrap_err()
+        .is_not_suspended());
+    // Denied: the model gets an error result; nothing is written.
+    let run = suspend();
+    let Outcome::Finished { text, .. } = agent.resume(&run, Decision::deny("ann")).await.unwrap()
+    else {
+        panic!()
+    };
+    assert!(text.contains("denied"), "{text}");
+    assert!(!dir.join("denied.txt").exists());
+    // No secret in the store file.
+    let bytes = std::fs::read(dir.join("state/runs.sqlite3")).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(!text.contains("MODEL-KEY-CANARY") && !text.contains("ENV-CANARY-91c2"));
+    agent.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_errors_are_clear() {
+    let dir = scratch("errors");
+    let model = FakeModel::start(&dir, json!([{"status": 429, "error": "slow down"}]));
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "m").unwrap())
+        .build()
+        .unwrap();
+    let e = agent.run("hi").await.unwrap_err();
+    assert!(e.is_model(), "{e}");
+    assert!(
+        matches!(
+            e.model_error(),
+            Some(mcp_agent::ModelError::RateLimited { .. })
+        ),
+        "{e}"
+    );
+    let model = FakeModel::start(
+        &dir,
+        json!([{"status": 400, "error": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}]),
+    );
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "m").unwrap())
+        .build()
+        .unwrap();
+    let e = agent.run("hi").await.unwrap_err();
+    assert!(
+        matches!(
+            e.model_error(),
+            Some(mcp_agent::ModelError::ContextTooLong { .. })
+        ),
+        "{e}"
+    );
+    // No model configured: a configuration error, never a vendor default.
+    assert!(Agent::builder().build().unwrap_err().is_config());
+}
+
+/// The step limit ends a model that never stops calling tools.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_step_limit_ends_a_run() {
+    let dir = scratch("steps");
+    let model = FakeModel::start(
+        &dir,
+        json!([{"tool_calls": [{"name": "list_directory", "arguments": {"path": dir}}]}]),
+    );
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "m").unwrap())
+        .allow(["list_directory"])
+        .server(filesystem(&dir))
+        .max_steps(3)
+        .build()
+        .unwrap();
+    assert!(matches!(
+        agent.run("loop").await.unwrap(),
+        Outcome::StepLimit { .. }
+    ));
+    assert_eq!(model.requests().len(), 3);
+    agent.close().await.unwrap();
+}
