@@ -49,6 +49,9 @@ pub mod store;
 pub use agent::{Agent, AgentBuilder, Decision, Event, Outcome};
 pub use error::{Error, Result};
 pub use gate::{Gate, Mode, Verdict};
+/// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):
+/// `mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"])`.
+pub use mcp_macros::attach as mcp;
 pub use mcp_runtime as runtime;
 pub use model::{Model, ModelError};
 pub use openai::ChatCompletions;

@@ -9,6 +9,7 @@
 
 use proc_macro::TokenStream;
 
+mod attach;
 mod check;
 mod ctxt;
 mod expand;
@@ -26,4 +27,13 @@ mod url_rule;
 #[proc_macro_attribute]
 pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::mcp(attr.into(), item.into()).into()
+}
+
+/// Attaches a server in one line (used as `mcp_agent::mcp!`): `mcp!(name, command =
+/// "…", args = [..], env = { "K" => v }, directory = "…")` for stdio, `mcp!(name, url =
+/// "…", headers = { "K" => v }, token = value_or_closure)` for HTTP. Checked at compile
+/// time; evaluates to `Result<Mcp, Error>`.
+#[proc_macro]
+pub fn attach(input: TokenStream) -> TokenStream {
+    attach::attach(input.into()).into()
 }

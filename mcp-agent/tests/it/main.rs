@@ -348,3 +348,29 @@ async fn the_step_limit_ends_a_run() {
     assert_eq!(model.requests().len(), 3);
     agent.close().await.unwrap();
 }
+
+/// `mcp!` lines are checked at compile time: every mistake at its token, at once.
+#[test]
+fn attach_lines_are_checked_at_compile_time() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/attach_ok.rs");
+    t.compile_fail("tests/ui/attach_mistakes.rs");
+}
+
+/// An `mcp!` line attaches a working server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attach_line_attaches_a_real_server() {
+    let dir = scratch("attach");
+    std::fs::write(dir.join("a.txt"), "A").unwrap();
+    let bin = peers().join("npm/node_modules/.bin/mcp-server-filesystem");
+    let fs = mcp_agent::mcp!(fs, command = bin.display(), args = [dir.display()]).unwrap();
+    let names: Vec<String> = fs
+        .tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.contains(&"read_text_file".to_owned()), "{names:?}");
+    fs.close().await.unwrap();
+}

@@ -1,0 +1,179 @@
+//! An agent on the official filesystem MCP server, gated: read tools on the allow-list
+//! run, anything else is denied (read_only), asked about (ask), or suspends the run for
+//! a person's decision (approve).
+//!
+//! ```sh
+//! AGENT_PROVIDER=openai AGENT_MODEL=<id> OPENAI_BASE_URL=http://localhost:11434/v1 [OPENAI_API_KEY=…] \
+//!   cargo run -p examples --example agent_filesystem -- [--mode read_only|ask|approve|auto] [--allow NAME]... [--store URL] DIR "PROMPT"
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID (--approve|--deny)
+//! ```
+//!
+//! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
+//! server's own). The default mode is `read_only`; without `--allow` the allow-list is
+//! `read_text_file` and `list_directory`. It prints the model's final answer; when the
+//! run suspends it prints one line `suspended run=<RUN_ID> tool=<NAME>` and exits 0.
+//! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use mcp_agent::{Agent, ChatCompletions, Decision, Mode, Outcome, SqliteRunStore};
+use mcp_runtime::Mcp;
+
+const SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+
+struct Args {
+    mode: String,
+    allow: Vec<String>,
+    store: String,
+    resume: Option<(String, bool)>,
+    dir: Option<String>,
+    prompt: Option<String>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        mode: "read_only".into(),
+        allow: Vec::new(),
+        store: ".mcp-agent/runs.sqlite3".into(),
+        resume: None,
+        dir: None,
+        prompt: None,
+    };
+    let mut decision: Option<bool> = None;
+    let mut resume: Option<String> = None;
+    let mut rest = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
+        match arg.as_str() {
+            "--mode" => a.mode = value("--mode")?,
+            "--allow" => a.allow.push(value("--allow")?),
+            "--store" => a.store = value("--store")?,
+            "--resume" => resume = Some(value("--resume")?),
+            "--approve" => decision = Some(true),
+            "--deny" => decision = Some(false),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            _ => rest.push(arg),
+        }
+    }
+    match (resume, decision) {
+        (Some(run), Some(d)) => a.resume = Some((run, d)),
+        (Some(_), None) => return Err("--resume needs --approve or --deny".into()),
+        (None, Some(_)) => return Err("--approve/--deny go with --resume RUN_ID".into()),
+        (None, None) => {
+            if rest.len() != 2 {
+                return Err("give DIR and \"PROMPT\"".into());
+            }
+            a.prompt = rest.pop();
+            a.dir = rest.pop();
+        }
+    }
+    if a.allow.is_empty() {
+        a.allow = vec!["read_text_file".into(), "list_directory".into()];
+    }
+    Ok(a)
+}
+
+fn model() -> Result<ChatCompletions, String> {
+    let id = std::env::var("AGENT_MODEL")
+        .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
+    match std::env::var("AGENT_PROVIDER").as_deref().unwrap_or("openai") {
+        "openai" => {
+            let base = std::env::var("OPENAI_BASE_URL")
+                .unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
+            let mut m = ChatCompletions::new(base, id).map_err(|e| e.to_string())?;
+            if let Ok(key) = std::env::var("OPENAI_API_KEY") {
+                m = m.api_key(key);
+            }
+            Ok(m)
+        }
+        "anthropic" => Err("AGENT_PROVIDER=anthropic: the Anthropic Messages wire is not built yet; use an OpenAI-compatible endpoint".into()),
+        other => Err(format!("AGENT_PROVIDER={other}: use openai or anthropic")),
+    }
+}
+
+fn store(url: &str) -> Result<SqliteRunStore, String> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err(
+            "--store postgres://…: the PostgreSQL run store is not built yet; give a SQLite file"
+                .into(),
+        );
+    }
+    SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url)).map_err(|e| e.to_string())
+}
+
+/// Where the example remembers each run's folder, to attach the server on resume.
+fn dir_file(store: &str, run: &str) -> PathBuf {
+    let base = PathBuf::from(store.strip_prefix("sqlite://").unwrap_or(store));
+    base.with_file_name(format!("run-{run}.dir"))
+}
+
+async fn main_inner() -> Result<(), String> {
+    let args = parse()?;
+    let model = model()?;
+    let runs = store(&args.store)?;
+    let dir = match (&args.dir, &args.resume) {
+        (Some(d), _) => d.clone(),
+        (None, Some((run, _))) => std::fs::read_to_string(dir_file(&args.store, run))
+            .map_err(|_| format!("no run {run} in {}", args.store))?,
+        _ => unreachable!("parse gives a folder or a run"),
+    };
+    let mode = match args.mode.as_str() {
+        "ask" => Mode::ask(|server, tool, arguments| {
+            eprint!("allow {server}/{tool} {arguments}? [y/N] ");
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            let yes = line.trim().eq_ignore_ascii_case("y");
+            async move { yes }
+        }),
+        other => Mode::parse(other)?,
+    };
+    let files = Mcp::builder("fs")
+        .command(["npx", "-y", SERVER, &dir])
+        .build()
+        .map_err(|e| e.to_string())?;
+    let agent = Agent::builder()
+        .model(model)
+        .mode(mode)
+        .allow(args.allow)
+        .server(files)
+        .store(runs)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let outcome = match (&args.resume, &args.prompt) {
+        (Some((run, approve)), _) => {
+            let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());
+            let decision = if *approve {
+                Decision::approve(who)
+            } else {
+                Decision::deny(who)
+            };
+            agent.resume(run, decision).await
+        }
+        (None, Some(prompt)) => agent.run(prompt).await,
+        _ => unreachable!("parse gives a prompt or a run"),
+    }
+    .map_err(|e| e.to_string())?;
+    match outcome {
+        Outcome::Finished { text, .. } => println!("{text}"),
+        Outcome::ApprovalRequired { run_id, tool, .. } => {
+            std::fs::write(dir_file(&args.store, &run_id), &dir).map_err(|e| e.to_string())?;
+            println!("suspended run={run_id} tool={tool}");
+        }
+        Outcome::StepLimit { run_id } => println!("run {run_id} stopped at the step limit"),
+        other => println!("{other:?}"),
+    }
+    agent.close().await.map_err(|e| e.to_string())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match main_inner().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("agent_filesystem: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
