@@ -12,12 +12,17 @@
 //! server's own). The default mode is `read_only`; without `--allow` the allow-list is
 //! `read_text_file` and `list_directory`. It prints the model's final answer; when the
 //! run suspends it prints one line `suspended run=<RUN_ID> tool=<NAME>` and exits 0.
-//! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file.
+//! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file
+//! or a PostgreSQL database (`postgres://…`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use mcp_agent::{Agent, ChatCompletions, Decision, Mode, Outcome, SqliteRunStore};
+use std::sync::Arc;
+
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Mode, Outcome, PostgresRunStore, RunStore, SqliteRunStore,
+};
 use mcp_runtime::Mcp;
 
 const SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
@@ -93,18 +98,27 @@ fn model() -> Result<ChatCompletions, String> {
     }
 }
 
-fn store(url: &str) -> Result<SqliteRunStore, String> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err(
-            "--store postgres://…: the PostgreSQL run store is not built yet; give a SQLite file"
-                .into(),
-        );
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+async fn store(url: &str) -> Result<Arc<dyn RunStore>, String> {
+    if is_postgres(url) {
+        let s = PostgresRunStore::connect(url)
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(Arc::new(s));
     }
-    SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url)).map_err(|e| e.to_string())
+    let s = SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url))
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(s))
 }
 
 /// Where the example remembers each run's folder, to attach the server on resume.
 fn dir_file(store: &str, run: &str) -> PathBuf {
+    if is_postgres(store) {
+        return PathBuf::from(format!(".mcp-agent/run-{run}.dir"));
+    }
     let base = PathBuf::from(store.strip_prefix("sqlite://").unwrap_or(store));
     base.with_file_name(format!("run-{run}.dir"))
 }
@@ -112,7 +126,7 @@ fn dir_file(store: &str, run: &str) -> PathBuf {
 async fn main_inner() -> Result<(), String> {
     let args = parse()?;
     let model = model()?;
-    let runs = store(&args.store)?;
+    let runs = store(&args.store).await?;
     let dir = match (&args.dir, &args.resume) {
         (Some(d), _) => d.clone(),
         (None, Some((run, _))) => std::fs::read_to_string(dir_file(&args.store, run))
@@ -158,7 +172,11 @@ async fn main_inner() -> Result<(), String> {
     match outcome {
         Outcome::Finished { text, .. } => println!("{text}"),
         Outcome::ApprovalRequired { run_id, tool, .. } => {
-            std::fs::write(dir_file(&args.store, &run_id), &dir).map_err(|e| e.to_string())?;
+            let file = dir_file(&args.store, &run_id);
+            if let Some(parent) = file.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(file, &dir).map_err(|e| e.to_string())?;
             println!("suspended run={run_id} tool={tool}");
         }
         Outcome::StepLimit { run_id } => println!("run {run_id} stopped at the step limit"),

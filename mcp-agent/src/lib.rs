@@ -55,6 +55,8 @@ pub use mcp_macros::attach as mcp;
 pub use mcp_runtime as runtime;
 pub use model::{Model, ModelError};
 pub use openai::ChatCompletions;
+#[cfg(feature = "postgres")]
+pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{MemoryRunStore, RunStore};

@@ -65,6 +65,18 @@ pub trait RunStore: Send + Sync + 'static {
     fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
 }
 
+impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        (**self).save(run)
+    }
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        (**self).load(id)
+    }
+    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        (**self).claim(id)
+    }
+}
+
 /// Runs kept in memory, for the life of the process.
 #[derive(Debug, Default)]
 pub struct MemoryRunStore {
@@ -307,5 +319,99 @@ mod tests {
         }
         assert_eq!(won, 1);
         let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for
+/// applications on many machines: a run suspended on one is resumed on another. Claims
+/// are single `UPDATE … WHERE status = 'suspended' RETURNING …` statements, so a
+/// decision applies once across every instance. TLS for anything but loopback.
+#[cfg(feature = "postgres")]
+#[derive(Clone, Debug)]
+pub struct PostgresRunStore {
+    pool: std::sync::Arc<mcp_runtime::__private::PgPool>,
+}
+
+#[cfg(feature = "postgres")]
+impl PostgresRunStore {
+    /// Connects (`postgres://user:password@host/db`) and creates the table when missing.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let pool = mcp_runtime::__private::PgPool::new(url).map_err(pg)?;
+        pool.create_once(
+            "mcp_agent_runs",
+            "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+                 id text PRIMARY KEY,
+                 status text NOT NULL,
+                 state text NOT NULL,
+                 updated_at timestamptz NOT NULL DEFAULT now()
+             );",
+        )
+        .await
+        .map_err(pg)?;
+        Ok(PostgresRunStore {
+            pool: std::sync::Arc::new(pool),
+        })
+    }
+
+    /// One run by id, from a query returning `id, status, state`.
+    async fn query_opt(&self, what: &str, sql: &str, id: &str) -> Result<Option<RunRecord>> {
+        let client = self.pool.client().await.map_err(pg)?;
+        let row = client
+            .query_opt(sql, &[&id])
+            .await
+            .map_err(|e| pg(mcp_runtime::__private::PgPool::error(what, e)))?;
+        row.map(|r| {
+            let status: String = r.get(1);
+            let state: String = r.get(2);
+            Ok(RunRecord {
+                id: r.get(0),
+                status: RunStatus::parse(&status)
+                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
+                state: serde_json::from_str(&state)
+                    .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+            })
+        })
+        .transpose()
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn pg(e: mcp_runtime::Error) -> Error {
+    Error::store(e.to_string())
+}
+
+#[cfg(feature = "postgres")]
+impl RunStore for PostgresRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let state = run.state.to_string();
+            client
+                .execute(
+                    "INSERT INTO mcp_agent_runs (id, status, state) VALUES ($1, $2, $3)
+                     ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()",
+                    &[&run.id, &run.status.as_str(), &state],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        Box::pin(self.query_opt(
+            "reading a run",
+            "SELECT id, status, state FROM mcp_agent_runs WHERE id = $1",
+            id,
+        ))
+    }
+
+    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        Box::pin(self.query_opt(
+            "claiming a run",
+            "UPDATE mcp_agent_runs SET status = 'running', updated_at = now()
+             WHERE id = $1 AND status = 'suspended' RETURNING id, status, state",
+            id,
+        ))
     }
 }

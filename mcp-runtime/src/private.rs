@@ -25,3 +25,10 @@ pub fn check_url(url: &str) -> Result<String, String> {
 pub fn redact_url(url: &str) -> String {
     crate::url_rule::redact(url)
 }
+
+/// PostgreSQL connections shared with the agent's run store.
+#[cfg(feature = "postgres")]
+pub use crate::auth::PgPool;
+/// The PostgreSQL client the pool hands out.
+#[cfg(feature = "postgres")]
+pub use tokio_postgres;

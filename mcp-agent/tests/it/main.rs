@@ -7,7 +7,10 @@ use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, SqliteRunStore};
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Event, Mode, Outcome, PostgresRunStore, RunStore,
+    SqliteRunStore,
+};
 use mcp_runtime::Mcp;
 use serde_json::{json, Value};
 
@@ -185,7 +188,8 @@ async fn read_only_runs_listed_tools_and_denies_the_rest_without_raising() {
 async fn suspending_process() {
     let dir = PathBuf::from(std::env::var("MCP_TEST_DIR").expect("set by the test that runs this"));
     let url = std::env::var("MCP_TEST_MODEL").expect("set by the test that runs this");
-    let agent = agent_for(&dir, &url);
+    let store = std::env::var("MCP_TEST_STORE").expect("set by the test that runs this");
+    let agent = agent_for(&dir, &url, &store).await;
     match agent.run("write a file").await.unwrap() {
         Outcome::ApprovalRequired { run_id, tool, .. } => {
             println!("suspended run={run_id} tool={tool}");
@@ -195,7 +199,57 @@ async fn suspending_process() {
     agent.close().await.unwrap();
 }
 
-fn agent_for(dir: &Path, model_url: &str) -> Agent {
+/// A real PostgreSQL (tests/peers/postgres.sh), stopped when dropped.
+struct Postgres {
+    url: String,
+    data: PathBuf,
+}
+
+impl Postgres {
+    fn start() -> Postgres {
+        peers();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let data = std::env::temp_dir().join(format!("mcp-agent-pg-{}-{port}", std::process::id()));
+        let out = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args(["start", &data.display().to_string(), &port.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Postgres {
+            url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
+            data,
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args(["stop", &self.data.display().to_string()])
+            .output();
+    }
+}
+
+/// The run store a test names: a PostgreSQL URL, else the SQLite file in `dir`.
+async fn store_for(dir: &Path, store: &str) -> std::sync::Arc<dyn RunStore> {
+    if store.starts_with("postgres://") {
+        std::sync::Arc::new(PostgresRunStore::connect(store).await.unwrap())
+    } else {
+        std::sync::Arc::new(SqliteRunStore::open(dir.join("state/runs.sqlite3")).unwrap())
+    }
+}
+
+async fn agent_for(dir: &Path, model_url: &str, store: &str) -> Agent {
     Agent::builder()
         .model(
             ChatCompletions::new(model_url, "fake-model")
@@ -205,14 +259,24 @@ fn agent_for(dir: &Path, model_url: &str) -> Agent {
         .mode(Mode::Approve)
         .allow(["read_text_file", "list_directory"])
         .server(filesystem(dir))
-        .store(SqliteRunStore::open(dir.join("state/runs.sqlite3")).unwrap())
+        .store(store_for(dir, store).await)
         .build()
         .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_suspended_in_one_process_resumes_in_another() {
-    let dir = scratch("resume");
+async fn a_run_suspended_in_one_process_resumes_in_another_sqlite() {
+    suspend_and_resume_across_processes("sqlite", "sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_suspended_in_one_process_resumes_in_another_postgres() {
+    let pg = Postgres::start();
+    suspend_and_resume_across_processes("postgres", &pg.url).await;
+}
+
+async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
+    let dir = scratch(&format!("resume-{tag}"));
     let model = FakeModel::start(
         &dir,
         json!([
@@ -227,6 +291,7 @@ async fn a_run_suspended_in_one_process_resumes_in_another() {
             .args(["suspending_process", "--exact", "--ignored", "--nocapture"])
             .env("MCP_TEST_DIR", &dir)
             .env("MCP_TEST_MODEL", model.url())
+            .env("MCP_TEST_STORE", store)
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -249,7 +314,7 @@ async fn a_run_suspended_in_one_process_resumes_in_another() {
         "nothing ran before the decision"
     );
     // This process is not the one that suspended it.
-    let agent = agent_for(&dir, &model.url());
+    let agent = agent_for(&dir, &model.url(), store).await;
     let (a, b) = tokio::join!(
         agent.resume(&run, Decision::approve("ann")),
         agent.resume(&run, Decision::approve("bob"))
@@ -282,10 +347,16 @@ async fn a_run_suspended_in_one_process_resumes_in_another() {
     };
     assert!(text.contains("denied"), "{text}");
     assert!(!dir.join("denied.txt").exists());
-    // No secret in the store file.
-    let bytes = std::fs::read(dir.join("state/runs.sqlite3")).unwrap();
-    let text = String::from_utf8_lossy(&bytes);
-    assert!(!text.contains("MODEL-KEY-CANARY") && !text.contains("ENV-CANARY-91c2"));
+    // No secret in what the store keeps.
+    let kept = if store.starts_with("postgres://") {
+        let s = PostgresRunStore::connect(store).await.unwrap();
+        s.load(&run).await.unwrap().unwrap().state.to_string()
+    } else {
+        String::from_utf8_lossy(&std::fs::read(dir.join("state/runs.sqlite3")).unwrap())
+            .into_owned()
+    };
+    assert!(kept.contains("write_file"), "the run is kept");
+    assert!(!kept.contains("MODEL-KEY-CANARY") && !kept.contains("ENV-CANARY-91c2"));
     agent.close().await.unwrap();
 }
 

@@ -43,6 +43,9 @@ mod store;
 pub use authorizer::{Authorizer, Callback, LoopbackAuthorizer};
 use jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
 #[cfg(feature = "postgres")]
+#[doc(hidden)]
+pub use postgres::PgPool;
+#[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemoryStore, StoreLock};
 

