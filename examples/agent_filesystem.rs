@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Mode, Outcome, PostgresRunStore, RunStore, SqliteRunStore,
+    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, PostgresRunStore, RunStore,
+    SqliteRunStore,
 };
 use mcp_runtime::Mcp;
 
@@ -80,10 +81,13 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-fn model() -> Result<ChatCompletions, String> {
+fn model() -> Result<Box<dyn Model>, String> {
     let id = std::env::var("AGENT_MODEL")
         .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
-    match std::env::var("AGENT_PROVIDER").as_deref().unwrap_or("openai") {
+    match std::env::var("AGENT_PROVIDER")
+        .as_deref()
+        .unwrap_or("openai")
+    {
         "openai" => {
             let base = std::env::var("OPENAI_BASE_URL")
                 .unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
@@ -91,9 +95,17 @@ fn model() -> Result<ChatCompletions, String> {
             if let Ok(key) = std::env::var("OPENAI_API_KEY") {
                 m = m.api_key(key);
             }
-            Ok(m)
+            Ok(Box::new(m))
         }
-        "anthropic" => Err("AGENT_PROVIDER=anthropic: the Anthropic Messages wire is not built yet; use an OpenAI-compatible endpoint".into()),
+        "anthropic" => {
+            let base = std::env::var("ANTHROPIC_BASE_URL")
+                .unwrap_or_else(|_| "https://api.anthropic.com".to_owned());
+            let mut m = Messages::new(base, id).map_err(|e| e.to_string())?;
+            if let Ok(key) = std::env::var("ANTHROPIC_API_KEY") {
+                m = m.api_key(key);
+            }
+            Ok(Box::new(m))
+        }
         other => Err(format!("AGENT_PROVIDER={other}: use openai or anthropic")),
     }
 }

@@ -151,7 +151,13 @@ struct RunState {
     results: Vec<Block>,
     events: Vec<Event>,
     steps: u32,
+    /// Deferred tools a (emulated) tool search has loaded into the model's context.
+    #[serde(default)]
+    loaded: Vec<String>,
 }
+
+/// The name of the emulated tool search (for models without a native one).
+const TOOL_SEARCH: &str = "tool_search";
 
 /// Builds an [`Agent`].
 pub struct AgentBuilder {
@@ -163,6 +169,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     system: Option<String>,
     on_event: Vec<EventFn>,
+    defer: Option<Vec<String>>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -215,6 +222,18 @@ impl AgentBuilder {
         self.system = Some(text.into());
         self
     }
+    /// Keeps these tools (model-facing names) out of the model's context until a tool
+    /// search loads them, instead of what the servers' declarations defer. Models with
+    /// a native tool search (Anthropic) get them flagged; for the others the agent
+    /// offers a `tool_search` function that loads the tools matching a query.
+    pub fn defer<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.defer = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
     /// Called with each event of every run (the run's id, the event).
     pub fn on_event(mut self, f: impl Fn(&str, &Event) + Send + Sync + 'static) -> Self {
         self.on_event.push(Arc::new(f));
@@ -234,6 +253,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps.max(1),
                 system: self.system,
                 on_event: self.on_event,
+                defer: self.defer,
             }),
         })
     }
@@ -253,6 +273,7 @@ struct AgentInner {
     max_steps: u32,
     system: Option<String>,
     on_event: Vec<EventFn>,
+    defer: Option<Vec<String>>,
 }
 
 impl fmt::Debug for Agent {
@@ -296,6 +317,7 @@ impl Agent {
             max_steps: 20,
             system: None,
             on_event: Vec::new(),
+            defer: None,
         }
     }
 
@@ -313,6 +335,7 @@ impl Agent {
             results: Vec::new(),
             events: Vec::new(),
             steps: 0,
+            loaded: Vec::new(),
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state).await
@@ -380,10 +403,15 @@ impl Agent {
                     app_only: t.app_only,
                     requires_approval: t.requires_approval(),
                 };
+                let defer = match &self.inner.defer {
+                    Some(names) => names.contains(&t.name),
+                    None => t.deferred,
+                };
                 let spec = ToolSpec {
                     name: t.name.clone(),
                     description: t.description.clone().unwrap_or_default(),
                     input_schema: t.input_schema.clone(),
+                    defer,
                 };
                 all.insert(
                     t.name.clone(),
@@ -416,6 +444,13 @@ impl Agent {
         let tools = self.tools().await?;
         loop {
             while let Some(call) = state.pending.first().cloned() {
+                // The emulated tool search runs here: it loads tools, it calls no server.
+                if call.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
+                    let block = self.search_tools(&mut state, &tools, &call);
+                    state.results.push(block);
+                    state.pending.remove(0);
+                    continue;
+                }
                 let tool = tools.get(&call.name);
                 let verdict = match call.approved {
                     Some(true) => Verdict::Allow,
@@ -487,14 +522,7 @@ impl Agent {
                 return Ok(Outcome::StepLimit { run_id: state.id });
             }
             state.steps += 1;
-            let offered: Vec<ToolSpec> = {
-                let mut v: Vec<&AgentTool> = tools
-                    .values()
-                    .filter(|t| self.inner.gate.advertised(&t.facts))
-                    .collect();
-                v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
-                v.into_iter().map(|t| t.spec.clone()).collect()
-            };
+            let offered = self.offered(&tools, &state);
             let request = ChatRequest {
                 messages: state.messages.clone(),
                 tools: offered,
@@ -522,6 +550,87 @@ impl Agent {
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.
             self.save(&state, RunStatus::Running).await?;
+        }
+    }
+
+    /// The tools the model is offered this turn: what the gate can allow; deferred
+    /// ones flagged for a model with a native tool search, else left out until the
+    /// emulated `tool_search` loads them (and that search offered while any remain).
+    fn offered(&self, tools: &HashMap<String, AgentTool>, state: &RunState) -> Vec<ToolSpec> {
+        let mut v: Vec<&AgentTool> = tools
+            .values()
+            .filter(|t| self.inner.gate.advertised(&t.facts))
+            .collect();
+        v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        if self.inner.model.native_tool_search() {
+            return v.into_iter().map(|t| t.spec.clone()).collect();
+        }
+        let mut offered: Vec<ToolSpec> = Vec::new();
+        let mut hidden: Vec<&ToolSpec> = Vec::new();
+        for t in v {
+            if !t.spec.defer || state.loaded.contains(&t.spec.name) {
+                let mut spec = t.spec.clone();
+                spec.defer = false;
+                offered.push(spec);
+            } else {
+                hidden.push(&t.spec);
+            }
+        }
+        if !hidden.is_empty() && !tools.contains_key(TOOL_SEARCH) {
+            let catalogue: Vec<String> = hidden
+                .iter()
+                .map(|t| format!("{}: {}", t.name, t.description.lines().next().unwrap_or("")))
+                .collect();
+            offered.push(ToolSpec {
+                name: TOOL_SEARCH.into(),
+                description: format!(
+                    "Loads more tools: give words to search for (or exact names); the matching tools become callable. Available:\n{}",
+                    catalogue.join("\n")
+                ),
+                input_schema: serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+                defer: false,
+            });
+        }
+        offered
+    }
+
+    /// The emulated tool search: loads the deferred tools matching the query's words.
+    fn search_tools(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+        call: &PendingCall,
+    ) -> Block {
+        let query = call
+            .arguments
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_lowercase();
+        let words: Vec<&str> = query
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut found: Vec<Value> = Vec::new();
+        let mut names: Vec<&String> = tools.keys().collect();
+        names.sort();
+        for name in names {
+            let t = &tools[name];
+            if !t.spec.defer || !self.inner.gate.advertised(&t.facts) {
+                continue;
+            }
+            let text = format!("{} {}", t.spec.name, t.spec.description).to_lowercase();
+            if words.iter().any(|w| text.contains(w)) {
+                if !state.loaded.contains(name) {
+                    state.loaded.push(name.clone());
+                }
+                found.push(json!({"name": t.spec.name, "description": t.spec.description}));
+            }
+        }
+        Block::ToolResult {
+            id: call.id.clone(),
+            content: json!({ "loaded": found }).to_string(),
+            is_error: false,
         }
     }
 

@@ -32,7 +32,7 @@
 //!
 //! * [`gate`] — the permission modes and the allow-list, and what a model is offered.
 //! * [`model`] — the provider-neutral transcript and the [`Model`] trait;
-//!   [`ChatCompletions`] speaks the OpenAI-compatible wire.
+//!   [`ChatCompletions`] speaks the OpenAI-compatible wire, [`Messages`] Anthropic's.
 //! * [`store`] — where suspended runs wait: memory, or a SQLite file.
 //!
 //! MCP tool *effects* are not sandboxed: the gate decides whether a call may run; what
@@ -40,13 +40,16 @@
 #![deny(missing_docs)]
 
 mod agent;
+pub mod anthropic;
 mod error;
 pub mod gate;
+mod http;
 pub mod model;
 pub mod openai;
 pub mod store;
 
 pub use agent::{Agent, AgentBuilder, Decision, Event, Outcome};
+pub use anthropic::Messages;
 pub use error::{Error, Result};
 pub use gate::{Gate, Mode, Verdict};
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):

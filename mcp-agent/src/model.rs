@@ -110,6 +110,10 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of its arguments.
     pub input_schema: Value,
+    /// Kept out of the model's context until a tool search loads it (providers with a
+    /// native tool search get the flag; for others the agent emulates the search).
+    #[serde(default)]
+    pub defer: bool,
 }
 
 /// What the agent asks the model.
@@ -152,6 +156,36 @@ pub trait Model: Send + Sync + 'static {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>>;
+
+    /// True when the provider searches deferred tools itself ([`ToolSpec::defer`]); the
+    /// agent then sends every tool with its flag instead of emulating a `tool_search`.
+    fn native_tool_search(&self) -> bool {
+        false
+    }
+}
+
+impl<T: Model + ?Sized> Model for std::sync::Arc<T> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        (**self).complete(request)
+    }
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
+    }
+}
+
+impl<T: Model + ?Sized> Model for Box<T> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        (**self).complete(request)
+    }
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
+    }
 }
 
 /// What went wrong on the model side.

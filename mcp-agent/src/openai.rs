@@ -2,23 +2,13 @@
 //! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Map, Value};
 
+use crate::http::HttpClient;
 use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
-
-type Pool = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
-
-/// The largest answer read from a model server.
-const MAX_ANSWER: usize = 32 * 1024 * 1024;
 
 /// A model served over Chat Completions. The model is chosen by configuration only:
 /// there is no default.
@@ -27,8 +17,7 @@ pub struct ChatCompletions {
     base_url: String,
     model: String,
     api_key: Option<Secret>,
-    timeout: Duration,
-    pool: Arc<Pool>,
+    http: HttpClient,
 }
 
 impl fmt::Debug for ChatCompletions {
@@ -49,32 +38,18 @@ impl ChatCompletions {
     /// `http://localhost:11434/v1`), by its id. Plain `http://` only to this machine.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
         let base_url = base_url.into().trim_end_matches('/').to_owned();
-        mcp_runtime::__private::check_url(&base_url).map_err(|e| ModelError::Other {
-            detail: format!("the model's base URL: {e}"),
-        })?;
+        let http = HttpClient::new(&base_url)?;
         let model = model.into();
         if model.trim().is_empty() {
             return Err(ModelError::Other {
                 detail: "no model id: name one (there is no default model)".into(),
             });
         }
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-            .map_err(|e| ModelError::Other {
-                detail: format!("TLS setup failed: {e}"),
-            })?
-            .https_or_http()
-            .enable_all_versions()
-            .build();
-        let pool =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(https);
         Ok(ChatCompletions {
             base_url,
             model,
             api_key: None,
-            timeout: Duration::from_secs(300),
-            pool: Arc::new(pool),
+            http,
         })
     }
 
@@ -86,7 +61,7 @@ impl ChatCompletions {
 
     /// How long one model call may take (default 5 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.http.set_timeout(timeout);
         self
     }
 
@@ -211,45 +186,28 @@ impl ChatCompletions {
 
     async fn post(&self, body: Value) -> Result<Value, ModelError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let other = |detail: String| ModelError::Other { detail };
-        let mut req = http::Request::post(&url).header("content-type", "application/json");
-        if let Some(key) = &self.api_key {
-            let mut v = http::HeaderValue::try_from(format!("Bearer {}", key.expose()))
-                .map_err(|_| other("the API key is not a valid header value".into()))?;
-            v.set_sensitive(true);
-            req = req.header(http::header::AUTHORIZATION, v);
+        let bearer = self
+            .api_key
+            .as_ref()
+            .map(|k| Secret::new(format!("Bearer {}", k.expose())));
+        let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
+        let a = self.http.post(&url, &[], &secrets, &body).await?;
+        if (200..300).contains(&a.status) {
+            return Ok(a.json);
         }
-        let req = req
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| other(format!("cannot build the request: {e}")))?;
-        let origin = mcp_runtime::__private::check_url(&url).unwrap_or_default();
-        let resp = tokio::time::timeout(self.timeout, self.pool.request(req))
-            .await
-            .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?
-            .map_err(|e| other(format!("cannot reach {origin}: {e}")))?;
-        let status = resp.status().as_u16();
-        let bytes = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?
-            .to_bytes();
-        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        if (200..300).contains(&status) {
-            return Ok(v);
-        }
-        let message = v
+        let message = a
+            .json
             .pointer("/error/message")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .unwrap_or_else(|| {
-                String::from_utf8_lossy(&bytes[..bytes.len().min(300)]).into_owned()
-            });
-        let code = v
+            .unwrap_or_else(|| a.preview());
+        let code = a
+            .json
             .pointer("/error/code")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let detail = format!("HTTP {status}: {message}");
-        Err(match status {
+        let detail = format!("HTTP {}: {message}", a.status);
+        Err(match a.status {
             429 => ModelError::RateLimited { detail },
             401 | 403 => ModelError::Unauthorized { detail },
             _ if code == "context_length_exceeded"
@@ -308,6 +266,7 @@ mod tests {
                 name: "list_directory".into(),
                 description: "List".into(),
                 input_schema: json!({"type": "object"}),
+                defer: false,
             }],
         };
         let body = m.body(&req);

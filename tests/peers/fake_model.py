@@ -1,5 +1,6 @@
-"""A scripted model behind the OpenAI-compatible Chat Completions wire, for the agent's
-tests. Python stdlib only; binds 127.0.0.1.
+"""A scripted model behind the OpenAI-compatible Chat Completions wire
+(POST /v1/chat/completions) and the Anthropic Messages wire (POST /v1/messages), for
+the agent's tests. Python stdlib only; binds 127.0.0.1.
 
 Usage: fake_model.py PORT SCRIPT.json
 
@@ -10,6 +11,7 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"echo_tools": true}        a final answer made of every tool result of the last turn,
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
+  {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
 GET /_requests returns every request body received, as a JSON list.
 Prints READY when listening.
 """
@@ -55,12 +57,17 @@ def main() -> None:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             with LOCK:
-                REQUESTS.append({"body": body, "authorization": self.headers.get("Authorization")})
+                REQUESTS.append({"body": body, "authorization": self.headers.get("Authorization"),
+                                 "x-api-key": self.headers.get("x-api-key"),
+                                 "anthropic-version": self.headers.get("anthropic-version")})
                 n = len(REQUESTS) - 1
+            turn = script[min(n, len(script) - 1)]
+            if self.path.endswith("/messages"):
+                self.messages(n, body, turn)
+                return
             if not self.path.endswith("/chat/completions"):
                 self.reply(404, {"error": {"message": "not found"}})
                 return
-            turn = script[min(n, len(script) - 1)]
             if "status" in turn:
                 self.reply(turn["status"], {"error": {"message": turn.get("error", "error"), "code": turn.get("code")}})
                 return
@@ -89,6 +96,41 @@ def main() -> None:
                 message["content"] = turn.get("text", "")
             self.reply(200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body.get("model"),
                              "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+
+        def messages(self, n: int, body: dict, turn: dict) -> None:
+            """The Anthropic Messages wire."""
+            if "status" in turn:
+                kind = {429: "rate_limit_error", 401: "authentication_error"}.get(turn["status"], "invalid_request_error")
+                self.reply(turn["status"], {"type": "error", "error": {"type": kind, "message": turn.get("error", "error")}})
+                return
+            stop = "end_turn"
+            if "raw" in turn:
+                content, stop = turn["raw"], turn.get("stop_reason", "end_turn")
+            elif "tool_calls" in turn:
+                content = [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"], "input": c.get("arguments", {})}
+                           for i, c in enumerate(turn["tool_calls"])]
+                stop = "tool_use"
+            elif turn.get("echo_tools"):
+                msgs = body.get("messages", [])
+                names = {}
+                for m in msgs:
+                    for b in m.get("content") if isinstance(m.get("content"), list) else []:
+                        if b.get("type") == "tool_use":
+                            names[b["id"]] = b["name"]
+                lines = []
+                last = msgs[-1] if msgs else {}
+                for b in last.get("content") if isinstance(last.get("content"), list) else []:
+                    if b.get("type") == "tool_result":
+                        c = b.get("content")
+                        if isinstance(c, list):
+                            c = "".join(x.get("text", "") for x in c)
+                        lines.append(f"{names.get(b.get('tool_use_id'), '?')}: {c}")
+                content = [{"type": "text", "text": "\n".join(lines)}]
+            else:
+                content = [{"type": "text", "text": turn.get("text", "")}]
+            self.reply(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
+                             "content": content, "stop_reason": stop,
+                             "usage": {"input_tokens": 1, "output_tokens": 1}})
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True

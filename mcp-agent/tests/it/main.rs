@@ -445,3 +445,110 @@ async fn an_attach_line_attaches_a_real_server() {
     assert!(names.contains(&"read_text_file".to_owned()), "{names:?}");
     fs.close().await.unwrap();
 }
+
+/// Chat Completions has no tool search: deferred tools stay out of the model's context
+/// until the emulated `tool_search` loads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deferred_tools_are_loaded_by_an_emulated_tool_search() {
+    let dir = scratch("defer-emulated");
+    std::fs::write(dir.join("notes.txt"), "deferred notes").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "tool_search", "arguments": {"query": "read text"}}]},
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("notes.txt")}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "m").unwrap())
+        .allow(["read_text_file", "list_directory"])
+        .defer(["read_text_file"])
+        .server(filesystem(&dir))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read the notes").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "read_text_file: deferred notes");
+    let requests = model.requests();
+    let mut first = offered(&requests[0]);
+    first.sort();
+    assert_eq!(
+        first,
+        ["list_directory", "tool_search"],
+        "deferred: not offered yet"
+    );
+    let search = &requests[0]["body"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "tool_search")
+        .unwrap()["function"]["description"];
+    assert!(
+        search.as_str().unwrap().contains("read_text_file"),
+        "{search}"
+    );
+    let mut second = offered(&requests[1]);
+    second.sort();
+    assert_eq!(
+        second,
+        ["list_directory", "read_text_file"],
+        "loaded by the search"
+    );
+    agent.close().await.unwrap();
+}
+
+/// The Anthropic Messages wire with its native tool search: deferred tools are sent
+/// flagged with the search tool, and the search's blocks come back in the next request
+/// exactly as the provider sent them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_messages_with_native_tool_search_round_trip() {
+    let dir = scratch("anthropic");
+    std::fs::write(dir.join("notes.txt"), "anthropic notes").unwrap();
+    let search_use = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "read file"}});
+    let search_result = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
+        "content": {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "read_text_file"}]}});
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"raw": [search_use, search_result,
+                     {"type": "tool_use", "id": "toolu_1", "name": "read_text_file", "input": {"path": dir.join("notes.txt")}}],
+             "stop_reason": "tool_use"},
+            {"echo_tools": true}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(
+            mcp_agent::Messages::new(format!("http://127.0.0.1:{}", model.port), "claude-test")
+                .unwrap()
+                .api_key("ANTHROPIC-KEY-CANARY"),
+        )
+        .system("be brief")
+        .allow(["read_text_file", "list_directory"])
+        .defer(["read_text_file"])
+        .server(filesystem(&dir))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read the notes").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "read_text_file: anthropic notes");
+    let requests = model.requests();
+    let first = &requests[0];
+    assert_eq!(first["x-api-key"], "ANTHROPIC-KEY-CANARY");
+    assert_eq!(first["anthropic-version"], "2023-06-01");
+    assert_eq!(first["body"]["system"], "be brief");
+    let tools = first["body"]["tools"].as_array().unwrap();
+    let read = tools
+        .iter()
+        .find(|t| t["name"] == "read_text_file")
+        .unwrap();
+    assert_eq!(read["defer_loading"], true);
+    assert!(tools.iter().any(|t| t["name"] == "tool_search_tool_bm25"));
+    let assistant = &requests[1]["body"]["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(assistant["content"][0], search_use);
+    assert_eq!(assistant["content"][1], search_result);
+    agent.close().await.unwrap();
+}

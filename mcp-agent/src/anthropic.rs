@@ -1,0 +1,332 @@
+//! The Anthropic Messages wire (`POST {base}/v1/messages`). Blocks this crate does not
+//! model — the tool-search blocks among them — are kept verbatim in the transcript and
+//! sent back untouched.
+
+use std::fmt;
+use std::time::Duration;
+
+use mcp_runtime::{BoxFuture, Secret};
+use serde_json::{json, Value};
+
+use crate::http::HttpClient;
+use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
+
+/// The Messages API version sent in `anthropic-version`.
+const VERSION: &str = "2023-06-01";
+
+/// A model served over the Anthropic Messages API. The model is chosen by
+/// configuration only: there is no default.
+#[derive(Clone)]
+pub struct Messages {
+    base_url: String,
+    model: String,
+    api_key: Option<Secret>,
+    max_tokens: u32,
+    beta: Option<String>,
+    http: HttpClient,
+}
+
+impl fmt::Debug for Messages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Messages")
+            .field(
+                "base_url",
+                &mcp_runtime::__private::redact_url(&self.base_url),
+            )
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl Messages {
+    /// A model at `base_url` (`https://api.anthropic.com`), by its id.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
+        let http = HttpClient::new(&base_url)?;
+        let model = model.into();
+        if model.trim().is_empty() {
+            return Err(ModelError::Other {
+                detail: "no model id: name one (there is no default model)".into(),
+            });
+        }
+        Ok(Messages {
+            base_url,
+            model,
+            api_key: None,
+            max_tokens: 4096,
+            beta: None,
+            http,
+        })
+    }
+
+    /// The API key, sent as `x-api-key` (never logged, never in errors).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(Secret::new(key.into()));
+        self
+    }
+
+    /// The most output tokens per turn (default 4096).
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = n;
+        self
+    }
+
+    /// An `anthropic-beta` header, for deployments that still gate a feature.
+    pub fn beta(mut self, value: impl Into<String>) -> Self {
+        self.beta = Some(value.into());
+        self
+    }
+
+    /// How long one model call may take (default 5 minutes).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.http.set_timeout(timeout);
+        self
+    }
+
+    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
+        let mut system = Vec::new();
+        let mut messages: Vec<Value> = Vec::new();
+        for m in &request.messages {
+            let role = match m.role {
+                Role::System => {
+                    system.push(m.joined_text());
+                    continue;
+                }
+                Role::Assistant => "assistant",
+                // Tool results go back in a user turn.
+                Role::User | Role::Tool => "user",
+            };
+            let content: Vec<Value> = m
+                .content
+                .iter()
+                .map(|b| match b {
+                    Block::Text { text } => json!({"type": "text", "text": text}),
+                    Block::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
+                    Block::ToolResult {
+                        id,
+                        content,
+                        is_error,
+                    } => json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}),
+                    Block::Provider { value } => value.clone(),
+                })
+                .collect();
+            // Consecutive turns of one role merge (a user prompt after tool results).
+            match messages.last_mut() {
+                Some(last) if last["role"] == role => {
+                    if let Some(a) = last["content"].as_array_mut() {
+                        a.extend(content);
+                    }
+                }
+                _ => messages.push(json!({"role": role, "content": content})),
+            }
+        }
+        let mut tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                let mut v = json!({"name": t.name, "description": t.description, "input_schema": t.input_schema});
+                if t.defer {
+                    v["defer_loading"] = Value::Bool(true);
+                }
+                v
+            })
+            .collect();
+        // Deferred tools are found by the provider's own tool search.
+        if request.tools.iter().any(|t| t.defer) {
+            tools.push(
+                json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}),
+            );
+        }
+        let mut body =
+            json!({"model": self.model, "max_tokens": self.max_tokens, "messages": messages});
+        if !system.is_empty() {
+            body["system"] = Value::String(system.join("\n\n"));
+        }
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools);
+        }
+        body
+    }
+
+    pub(crate) fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
+        let blocks =
+            v.get("content")
+                .and_then(Value::as_array)
+                .ok_or_else(|| ModelError::Other {
+                    detail: "the answer has no content".into(),
+                })?;
+        let content = blocks
+            .iter()
+            .map(|b| match b.get("type").and_then(Value::as_str) {
+                Some("text") => Block::Text {
+                    text: b
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                },
+                Some("tool_use") => Block::ToolCall {
+                    id: b
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    name: b
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
+                },
+                // server_tool_use, tool_search_tool_result, thinking, …: verbatim.
+                _ => Block::Provider { value: b.clone() },
+            })
+            .collect();
+        let stop = match v.get("stop_reason").and_then(Value::as_str) {
+            Some("end_turn") | Some("stop_sequence") | None => Stop::End,
+            Some("tool_use") => Stop::ToolCalls,
+            Some("max_tokens") => Stop::Length,
+            Some(other) => Stop::Other(other.to_owned()),
+        };
+        Ok(ChatResponse {
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
+            stop,
+        })
+    }
+}
+
+impl Model for Messages {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+        Box::pin(async move {
+            let url = format!("{}/v1/messages", self.base_url);
+            let mut headers = vec![("anthropic-version", VERSION)];
+            if let Some(b) = &self.beta {
+                headers.push(("anthropic-beta", b.as_str()));
+            }
+            let secrets: Vec<(&str, &Secret)> =
+                self.api_key.iter().map(|k| ("x-api-key", k)).collect();
+            let a = self
+                .http
+                .post(&url, &headers, &secrets, &self.body(request))
+                .await?;
+            if (200..300).contains(&a.status) {
+                return Self::answer(&a.json);
+            }
+            let kind = a
+                .json
+                .pointer("/error/type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let message = a
+                .json
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_else(|| a.preview());
+            let detail = format!("HTTP {}: {message}", a.status);
+            Err(match (a.status, kind.as_str()) {
+                (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
+                (401 | 403, _) => ModelError::Unauthorized { detail },
+                _ if message.contains("prompt is too long") || message.contains("context") => {
+                    ModelError::ContextTooLong { detail }
+                }
+                _ => ModelError::Other { detail },
+            })
+        })
+    }
+
+    fn native_tool_search(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ToolSpec;
+
+    #[test]
+    fn requests_and_answers_on_the_wire() {
+        let m = Messages::new("http://127.0.0.1:9", "some-model").unwrap();
+        let search = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "write"}});
+        let req = ChatRequest {
+            messages: vec![
+                Message::text(Role::System, "be brief"),
+                Message::text(Role::User, "write it"),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![
+                        Block::Provider {
+                            value: search.clone(),
+                        },
+                        Block::ToolCall {
+                            id: "t1".into(),
+                            name: "write_file".into(),
+                            arguments: json!({"path": "/x"}),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::Tool,
+                    content: vec![Block::ToolResult {
+                        id: "t1".into(),
+                        content: "ok".into(),
+                        is_error: false,
+                    }],
+                },
+            ],
+            tools: vec![
+                ToolSpec {
+                    name: "read".into(),
+                    description: "r".into(),
+                    input_schema: json!({"type": "object"}),
+                    defer: false,
+                },
+                ToolSpec {
+                    name: "write_file".into(),
+                    description: "w".into(),
+                    input_schema: json!({"type": "object"}),
+                    defer: true,
+                },
+            ],
+        };
+        let body = m.body(&req);
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(
+            body["messages"][1]["content"][0], search,
+            "provider blocks round-trip"
+        );
+        assert_eq!(body["messages"][2]["role"], "user");
+        assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "t1");
+        assert_eq!(body["tools"][1]["defer_loading"], true);
+        assert_eq!(body["tools"][2]["name"], "tool_search_tool_bm25");
+        assert!(body["tools"][0].get("defer_loading").is_none());
+        let r = Messages::answer(&json!({"content": [
+            {"type": "server_tool_use", "id": "s", "name": "tool_search_tool_bm25", "input": {}},
+            {"type": "tool_search_tool_result", "tool_use_id": "s", "content": {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "write_file"}]}},
+            {"type": "tool_use", "id": "t2", "name": "write_file", "input": {"path": "/y"}}],
+            "stop_reason": "tool_use"}))
+        .unwrap();
+        assert_eq!(r.stop, Stop::ToolCalls);
+        assert_eq!(r.message.content.len(), 3);
+        assert!(matches!(r.message.content[1], Block::Provider { .. }));
+        assert_eq!(r.message.tool_calls().len(), 1);
+        let keyed = Messages::new("http://127.0.0.1:9", "m")
+            .unwrap()
+            .api_key("sk-ant-SECRET");
+        assert!(!format!("{keyed:?}").contains("sk-ant-SECRET"));
+    }
+}
