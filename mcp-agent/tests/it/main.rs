@@ -552,3 +552,97 @@ async fn anthropic_messages_with_native_tool_search_round_trip() {
     assert_eq!(assistant["content"][1], search_result);
     agent.close().await.unwrap();
 }
+
+/// With every log at trace level captured, a whole run — a model key, a server's
+/// environment value, an HTTP server's token — never shows a secret in the logs, the
+/// events, the run store or an error.
+#[test]
+fn secrets_never_reach_logs_events_or_the_store() {
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let captured = Captured::default();
+    let w = captured.clone();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::TRACE)
+            .finish(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = scratch("canary");
+    let mut shown = String::new();
+    let kept = rt.block_on(async {
+        let model = FakeModel::start(
+            &dir,
+            json!([
+                {"tool_calls": [{"name": "list_directory", "arguments": {"path": dir}}]},
+                {"echo_tools": true}
+            ]),
+        );
+        let store = dir.join("runs.sqlite3");
+        let http = mcp_agent::mcp!(
+            web,
+            url = "http://127.0.0.1:9/mcp",
+            token = "HTTP-TOKEN-CANARY"
+        )
+        .unwrap();
+        let agent = Agent::builder()
+            .model(
+                ChatCompletions::new(model.url(), "m")
+                    .unwrap()
+                    .api_key("MODEL-KEY-CANARY"),
+            )
+            .allow(["list_directory"])
+            .server(filesystem(&dir))
+            .store(SqliteRunStore::open(&store).unwrap())
+            .build()
+            .unwrap();
+        let Outcome::Finished { run_id, .. } = agent.run("list").await.unwrap() else {
+            panic!()
+        };
+        shown.push_str(&format!(
+            "{agent:?} {:?}",
+            agent.events(&run_id).await.unwrap()
+        ));
+        // An HTTP server that cannot be reached: its error names no token.
+        shown.push_str(&http.tools().await.unwrap_err().to_string());
+        let bad = Agent::builder()
+            .model(
+                ChatCompletions::new(model.url(), "m")
+                    .unwrap()
+                    .api_key("MODEL-KEY-CANARY"),
+            )
+            .server(http)
+            .build()
+            .unwrap();
+        shown.push_str(&bad.run("x").await.unwrap_err().to_string());
+        agent.close().await.unwrap();
+        std::fs::read(&store).unwrap()
+    });
+    let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+    assert!(logs.len() > 500, "trace logging was captured");
+    let kept = String::from_utf8_lossy(&kept).into_owned();
+    for secret in ["MODEL-KEY-CANARY", "ENV-CANARY-91c2", "HTTP-TOKEN-CANARY"] {
+        assert!(!logs.contains(secret), "{secret} reached the logs");
+        assert!(
+            !shown.contains(secret),
+            "{secret} reached Debug, events or an error: {shown}"
+        );
+        assert!(!kept.contains(secret), "{secret} reached the run store");
+    }
+}
