@@ -443,6 +443,8 @@ impl Agent {
     async fn drive(&self, mut state: RunState) -> Result<Outcome> {
         let tools = self.tools().await?;
         loop {
+            // A verdict already decided for the first pending call (while batching).
+            let mut known: Option<Verdict> = None;
             while let Some(call) = state.pending.first().cloned() {
                 // The emulated tool search runs here: it loads tools, it calls no server.
                 if call.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
@@ -452,15 +454,9 @@ impl Agent {
                     continue;
                 }
                 let tool = tools.get(&call.name);
-                let verdict = match call.approved {
-                    Some(true) => Verdict::Allow,
-                    Some(false) => Verdict::Deny(format!("a person denied `{}`", call.name)),
-                    None => {
-                        self.inner
-                            .gate
-                            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
-                            .await
-                    }
+                let verdict = match known.take() {
+                    Some(v) => v,
+                    None => self.verdict(&call, tool).await,
                 };
                 let block = match verdict {
                     Verdict::Suspend => {
@@ -503,7 +499,27 @@ impl Agent {
                         let Some(tool) = tool else {
                             return Err(Error::config("an allowed call names no tool"));
                         };
-                        self.run_tool(&mut state, tool, &call).await
+                        // The model may ask for several calls in one turn: the allowed
+                        // ones that follow run together with this one, concurrently.
+                        let mut batch = vec![(call, tool)];
+                        while let Some(next) = state.pending.get(batch.len()) {
+                            if next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
+                                break;
+                            }
+                            let t = tools.get(&next.name);
+                            match (self.verdict(next, t).await, t) {
+                                (Verdict::Allow, Some(t)) => batch.push((next.clone(), t)),
+                                (v, _) => {
+                                    known = Some(v);
+                                    break;
+                                }
+                            }
+                        }
+                        let n = batch.len();
+                        let blocks = self.run_tools(&mut state, batch).await;
+                        state.results.extend(blocks);
+                        state.pending.drain(..n);
+                        continue;
                     }
                 };
                 state.results.push(block);
@@ -634,17 +650,86 @@ impl Agent {
         }
     }
 
-    async fn run_tool(&self, state: &mut RunState, tool: &AgentTool, call: &PendingCall) -> Block {
-        let server = &self.inner.servers[tool.server];
-        self.event(
-            state,
-            Event::BeforeToolCall {
-                server: tool.facts.server.clone(),
-                tool: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        );
-        let (content, is_error) = match server.call(&call.name, call.arguments.clone()).await {
+    /// The gate's verdict on one pending call (a person's decision, if recorded, wins).
+    async fn verdict(&self, call: &PendingCall, tool: Option<&AgentTool>) -> Verdict {
+        match call.approved {
+            Some(true) => Verdict::Allow,
+            Some(false) => Verdict::Deny(format!("a person denied `{}`", call.name)),
+            None => {
+                self.inner
+                    .gate
+                    .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                    .await
+            }
+        }
+    }
+
+    /// Runs allowed calls: one is awaited here, several run concurrently. Events and
+    /// results keep the model's order.
+    async fn run_tools(
+        &self,
+        state: &mut RunState,
+        batch: Vec<(PendingCall, &AgentTool)>,
+    ) -> Vec<Block> {
+        for (call, tool) in &batch {
+            self.event(
+                state,
+                Event::BeforeToolCall {
+                    server: tool.facts.server.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                },
+            );
+        }
+        let mut outcomes: Vec<Option<(String, bool)>> = vec![None; batch.len()];
+        if let [(call, tool)] = batch.as_slice() {
+            outcomes[0] = Some(self.call_server(tool.server, call).await);
+        } else {
+            // Dropping the run (a cancelled future) aborts the calls with the set.
+            let mut set = tokio::task::JoinSet::new();
+            for (i, (call, tool)) in batch.iter().enumerate() {
+                let agent = self.clone();
+                let (server, call) = (tool.server, call.clone());
+                set.spawn(async move { (i, agent.call_server(server, &call).await) });
+            }
+            while let Some(joined) = set.join_next().await {
+                match joined {
+                    Ok((i, outcome)) => outcomes[i] = Some(outcome),
+                    Err(e) => tracing::warn!(error = %e, "a tool call task failed"),
+                }
+            }
+        }
+        let mut blocks = Vec::with_capacity(batch.len());
+        for ((call, tool), outcome) in batch.iter().zip(outcomes) {
+            let (content, is_error) = outcome.unwrap_or_else(|| {
+                (
+                    json!({ "error": "the tool call did not complete" }).to_string(),
+                    true,
+                )
+            });
+            self.event(
+                state,
+                Event::AfterToolResult {
+                    server: tool.facts.server.clone(),
+                    tool: call.name.clone(),
+                    is_error,
+                },
+            );
+            blocks.push(Block::ToolResult {
+                id: call.id.clone(),
+                content,
+                is_error,
+            });
+        }
+        blocks
+    }
+
+    /// One MCP call, as text for the model and whether it failed.
+    async fn call_server(&self, server: usize, call: &PendingCall) -> (String, bool) {
+        match self.inner.servers[server]
+            .call(&call.name, call.arguments.clone())
+            .await
+        {
             Ok(r) => {
                 let mut text = r.text();
                 if text.is_empty() {
@@ -656,19 +741,6 @@ impl Agent {
             }
             // A protocol failure is the model's to read too; the loop goes on.
             Err(e) => (json!({ "error": e.to_string() }).to_string(), true),
-        };
-        self.event(
-            state,
-            Event::AfterToolResult {
-                server: tool.facts.server.clone(),
-                tool: call.name.clone(),
-                is_error,
-            },
-        );
-        Block::ToolResult {
-            id: call.id.clone(),
-            content,
-            is_error,
         }
     }
 

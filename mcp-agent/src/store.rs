@@ -117,6 +117,8 @@ impl RunStore for MemoryRunStore {
 #[derive(Clone)]
 pub struct SqliteRunStore {
     path: std::path::PathBuf,
+    /// One connection, reused (opened again after a failure).
+    conn: std::sync::Arc<Mutex<Option<rusqlite::Connection>>>,
 }
 
 #[cfg(feature = "sqlite")]
@@ -132,15 +134,21 @@ impl std::fmt::Debug for SqliteRunStore {
 impl SqliteRunStore {
     /// A store in this file; its folder is created when missing.
     pub fn open(path: impl Into<std::path::PathBuf>) -> Result<Self> {
-        let store = SqliteRunStore { path: path.into() };
+        let store = SqliteRunStore {
+            path: path.into(),
+            conn: std::sync::Arc::new(Mutex::new(None)),
+        };
         if let Some(dir) = store.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::store(format!("cannot create {}: {e}", dir.display())))?;
         }
         store
             .connection()?
+            // Write-ahead logging: one fsync per save (still synchronous=FULL), and
+            // readers in other processes do not block a writer.
             .execute_batch(
-                "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE IF NOT EXISTS mcp_agent_runs (
                  id TEXT PRIMARY KEY,
                  status TEXT NOT NULL,
                  state TEXT NOT NULL,
@@ -165,12 +173,20 @@ impl SqliteRunStore {
 
     async fn blocking<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&SqliteRunStore, rusqlite::Connection) -> Result<T> + Send + 'static,
+        f: impl FnOnce(&SqliteRunStore, &rusqlite::Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let store = self.clone();
         tokio::task::spawn_blocking(move || {
-            let c = store.connection()?;
-            f(&store, c)
+            let mut conn = lock(&store.conn);
+            let c = match conn.take() {
+                Some(c) => c,
+                None => store.connection()?,
+            };
+            let out = f(&store, &c);
+            if out.is_ok() {
+                *conn = Some(c);
+            }
+            out
         })
         .await
         .map_err(|e| Error::store(format!("the run store task failed: {e}")))?

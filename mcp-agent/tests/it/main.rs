@@ -646,3 +646,92 @@ fn secrets_never_reach_logs_events_or_the_store() {
         assert!(!kept.contains(secret), "{secret} reached the run store");
     }
 }
+
+/// Calls the model asks for in one turn run concurrently: the rendezvous server answers
+/// "met" only when all calls of a group are in flight at once (no timing involved).
+/// Events and results keep the model's order; a denied call in between splits batches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_turns_calls_run_concurrently_in_order() {
+    let dir = scratch("parallel");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "meet", "arguments": {"group": "a", "count": 3}},
+                {"name": "meet", "arguments": {"group": "a", "count": 3}},
+                {"name": "meet", "arguments": {"group": "a", "count": 3}},
+                {"name": "not_allowed", "arguments": {}},
+                {"name": "meet", "arguments": {"group": "b", "count": 1}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let server = Mcp::builder("rendezvous")
+        .command([
+            peers().join("venv/bin/python").display().to_string(),
+            repo_root()
+                .join("tests/peers/rendezvous.py")
+                .display()
+                .to_string(),
+        ])
+        .build()
+        .unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let e = events.clone();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .allow(["meet"])
+        .server(server)
+        .on_event(move |_, ev| e.lock().unwrap().push(ev.clone()))
+        .build()
+        .unwrap();
+    let out = agent.run("meet").await.unwrap();
+    let Outcome::Finished { text, .. } = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(text.matches("meet: met").count(), 4, "{text}");
+    assert!(
+        !text.contains("alone"),
+        "calls ran one after another: {text}"
+    );
+    assert!(text.contains("not_allowed: {\"error\""), "{text}");
+    let kinds: Vec<&str> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| match e {
+            Event::BeforeToolCall { .. } => "before",
+            Event::AfterToolResult { .. } => "after",
+            Event::Denied { .. } => "denied",
+            _ => "",
+        })
+        .filter(|k| !k.is_empty())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["before", "before", "before", "after", "after", "after", "denied", "before", "after"]
+    );
+    // The transcript answers the calls in the model's order.
+    let requests = model.requests();
+    let last = &requests[1]["body"]["messages"];
+    let ids: Vec<&str> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap())
+        .collect();
+    let asked: Vec<&str> = last
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, asked);
+    agent.close().await.unwrap();
+}
