@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_runtime::Mcp;
+use mcp_runtime::{Mcp, RequestOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -40,6 +40,21 @@ pub enum Event {
         tool: String,
         /// The tool failed.
         is_error: bool,
+    },
+    /// A running tool reported progress (the seed's `after_tool_progress`). A run keeps
+    /// at most [`MAX_PROGRESS_KEPT`] of them per call (the latest last); callbacks see
+    /// every one.
+    ToolProgress {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// How far along.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The server's message (at most 1000 characters kept).
+        message: Option<String>,
     },
     /// The gate denied a call.
     Denied {
@@ -259,6 +274,13 @@ impl AgentBuilder {
     }
 }
 
+/// How many progress events a run keeps per tool call.
+pub const MAX_PROGRESS_KEPT: usize = 100;
+
+fn seen_lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// An agent. Cheap to clone.
 #[derive(Clone)]
 pub struct Agent {
@@ -286,6 +308,7 @@ impl fmt::Debug for Agent {
 }
 
 /// A tool of an attached server, as the loop sees it.
+#[derive(Clone)]
 struct AgentTool {
     server: usize,
     facts: ToolFacts,
@@ -681,16 +704,17 @@ impl Agent {
                 },
             );
         }
-        let mut outcomes: Vec<Option<(String, bool)>> = vec![None; batch.len()];
+        type Outcome = ((String, bool), Vec<Event>);
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; batch.len()];
         if let [(call, tool)] = batch.as_slice() {
-            outcomes[0] = Some(self.call_server(tool.server, call).await);
+            outcomes[0] = Some(self.call_server(&state.id, tool, call).await);
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set.
             let mut set = tokio::task::JoinSet::new();
             for (i, (call, tool)) in batch.iter().enumerate() {
                 let agent = self.clone();
-                let (server, call) = (tool.server, call.clone());
-                set.spawn(async move { (i, agent.call_server(server, &call).await) });
+                let (run, tool, call) = (state.id.clone(), (*tool).clone(), call.clone());
+                set.spawn(async move { (i, agent.call_server(&run, &tool, &call).await) });
             }
             while let Some(joined) = set.join_next().await {
                 match joined {
@@ -701,12 +725,17 @@ impl Agent {
         }
         let mut blocks = Vec::with_capacity(batch.len());
         for ((call, tool), outcome) in batch.iter().zip(outcomes) {
-            let (content, is_error) = outcome.unwrap_or_else(|| {
+            let ((content, is_error), progress) = outcome.unwrap_or_else(|| {
                 (
-                    json!({ "error": "the tool call did not complete" }).to_string(),
-                    true,
+                    (
+                        json!({ "error": "the tool call did not complete" }).to_string(),
+                        true,
+                    ),
+                    Vec::new(),
                 )
             });
+            // Already delivered to the callbacks live; kept with the run here.
+            state.events.extend(progress);
             self.event(
                 state,
                 Event::AfterToolResult {
@@ -724,10 +753,36 @@ impl Agent {
         blocks
     }
 
-    /// One MCP call, as text for the model and whether it failed.
-    async fn call_server(&self, server: usize, call: &PendingCall) -> (String, bool) {
-        match self.inner.servers[server]
-            .call(&call.name, call.arguments.clone())
+    /// One MCP call, as text for the model and whether it failed, with the progress
+    /// events it reported (delivered to the callbacks as they arrive).
+    async fn call_server(
+        &self,
+        run_id: &str,
+        tool: &AgentTool,
+        call: &PendingCall,
+    ) -> ((String, bool), Vec<Event>) {
+        let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
+        let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
+        let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
+        let options = RequestOptions::default().with_progress(move |p| {
+            let event = Event::ToolProgress {
+                server: server_name.clone(),
+                tool: tool_name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message.as_ref().map(|m| m.chars().take(1000).collect()),
+            };
+            for f in &inner.on_event {
+                f(&run, &event);
+            }
+            let mut kept = seen_lock(&sink);
+            if kept.len() >= MAX_PROGRESS_KEPT {
+                kept.pop();
+            }
+            kept.push(event);
+        });
+        let outcome = match self.inner.servers[tool.server]
+            .call_with(&call.name, call.arguments.clone(), options)
             .await
         {
             Ok(r) => {
@@ -741,7 +796,9 @@ impl Agent {
             }
             // A protocol failure is the model's to read too; the loop goes on.
             Err(e) => (json!({ "error": e.to_string() }).to_string(), true),
-        }
+        };
+        let progress = std::mem::take(&mut *seen_lock(&seen));
+        (outcome, progress)
     }
 
     /// The events of a run, from the store.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::client::{Change, Client, ClientBuilder};
+use crate::client::{Change, Client, ClientBuilder, RequestOptions};
 use crate::error::{Error, Result};
 use crate::input::{InputKinds, InputRequest, InputResponse};
 use crate::model::{
@@ -1094,6 +1094,18 @@ impl Mcp {
     /// arguments added and the result wrapped as declared. A tool that fails returns a
     /// result whose `is_error()` is true; a protocol error is an `Err`.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Mcp::call`] with per-call options: a timeout, a progress callback, a
+    /// cancellation token.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
         let tools = self.tools().await?;
         let tool = tools.iter().find(|t| t.name == name).or_else(|| {
             tools
@@ -1131,7 +1143,12 @@ impl Mcp {
             }
         }
         let args = Value::Object(args);
-        let result = match self.client()?.call_tool(&server_name, args.clone()).await {
+        let result = match self
+            .client()?
+            .call_tool(&server_name, args.clone())
+            .options(options)
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 if e.is_not_found() {

@@ -735,3 +735,77 @@ async fn one_turns_calls_run_concurrently_in_order() {
     assert_eq!(ids, asked);
     agent.close().await.unwrap();
 }
+
+/// Progress a tool reports reaches the callbacks as it arrives and is kept with the run,
+/// between the call's before and after events (the seed's `after_tool_progress`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_progress_is_an_event() {
+    let dir = scratch("progress");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "slow", "arguments": {"seconds": 0.3, "steps": 3}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let server = Mcp::builder("py")
+        .command([
+            peers().join("venv/bin/python").display().to_string(),
+            repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ])
+        .build()
+        .unwrap();
+    let live = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let l = live.clone();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .allow(["slow"])
+        .server(server)
+        .on_event(move |_, ev| {
+            if let Event::ToolProgress { .. } = ev {
+                l.lock().unwrap().push(ev.clone());
+            }
+        })
+        .build()
+        .unwrap();
+    let out = agent.run("go slowly").await.unwrap();
+    let Outcome::Finished { text, run_id } = out else {
+        panic!("{out:?}")
+    };
+    assert!(text.contains("slow: done"), "{text}");
+    let kinds: Vec<String> = agent
+        .events(&run_id)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::BeforeToolCall { .. } => Some("before".to_owned()),
+            Event::AfterToolResult { .. } => Some("after".to_owned()),
+            Event::ToolProgress {
+                progress,
+                total,
+                message,
+                tool,
+                ..
+            } => {
+                assert_eq!(tool, "slow");
+                assert_eq!(*total, Some(3.0));
+                Some(format!(
+                    "{progress} {}",
+                    message.as_deref().unwrap_or_default()
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["before", "1 step 1/3", "2 step 2/3", "3 step 3/3", "after"]
+    );
+    assert_eq!(live.lock().unwrap().len(), 3);
+    agent.close().await.unwrap();
+}
