@@ -2,7 +2,9 @@
 //! model — the tool-search blocks among them — are kept verbatim in the transcript and
 //! sent back untouched.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::{BoxFuture, Secret};
@@ -23,6 +25,8 @@ pub struct Messages {
     api_key: Option<Secret>,
     max_tokens: u32,
     beta: Option<String>,
+    stream: bool,
+    on_text: Option<crate::openai::TextFn>,
     http: HttpClient,
 }
 
@@ -36,6 +40,7 @@ impl fmt::Debug for Messages {
             .field("model", &self.model)
             .field("api_key", &self.api_key)
             .field("max_tokens", &self.max_tokens)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -57,6 +62,8 @@ impl Messages {
             api_key: None,
             max_tokens: 4096,
             beta: None,
+            stream: false,
+            on_text: None,
             http,
         })
     }
@@ -70,6 +77,19 @@ impl Messages {
     /// The most output tokens per turn (default 4096).
     pub fn max_tokens(mut self, n: u32) -> Self {
         self.max_tokens = n;
+        self
+    }
+
+    /// Streams answers (`"stream": true`): the same answer, read as it is generated.
+    pub fn streaming(mut self, on: bool) -> Self {
+        self.stream = on;
+        self
+    }
+
+    /// Streams answers and calls `f` with each piece of text as it arrives.
+    pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.stream = true;
+        self.on_text = Some(Arc::new(f));
         self
     }
 
@@ -204,6 +224,139 @@ impl Messages {
     }
 }
 
+impl Messages {
+    fn error(a: &crate::http::Answer) -> ModelError {
+        let kind = a
+            .json
+            .pointer("/error/type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let message = a
+            .json
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| a.preview());
+        let detail = format!("HTTP {}: {message}", a.status);
+        match (a.status, kind.as_str()) {
+            (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
+            (401 | 403, _) => ModelError::Unauthorized { detail },
+            _ if message.contains("prompt is too long") || message.contains("context") => {
+                ModelError::ContextTooLong { detail }
+            }
+            _ => ModelError::Other { detail },
+        }
+    }
+}
+
+/// A streamed Messages answer being put together from its events.
+#[derive(Default)]
+struct MessageStream {
+    blocks: BTreeMap<u64, serde_json::Map<String, Value>>,
+    /// `input_json_delta` pieces by block, parsed when the block stops.
+    partial: BTreeMap<u64, String>,
+    stop: Option<String>,
+}
+
+impl MessageStream {
+    fn event(
+        &mut self,
+        name: &str,
+        data: &str,
+        on_text: Option<&(dyn Fn(&str) + Send + Sync)>,
+    ) -> Result<(), ModelError> {
+        let v: Value = serde_json::from_str(data).map_err(|e| ModelError::Other {
+            detail: format!("a streamed event is not JSON: {e}"),
+        })?;
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(name);
+        let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "content_block_start" => {
+                let Some(block) = v.get("content_block").and_then(Value::as_object) else {
+                    return Err(ModelError::Other {
+                        detail: "a streamed content block is not an object".into(),
+                    });
+                };
+                self.blocks.insert(index, block.clone());
+            }
+            "content_block_delta" => {
+                let Some(block) = self.blocks.get_mut(&index) else {
+                    return Err(ModelError::Other {
+                        detail: format!("a delta for content block {index}, which never started"),
+                    });
+                };
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+                let mut append = |field: &str, piece: &str| match block.get_mut(field) {
+                    Some(Value::String(t)) => t.push_str(piece),
+                    _ => {
+                        block.insert(field.into(), Value::String(piece.into()));
+                    }
+                };
+                match delta.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        append("text", text("text"));
+                        if let Some(f) = on_text {
+                            f(text("text"));
+                        }
+                    }
+                    Some("thinking_delta") => append("thinking", text("thinking")),
+                    Some("signature_delta") => {
+                        block.insert("signature".into(), Value::String(text("signature").into()));
+                    }
+                    Some("input_json_delta") => self
+                        .partial
+                        .entry(index)
+                        .or_default()
+                        .push_str(text("partial_json")),
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Some(json) = self.partial.remove(&index) {
+                    let input = if json.trim().is_empty() {
+                        json!({})
+                    } else {
+                        serde_json::from_str(&json).map_err(|e| ModelError::Other {
+                            detail: format!("streamed tool input is not JSON: {e}"),
+                        })?
+                    };
+                    if let Some(block) = self.blocks.get_mut(&index) {
+                        block.insert("input".into(), input);
+                    }
+                }
+            }
+            "message_delta" => {
+                if let Some(stop) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop = Some(stop.to_owned());
+                }
+            }
+            "error" => {
+                let message = v
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message");
+                let detail = format!("the stream failed: {message}");
+                return Err(match v.pointer("/error/type").and_then(Value::as_str) {
+                    Some("overloaded_error" | "rate_limit_error") => {
+                        ModelError::RateLimited { detail }
+                    }
+                    _ => ModelError::Other { detail },
+                });
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The answer as a non-streamed message would have carried it.
+    fn answer(self) -> Value {
+        let content: Vec<Value> = self.blocks.into_values().map(Value::Object).collect();
+        json!({"content": content, "stop_reason": self.stop})
+    }
+}
+
 impl Model for Messages {
     fn complete<'a>(
         &'a self,
@@ -217,34 +370,26 @@ impl Model for Messages {
             }
             let secrets: Vec<(&str, &Secret)> =
                 self.api_key.iter().map(|k| ("x-api-key", k)).collect();
-            let a = self
-                .http
-                .post(&url, &headers, &secrets, &self.body(request))
-                .await?;
-            if (200..300).contains(&a.status) {
-                return Self::answer(&a.json);
-            }
-            let kind = a
-                .json
-                .pointer("/error/type")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let message = a
-                .json
-                .pointer("/error/message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| a.preview());
-            let detail = format!("HTTP {}: {message}", a.status);
-            Err(match (a.status, kind.as_str()) {
-                (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
-                (401 | 403, _) => ModelError::Unauthorized { detail },
-                _ if message.contains("prompt is too long") || message.contains("context") => {
-                    ModelError::ContextTooLong { detail }
+            let mut body = self.body(request);
+            if !self.stream {
+                let a = self.http.post(&url, &headers, &secrets, &body).await?;
+                if (200..300).contains(&a.status) {
+                    return Self::answer(&a.json);
                 }
-                _ => ModelError::Other { detail },
-            })
+                return Err(Self::error(&a));
+            }
+            body["stream"] = Value::Bool(true);
+            let mut assembled = MessageStream::default();
+            let on_text = self.on_text.clone();
+            let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
+            if let Some(a) = self
+                .http
+                .post_events(&url, &headers, &secrets, &body, &mut on)
+                .await?
+            {
+                return Err(Self::error(&a));
+            }
+            Self::answer(&assembled.answer())
         })
     }
 
@@ -328,5 +473,49 @@ mod tests {
             .unwrap()
             .api_key("sk-ant-SECRET");
         assert!(!format!("{keyed:?}").contains("sk-ant-SECRET"));
+    }
+
+    #[test]
+    fn hostile_streams_fail_cleanly() {
+        let mut m = MessageStream::default();
+        assert!(m.event("", "not json", None).is_err());
+        assert!(m
+            .event(
+                "",
+                r#"{"type":"content_block_start","index":0,"content_block":5}"#,
+                None
+            )
+            .is_err());
+        assert!(m
+            .event("", r#"{"type":"content_block_delta","index":7,"delta":{"type":"text_delta","text":"x"}}"#, None)
+            .is_err());
+        let overloaded = m.event(
+            "error",
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"busy"}}"#,
+            None,
+        );
+        assert!(matches!(overloaded, Err(ModelError::RateLimited { .. })));
+        // A block whose text is not a string is replaced, not panicked on.
+        let mut m = MessageStream::default();
+        m.event(
+            "",
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":3}}"#,
+            None,
+        )
+        .unwrap();
+        m.event(
+            "",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}"#,
+            None,
+        )
+        .unwrap();
+        m.event("", r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t","name":"n","input":{}}}"#, None)
+            .unwrap();
+        m.event("", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#, None)
+            .unwrap();
+        assert!(m
+            .event("", r#"{"type":"content_block_stop","index":1}"#, None)
+            .is_err());
+        assert_eq!(m.answer()["content"][0]["text"], "ok");
     }
 }

@@ -76,6 +76,66 @@ impl HttpClient {
         secrets: &[(&str, &Secret)],
         body: &Value,
     ) -> Result<Answer, ModelError> {
+        let (origin, resp) = self.send(url, headers, secrets, body).await?;
+        collect(&origin, resp).await
+    }
+
+    /// POSTs JSON and reads a server-sent event stream: `on(event, data)` for each
+    /// event, in order, as it arrives. An answer that is not an event stream (an
+    /// error) is returned whole instead.
+    pub async fn post_events(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        secrets: &[(&str, &Secret)],
+        body: &Value,
+        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
+    ) -> Result<Option<Answer>, ModelError> {
+        let (origin, resp) = self.send(url, headers, secrets, body).await?;
+        let is_stream = resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !resp.status().is_success() || !is_stream {
+            return collect(&origin, resp).await.map(Some);
+        }
+        let mut body = resp.into_body();
+        let mut parser = SseParser::default();
+        let mut read = 0usize;
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        loop {
+            let frame = tokio::select! {
+                f = body.frame() => f,
+                _ = &mut deadline => {
+                    return Err(other(format!("the answer from {origin} took longer than {:?}", self.timeout)));
+                }
+            };
+            let Some(frame) = frame else { break };
+            let frame = frame
+                .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                read += data.len();
+                if read > MAX_ANSWER {
+                    return Err(other(format!(
+                        "the answer from {origin} is larger than {MAX_ANSWER} bytes"
+                    )));
+                }
+                parser.feed(&data, on)?;
+            }
+        }
+        parser.finish(on)?;
+        Ok(None)
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        secrets: &[(&str, &Secret)],
+        body: &Value,
+    ) -> Result<(String, http::Response<hyper::body::Incoming>), ModelError> {
         let origin = mcp_runtime::__private::check_url(url).unwrap_or_default();
         let mut req = http::Request::post(url).header("content-type", "application/json");
         for (k, v) in headers {
@@ -94,13 +154,133 @@ impl HttpClient {
             .await
             .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?
             .map_err(|e| other(format!("cannot reach {origin}: {e}")))?;
-        let status = resp.status().as_u16();
-        let raw = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?
-            .to_bytes();
-        let json = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Ok(Answer { status, json, raw })
+        Ok((origin, resp))
+    }
+}
+
+async fn collect(
+    origin: &str,
+    resp: http::Response<hyper::body::Incoming>,
+) -> Result<Answer, ModelError> {
+    let status = resp.status().as_u16();
+    let raw = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
+        .collect()
+        .await
+        .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?
+        .to_bytes();
+    let json = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+    Ok(Answer { status, json, raw })
+}
+
+/// Server-sent events, fed in any chunks: each byte is looked at once.
+#[derive(Default)]
+pub(crate) struct SseParser {
+    pending: Vec<u8>,
+    event: String,
+    data: String,
+    has_data: bool,
+}
+
+impl SseParser {
+    pub fn feed(
+        &mut self,
+        bytes: &[u8],
+        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
+    ) -> Result<(), ModelError> {
+        let mut start = 0;
+        for (i, b) in bytes.iter().enumerate() {
+            if *b != b'\n' {
+                continue;
+            }
+            if self.pending.is_empty() {
+                self.line(&bytes[start..i], on)?;
+            } else {
+                let mut line = std::mem::take(&mut self.pending);
+                line.extend_from_slice(&bytes[start..i]);
+                self.line(&line, on)?;
+            }
+            start = i + 1;
+        }
+        self.pending.extend_from_slice(&bytes[start..]);
+        Ok(())
+    }
+
+    pub fn finish(
+        &mut self,
+        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
+    ) -> Result<(), ModelError> {
+        if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.line(&line, on)?;
+        }
+        self.line(b"", on)
+    }
+
+    fn line(
+        &mut self,
+        line: &[u8],
+        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
+    ) -> Result<(), ModelError> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if self.has_data {
+                on(&self.event, &self.data)?;
+            }
+            self.event.clear();
+            self.data.clear();
+            self.has_data = false;
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(line);
+        let (field, value) = match text.split_once(':') {
+            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+            None => (text.as_ref(), ""),
+        };
+        match field {
+            "event" => {
+                self.event.clear();
+                self.event.push_str(value);
+            }
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_split_anywhere_parse_the_same() {
+        let text = "event: a\ndata: {\"x\":1}\n\n: comment\r\ndata: one\r\ndata: two\r\n\r\ndata: [DONE]\n\n";
+        for size in 1..text.len() {
+            let mut seen = Vec::new();
+            let mut on = |e: &str, d: &str| {
+                seen.push((e.to_owned(), d.to_owned()));
+                Ok(())
+            };
+            let mut p = SseParser::default();
+            for chunk in text.as_bytes().chunks(size) {
+                p.feed(chunk, &mut on).unwrap();
+            }
+            p.finish(&mut on).unwrap();
+            assert_eq!(
+                seen,
+                [
+                    ("a".to_owned(), "{\"x\":1}".to_owned()),
+                    (String::new(), "one\ntwo".to_owned()),
+                    (String::new(), "[DONE]".to_owned()),
+                ],
+                "chunks of {size}"
+            );
+        }
     }
 }

@@ -149,7 +149,8 @@ pub struct ChatResponse {
 }
 
 /// A language model the agent loop can talk to. Implement it for any provider; two
-/// wires are built in (OpenAI-compatible Chat Completions; more to come).
+/// wires are built in: [`crate::ChatCompletions`] and [`crate::Messages`], each
+/// streamed or not.
 pub trait Model: Send + Sync + 'static {
     /// One turn: the transcript and the tools in, one assistant message out.
     fn complete<'a>(

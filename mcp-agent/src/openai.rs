@@ -1,7 +1,9 @@
 //! The OpenAI-compatible Chat Completions wire: OpenAI, Ollama, vLLM, llama.cpp server,
 //! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::{BoxFuture, Secret};
@@ -17,8 +19,13 @@ pub struct ChatCompletions {
     base_url: String,
     model: String,
     api_key: Option<Secret>,
+    stream: bool,
+    on_text: Option<TextFn>,
     http: HttpClient,
 }
+
+/// Called with each piece of streamed text.
+pub(crate) type TextFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl fmt::Debug for ChatCompletions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -29,6 +36,7 @@ impl fmt::Debug for ChatCompletions {
             )
             .field("model", &self.model)
             .field("api_key", &self.api_key)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -49,6 +57,8 @@ impl ChatCompletions {
             base_url,
             model,
             api_key: None,
+            stream: false,
+            on_text: None,
             http,
         })
     }
@@ -56,6 +66,19 @@ impl ChatCompletions {
     /// The API key, sent as `Authorization: Bearer …` (never logged, never in errors).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.api_key = Some(Secret::new(key.into()));
+        self
+    }
+
+    /// Streams answers (`"stream": true`): the same answer, read as it is generated.
+    pub fn streaming(mut self, on: bool) -> Self {
+        self.stream = on;
+        self
+    }
+
+    /// Streams answers and calls `f` with each piece of text as it arrives.
+    pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.stream = true;
+        self.on_text = Some(Arc::new(f));
         self
     }
 
@@ -184,17 +207,43 @@ impl ChatCompletions {
         })
     }
 
+    fn authorization(&self) -> Option<Secret> {
+        self.api_key
+            .as_ref()
+            .map(|k| Secret::new(format!("Bearer {}", k.expose())))
+    }
+
     async fn post(&self, body: Value) -> Result<Value, ModelError> {
         let url = format!("{}/chat/completions", self.base_url);
-        let bearer = self
-            .api_key
-            .as_ref()
-            .map(|k| Secret::new(format!("Bearer {}", k.expose())));
+        let bearer = self.authorization();
         let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
         let a = self.http.post(&url, &[], &secrets, &body).await?;
         if (200..300).contains(&a.status) {
             return Ok(a.json);
         }
+        Err(Self::error(&a))
+    }
+
+    /// Streams the answer and assembles it into the shape of a non-streamed one.
+    async fn post_streamed(&self, mut body: Value) -> Result<Value, ModelError> {
+        body["stream"] = Value::Bool(true);
+        let url = format!("{}/chat/completions", self.base_url);
+        let bearer = self.authorization();
+        let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
+        let mut assembled = ChatStream::default();
+        let on_text = self.on_text.clone();
+        let mut on = |_: &str, data: &str| assembled.chunk(data, on_text.as_deref());
+        if let Some(a) = self
+            .http
+            .post_events(&url, &[], &secrets, &body, &mut on)
+            .await?
+        {
+            return Err(Self::error(&a));
+        }
+        Ok(assembled.answer())
+    }
+
+    fn error(a: &crate::http::Answer) -> ModelError {
         let message = a
             .json
             .pointer("/error/message")
@@ -207,7 +256,7 @@ impl ChatCompletions {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let detail = format!("HTTP {}: {message}", a.status);
-        Err(match a.status {
+        match a.status {
             429 => ModelError::RateLimited { detail },
             401 | 403 => ModelError::Unauthorized { detail },
             _ if code == "context_length_exceeded"
@@ -217,7 +266,90 @@ impl ChatCompletions {
                 ModelError::ContextTooLong { detail }
             }
             _ => ModelError::Other { detail },
-        })
+        }
+    }
+}
+
+/// A streamed answer being put together from `chat.completion.chunk`s.
+#[derive(Default)]
+struct ChatStream {
+    text: String,
+    /// By index: id, name, the arguments' JSON text.
+    calls: BTreeMap<u64, (String, String, String)>,
+    finish: Option<String>,
+}
+
+impl ChatStream {
+    fn chunk(
+        &mut self,
+        data: &str,
+        on_text: Option<&(dyn Fn(&str) + Send + Sync)>,
+    ) -> Result<(), ModelError> {
+        if data.trim() == "[DONE]" {
+            return Ok(());
+        }
+        let v: Value = serde_json::from_str(data).map_err(|e| ModelError::Other {
+            detail: format!("a streamed chunk is not JSON: {e}"),
+        })?;
+        if let Some(err) = v.get("error") {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
+            return Err(ModelError::Other {
+                detail: format!("the stream failed: {message}"),
+            });
+        }
+        // A chunk without choices (usage) carries nothing for the answer.
+        let Some(choice) = v.pointer("/choices/0") else {
+            return Ok(());
+        };
+        if let Some(piece) = choice.pointer("/delta/content").and_then(Value::as_str) {
+            if !piece.is_empty() {
+                self.text.push_str(piece);
+                if let Some(f) = on_text {
+                    f(piece);
+                }
+            }
+        }
+        for call in choice
+            .pointer("/delta/tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
+            let entry = self.calls.entry(index).or_default();
+            if let Some(id) = call.get("id").and_then(Value::as_str) {
+                entry.0 = id.to_owned();
+            }
+            if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
+                entry.1.push_str(name);
+            }
+            if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
+                entry.2.push_str(args);
+            }
+        }
+        if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish = Some(f.to_owned());
+        }
+        Ok(())
+    }
+
+    /// The answer as a `chat.completion` would have carried it.
+    fn answer(self) -> Value {
+        let calls: Vec<Value> = self
+            .calls
+            .into_values()
+            .map(|(id, name, arguments)| {
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": self.text});
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+        }
+        json!({"choices": [{"index": 0, "message": message, "finish_reason": self.finish}]})
     }
 }
 
@@ -227,7 +359,11 @@ impl Model for ChatCompletions {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
-            let answer = self.post(self.body(request)).await?;
+            let answer = if self.stream {
+                self.post_streamed(self.body(request)).await?
+            } else {
+                self.post(self.body(request)).await?
+            };
             Self::answer(&answer)
         })
     }
@@ -298,5 +434,48 @@ mod tests {
             .unwrap()
             .api_key("sk-SECRET");
         assert!(!format!("{with_key:?}").contains("sk-SECRET"));
+    }
+
+    #[test]
+    fn streamed_chunks_assemble_and_hostile_ones_fail_cleanly() {
+        let mut c = ChatStream::default();
+        for chunk in [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"lo"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"y","arguments":"{\"k\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"2}"}}]}}]}"#,
+            r#"{"choices":[],"usage":{"total_tokens":3}}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ] {
+            c.chunk(chunk, None).unwrap();
+        }
+        let r = ChatCompletions::answer(&c.answer()).unwrap();
+        assert_eq!(r.stop, Stop::ToolCalls);
+        assert_eq!(r.message.joined_text(), "Hello");
+        assert_eq!(
+            r.message.tool_calls(),
+            vec![
+                ("a".into(), "x".into(), json!({})),
+                ("b".into(), "y".into(), json!({"k": 2}))
+            ]
+        );
+        let mut c = ChatStream::default();
+        assert!(c.chunk("{", None).is_err());
+        assert!(c
+            .chunk(r#"{"error":{"message":"server overloaded"}}"#, None)
+            .is_err());
+        // Wrong types are ignored, never panicked on.
+        c.chunk(
+            r#"{"choices":[{"delta":{"content":5,"tool_calls":"x"}}]}"#,
+            None,
+        )
+        .unwrap();
+        c.chunk(
+            r#"{"choices":[{"delta":{"tool_calls":[7,{"index":"x"}]}}]}"#,
+            None,
+        )
+        .unwrap();
     }
 }

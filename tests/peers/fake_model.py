@@ -12,6 +12,11 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
   {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
+A request with "stream": true gets the same answer as server-sent events, cut into
+small deltas exactly as each wire streams them (Chat Completions chunks with
+`delta.tool_calls[].function.arguments` fragments and `data: [DONE]`; Messages
+`content_block_start`/`content_block_delta` (`text_delta`, `input_json_delta`)/
+`content_block_stop`/`message_delta`/`message_stop`).
 GET /_requests returns every request body received, as a JSON list.
 Prints READY when listening.
 """
@@ -23,6 +28,63 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUESTS = []
 LOCK = threading.Lock()
+
+
+def pieces(text: str, n: int = 3) -> list:
+    """`text` cut into about `n` pieces (at least one)."""
+    if not text:
+        return [text]
+    size = max(1, -(-len(text) // n))
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def chat_chunks(n: int, model, message: dict, finish: str) -> list:
+    """A chat.completion as chat.completion.chunk events."""
+    base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "model": model}
+
+    def chunk(delta: dict, finish_reason=None) -> tuple:
+        return (None, {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    for piece in pieces(message.get("content") or ""):
+        if piece:
+            events.append(chunk({"content": piece}))
+    for i, call in enumerate(message.get("tool_calls") or []):
+        events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                             "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+        for piece in pieces(call["function"]["arguments"]):
+            events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    events.append(chunk({}, finish))
+    events.append((None, "[DONE]"))
+    return events
+
+
+def message_events(n: int, model, content: list, stop: str) -> list:
+    """A Messages answer as its stream of events."""
+    events = [("message_start", {"type": "message_start", "message": {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 0}}})]
+    for i, block in enumerate(content):
+        kind = block.get("type")
+        if kind == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {"type": "text", "text": ""}}))
+            for piece in pieces(block.get("text", "")):
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "text_delta", "text": piece}}))
+        elif kind in ("tool_use", "server_tool_use"):
+            events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                   "content_block": {**block, "input": {}}}))
+            for piece in pieces(json.dumps(block.get("input", {}))):
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                       "delta": {"type": "input_json_delta", "partial_json": piece}}))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
+                                     "usage": {"output_tokens": 1}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
 
 
 def main() -> None:
@@ -46,6 +108,22 @@ def main() -> None:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, events: list) -> None:
+            """Server-sent events, written a few at a time."""
+            parts = []
+            for name, data in events:
+                head = f"event: {name}\n" if name else ""
+                payload = data if isinstance(data, str) else json.dumps(data)
+                parts.append(f"{head}data: {payload}\n\n".encode())
+            body = b"".join(parts)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for p in parts:
+                self.wfile.write(p)
+                self.wfile.flush()
 
         def do_GET(self) -> None:
             if self.path == "/_requests":
@@ -94,6 +172,9 @@ def main() -> None:
                 message["content"] = "\n".join(reversed(lines))
             else:
                 message["content"] = turn.get("text", "")
+            if body.get("stream"):
+                self.stream(chat_chunks(n, body.get("model"), message, finish))
+                return
             self.reply(200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body.get("model"),
                              "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
 
@@ -128,6 +209,9 @@ def main() -> None:
                 content = [{"type": "text", "text": "\n".join(lines)}]
             else:
                 content = [{"type": "text", "text": turn.get("text", "")}]
+            if body.get("stream"):
+                self.stream(message_events(n, body.get("model"), content, stop))
+                return
             self.reply(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
                              "content": content, "stop_reason": stop,
                              "usage": {"input_tokens": 1, "output_tokens": 1}})

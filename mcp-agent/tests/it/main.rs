@@ -504,7 +504,22 @@ async fn deferred_tools_are_loaded_by_an_emulated_tool_search() {
 /// exactly as the provider sent them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn anthropic_messages_with_native_tool_search_round_trip() {
-    let dir = scratch("anthropic");
+    anthropic_round_trip(false).await;
+}
+
+/// The same, streamed: `input_json_delta` pieces make the tool input, provider blocks
+/// still round-trip untouched, text reaches `on_text` as it arrives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anthropic_messages_streamed_round_trip() {
+    anthropic_round_trip(true).await;
+}
+
+async fn anthropic_round_trip(streamed: bool) {
+    let dir = scratch(if streamed {
+        "anthropic-stream"
+    } else {
+        "anthropic"
+    });
     std::fs::write(dir.join("notes.txt"), "anthropic notes").unwrap();
     let search_use = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "read file"}});
     let search_result = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
@@ -518,11 +533,18 @@ async fn anthropic_messages_with_native_tool_search_round_trip() {
             {"echo_tools": true}
         ]),
     );
+    let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let agent = Agent::builder()
         .model(
             mcp_agent::Messages::new(format!("http://127.0.0.1:{}", model.port), "claude-test")
                 .unwrap()
-                .api_key("ANTHROPIC-KEY-CANARY"),
+                .api_key("ANTHROPIC-KEY-CANARY")
+                .on_text({
+                    let pieces = pieces.clone();
+                    move |t| pieces.lock().unwrap().push(t.to_owned())
+                })
+                // on_text turns streaming on; the unstreamed run turns it off again.
+                .streaming(streamed),
         )
         .system("be brief")
         .allow(["read_text_file", "list_directory"])
@@ -534,8 +556,16 @@ async fn anthropic_messages_with_native_tool_search_round_trip() {
         panic!()
     };
     assert_eq!(text, "read_text_file: anthropic notes");
+    let pieces = pieces.lock().unwrap().clone();
+    if streamed {
+        assert!(pieces.len() > 1, "{pieces:?}");
+        assert_eq!(pieces.concat(), text);
+    } else {
+        assert!(pieces.is_empty());
+    }
     let requests = model.requests();
     let first = &requests[0];
+    assert_eq!(first["body"]["stream"].as_bool().unwrap_or(false), streamed);
     assert_eq!(first["x-api-key"], "ANTHROPIC-KEY-CANARY");
     assert_eq!(first["anthropic-version"], "2023-06-01");
     assert_eq!(first["body"]["system"], "be brief");
@@ -807,5 +837,57 @@ async fn tool_progress_is_an_event() {
         ["before", "1 step 1/3", "2 step 2/3", "3 step 3/3", "after"]
     );
     assert_eq!(live.lock().unwrap().len(), 3);
+    agent.close().await.unwrap();
+}
+
+/// Chat Completions streamed: tool-call arguments arrive in fragments by index, text in
+/// deltas (each reaching `on_text`), `[DONE]` ends it; the run is the same as unstreamed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_completions_streamed_round_trip() {
+    let dir = scratch("openai-stream");
+    std::fs::write(dir.join("a.txt"), "alpha").unwrap();
+    std::fs::write(dir.join("b.txt"), "beta").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}},
+                {"name": "read_text_file", "arguments": {"path": dir.join("b.txt")}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let pieces = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let p = pieces.clone();
+    let agent = Agent::builder()
+        .model(
+            ChatCompletions::new(model.url(), "fake-model")
+                .unwrap()
+                .on_text(move |t| p.lock().unwrap().push(t.to_owned())),
+        )
+        .allow(["read_text_file"])
+        .server(filesystem(&dir))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read both").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "read_text_file: alpha\nread_text_file: beta");
+    let pieces = pieces.lock().unwrap().clone();
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), text);
+    let requests = model.requests();
+    assert_eq!(requests[0]["body"]["stream"], true);
+    // The assembled calls went back to the model with their ids and whole arguments.
+    let assistant = &requests[1]["body"]["messages"][1];
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_0_0");
+    assert_eq!(assistant["tool_calls"][1]["id"], "call_0_1");
+    let args: Value = serde_json::from_str(
+        assistant["tool_calls"][1]["function"]["arguments"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(args["path"], dir.join("b.txt").display().to_string());
     agent.close().await.unwrap();
 }
