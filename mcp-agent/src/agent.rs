@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode, ToolFacts, Verdict};
 use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
-use crate::store::{MemoryRunStore, RunRecord, RunStatus, RunStore};
+use crate::store::{lock, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
 /// Something that happened in a run, in order. Delivered to the `on_event` callbacks
 /// and kept with the run. Events carry tool names and the model's arguments, never a
@@ -276,10 +276,6 @@ impl AgentBuilder {
 
 /// How many progress events a run keeps per tool call.
 pub const MAX_PROGRESS_KEPT: usize = 100;
-
-fn seen_lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// An agent. Cheap to clone.
 #[derive(Clone)]
@@ -775,7 +771,7 @@ impl Agent {
             for f in &inner.on_event {
                 f(&run, &event);
             }
-            let mut kept = seen_lock(&sink);
+            let mut kept = lock(&sink);
             if kept.len() >= MAX_PROGRESS_KEPT {
                 kept.pop();
             }
@@ -797,7 +793,7 @@ impl Agent {
             // A protocol failure is the model's to read too; the loop goes on.
             Err(e) => (json!({ "error": e.to_string() }).to_string(), true),
         };
-        let progress = std::mem::take(&mut *seen_lock(&seen));
+        let progress = std::mem::take(&mut *lock(&seen));
         (outcome, progress)
     }
 

@@ -3,14 +3,12 @@
 //! sent back untouched.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Value};
 
-use crate::http::HttpClient;
+use crate::http::Endpoint;
 use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
 
 /// The Messages API version sent in `anthropic-version`.
@@ -18,59 +16,26 @@ const VERSION: &str = "2023-06-01";
 
 /// A model served over the Anthropic Messages API. The model is chosen by
 /// configuration only: there is no default.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Messages {
-    base_url: String,
-    model: String,
-    api_key: Option<Secret>,
+    endpoint: Endpoint,
     max_tokens: u32,
     beta: Option<String>,
-    stream: bool,
-    on_text: Option<crate::openai::TextFn>,
-    http: HttpClient,
-}
-
-impl fmt::Debug for Messages {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Messages")
-            .field(
-                "base_url",
-                &mcp_runtime::__private::redact_url(&self.base_url),
-            )
-            .field("model", &self.model)
-            .field("api_key", &self.api_key)
-            .field("max_tokens", &self.max_tokens)
-            .field("stream", &self.stream)
-            .finish()
-    }
 }
 
 impl Messages {
     /// A model at `base_url` (`https://api.anthropic.com`), by its id.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        let http = HttpClient::new(&base_url)?;
-        let model = model.into();
-        if model.trim().is_empty() {
-            return Err(ModelError::Other {
-                detail: "no model id: name one (there is no default model)".into(),
-            });
-        }
         Ok(Messages {
-            base_url,
-            model,
-            api_key: None,
+            endpoint: Endpoint::new(base_url.into(), model.into())?,
             max_tokens: 4096,
             beta: None,
-            stream: false,
-            on_text: None,
-            http,
         })
     }
 
     /// The API key, sent as `x-api-key` (never logged, never in errors).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(Secret::new(key.into()));
+        self.endpoint.api_key = Some(Secret::new(key.into()));
         self
     }
 
@@ -82,14 +47,13 @@ impl Messages {
 
     /// Streams answers (`"stream": true`): the same answer, read as it is generated.
     pub fn streaming(mut self, on: bool) -> Self {
-        self.stream = on;
+        self.endpoint.stream = on;
         self
     }
 
     /// Streams answers and calls `f` with each piece of text as it arrives.
     pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.stream = true;
-        self.on_text = Some(Arc::new(f));
+        self.endpoint.on_text(f);
         self
     }
 
@@ -101,7 +65,7 @@ impl Messages {
 
     /// How long one model call may take (default 5 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http.set_timeout(timeout);
+        self.endpoint.http.set_timeout(timeout);
         self
     }
 
@@ -163,8 +127,7 @@ impl Messages {
                 json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}),
             );
         }
-        let mut body =
-            json!({"model": self.model, "max_tokens": self.max_tokens, "messages": messages});
+        let mut body = json!({"model": self.endpoint.model, "max_tokens": self.max_tokens, "messages": messages});
         if !system.is_empty() {
             body["system"] = Value::String(system.join("\n\n"));
         }
@@ -363,16 +326,24 @@ impl Model for Messages {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
-            let url = format!("{}/v1/messages", self.base_url);
+            let url = format!("{}/v1/messages", self.endpoint.base_url);
             let mut headers = vec![("anthropic-version", VERSION)];
             if let Some(b) = &self.beta {
                 headers.push(("anthropic-beta", b.as_str()));
             }
-            let secrets: Vec<(&str, &Secret)> =
-                self.api_key.iter().map(|k| ("x-api-key", k)).collect();
+            let secrets: Vec<(&str, &Secret)> = self
+                .endpoint
+                .api_key
+                .iter()
+                .map(|k| ("x-api-key", k))
+                .collect();
             let mut body = self.body(request);
-            if !self.stream {
-                let a = self.http.post(&url, &headers, &secrets, &body).await?;
+            if !self.endpoint.stream {
+                let a = self
+                    .endpoint
+                    .http
+                    .post(&url, &headers, &secrets, &body)
+                    .await?;
                 if (200..300).contains(&a.status) {
                     return Self::answer(&a.json);
                 }
@@ -380,9 +351,10 @@ impl Model for Messages {
             }
             body["stream"] = Value::Bool(true);
             let mut assembled = MessageStream::default();
-            let on_text = self.on_text.clone();
+            let on_text = self.endpoint.on_text.clone();
             let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
             if let Some(a) = self
+                .endpoint
                 .http
                 .post_events(&url, &headers, &secrets, &body, &mut on)
                 .await?

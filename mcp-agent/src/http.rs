@@ -33,6 +33,62 @@ impl Answer {
     }
 }
 
+/// Called with each piece of streamed text.
+pub(crate) type TextFn = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What every wire is configured with: where, which model, the key, streaming, and the
+/// pooled client. The model is chosen by configuration only: there is no default.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<Secret>,
+    pub stream: bool,
+    pub on_text: Option<TextFn>,
+    pub http: HttpClient,
+}
+
+impl Endpoint {
+    /// Checks the URL (https, or http to this machine) and that a model is named.
+    pub fn new(base_url: String, model: String) -> Result<Self, ModelError> {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let http = HttpClient::new(&base_url)?;
+        if model.trim().is_empty() {
+            return Err(other(
+                "no model id: name one (there is no default model)".into(),
+            ));
+        }
+        Ok(Endpoint {
+            base_url,
+            model,
+            api_key: None,
+            stream: false,
+            on_text: None,
+            http,
+        })
+    }
+
+    /// Streams answers and hands each piece of text to `f`.
+    pub fn on_text(&mut self, f: impl Fn(&str) + Send + Sync + 'static) {
+        self.stream = true;
+        self.on_text = Some(Arc::new(f));
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field(
+                "base_url",
+                &mcp_runtime::__private::redact_url(&self.base_url),
+            )
+            .field("model", &self.model)
+            .field("api_key", &self.api_key)
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
 #[derive(Clone)]
 pub(crate) struct HttpClient {
     pool: Arc<Pool>,

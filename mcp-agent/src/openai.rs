@@ -2,89 +2,51 @@
 //! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Map, Value};
 
-use crate::http::HttpClient;
+use crate::http::Endpoint;
 use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
 
 /// A model served over Chat Completions. The model is chosen by configuration only:
 /// there is no default.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ChatCompletions {
-    base_url: String,
-    model: String,
-    api_key: Option<Secret>,
-    stream: bool,
-    on_text: Option<TextFn>,
-    http: HttpClient,
-}
-
-/// Called with each piece of streamed text.
-pub(crate) type TextFn = Arc<dyn Fn(&str) + Send + Sync>;
-
-impl fmt::Debug for ChatCompletions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ChatCompletions")
-            .field(
-                "base_url",
-                &mcp_runtime::__private::redact_url(&self.base_url),
-            )
-            .field("model", &self.model)
-            .field("api_key", &self.api_key)
-            .field("stream", &self.stream)
-            .finish()
-    }
+    endpoint: Endpoint,
 }
 
 impl ChatCompletions {
     /// A model at `base_url` (e.g. `https://api.openai.com/v1`,
     /// `http://localhost:11434/v1`), by its id. Plain `http://` only to this machine.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
-        let base_url = base_url.into().trim_end_matches('/').to_owned();
-        let http = HttpClient::new(&base_url)?;
-        let model = model.into();
-        if model.trim().is_empty() {
-            return Err(ModelError::Other {
-                detail: "no model id: name one (there is no default model)".into(),
-            });
-        }
         Ok(ChatCompletions {
-            base_url,
-            model,
-            api_key: None,
-            stream: false,
-            on_text: None,
-            http,
+            endpoint: Endpoint::new(base_url.into(), model.into())?,
         })
     }
 
     /// The API key, sent as `Authorization: Bearer …` (never logged, never in errors).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(Secret::new(key.into()));
+        self.endpoint.api_key = Some(Secret::new(key.into()));
         self
     }
 
     /// Streams answers (`"stream": true`): the same answer, read as it is generated.
     pub fn streaming(mut self, on: bool) -> Self {
-        self.stream = on;
+        self.endpoint.stream = on;
         self
     }
 
     /// Streams answers and calls `f` with each piece of text as it arrives.
     pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.stream = true;
-        self.on_text = Some(Arc::new(f));
+        self.endpoint.on_text(f);
         self
     }
 
     /// How long one model call may take (default 5 minutes).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.http.set_timeout(timeout);
+        self.endpoint.http.set_timeout(timeout);
         self
     }
 
@@ -134,7 +96,7 @@ impl ChatCompletions {
                 }
             }
         }
-        let mut body = json!({"model": self.model, "messages": messages});
+        let mut body = json!({"model": self.endpoint.model, "messages": messages});
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -208,16 +170,17 @@ impl ChatCompletions {
     }
 
     fn authorization(&self) -> Option<Secret> {
-        self.api_key
+        self.endpoint
+            .api_key
             .as_ref()
             .map(|k| Secret::new(format!("Bearer {}", k.expose())))
     }
 
     async fn post(&self, body: Value) -> Result<Value, ModelError> {
-        let url = format!("{}/chat/completions", self.base_url);
+        let url = format!("{}/chat/completions", self.endpoint.base_url);
         let bearer = self.authorization();
         let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
-        let a = self.http.post(&url, &[], &secrets, &body).await?;
+        let a = self.endpoint.http.post(&url, &[], &secrets, &body).await?;
         if (200..300).contains(&a.status) {
             return Ok(a.json);
         }
@@ -227,13 +190,14 @@ impl ChatCompletions {
     /// Streams the answer and assembles it into the shape of a non-streamed one.
     async fn post_streamed(&self, mut body: Value) -> Result<Value, ModelError> {
         body["stream"] = Value::Bool(true);
-        let url = format!("{}/chat/completions", self.base_url);
+        let url = format!("{}/chat/completions", self.endpoint.base_url);
         let bearer = self.authorization();
         let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
         let mut assembled = ChatStream::default();
-        let on_text = self.on_text.clone();
+        let on_text = self.endpoint.on_text.clone();
         let mut on = |_: &str, data: &str| assembled.chunk(data, on_text.as_deref());
         if let Some(a) = self
+            .endpoint
             .http
             .post_events(&url, &[], &secrets, &body, &mut on)
             .await?
@@ -359,7 +323,7 @@ impl Model for ChatCompletions {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
-            let answer = if self.stream {
+            let answer = if self.endpoint.stream {
                 self.post_streamed(self.body(request)).await?
             } else {
                 self.post(self.body(request)).await?

@@ -83,7 +83,8 @@ pub struct MemoryRunStore {
     runs: Mutex<HashMap<String, RunRecord>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// A lock that a panic elsewhere does not poison for good.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
