@@ -231,52 +231,44 @@ impl RunStore for SqliteRunStore {
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let id = id.to_owned();
         Box::pin(self.blocking(move |s, c| {
-            let row = c
-                .query_row(
-                    "SELECT id, status, state FROM mcp_agent_runs WHERE id = ?1",
-                    [&id],
-                    |r| {
-                        Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                        ))
-                    },
-                )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(s.fail(e)),
-                })?;
-            row.map(|(i, st, state)| record(i, st, state)).transpose()
+            one_run(
+                s,
+                c,
+                "SELECT id, status, state FROM mcp_agent_runs WHERE id = ?1",
+                [&id],
+            )
         }))
     }
 
     fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let id = id.to_owned();
         Box::pin(self.blocking(move |s, c| {
-            let row = c
-                .query_row(
-                    "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2
-                     WHERE id = ?1 AND status = 'suspended'
-                     RETURNING id, status, state",
-                    rusqlite::params![id, now()],
-                    |r| {
-                        Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                        ))
-                    },
-                )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(s.fail(e)),
-                })?;
-            row.map(|(i, st, state)| record(i, st, state)).transpose()
+            one_run(
+                s,
+                c,
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2
+                 WHERE id = ?1 AND status = 'suspended'
+                 RETURNING id, status, state",
+                rusqlite::params![id, now()],
+            )
         }))
     }
+}
+
+/// The run a statement returns (id, status, state), if it returns one.
+#[cfg(feature = "sqlite")]
+fn one_run(
+    s: &SqliteRunStore,
+    c: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<RunRecord>> {
+    use rusqlite::OptionalExtension as _;
+    c.query_row(sql, params, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()
+        .map_err(|e| s.fail(e))?
+        .map(|(id, status, state)| record(id, status, state))
+        .transpose()
 }
 
 #[cfg(test)]

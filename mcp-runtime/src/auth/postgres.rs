@@ -64,6 +64,20 @@ impl fmt::Debug for PgPool {
     }
 }
 
+/// Runs a connection's I/O until it ends.
+fn drive<C>(connection: C)
+where
+    C: std::future::Future<Output = std::result::Result<(), tokio_postgres::Error>>
+        + Send
+        + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "database connection ended");
+        }
+    });
+}
+
 impl PgPool {
     /// Reads the connection string (`postgres://…` or `host=… dbname=…`); connects
     /// on first use.
@@ -109,11 +123,7 @@ impl PgPool {
                 .connect(tls)
                 .await
                 .map_err(|e| pg_error("connecting", e))?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "database connection ended");
-                }
-            });
+            drive(connection);
             Ok(client)
         } else {
             let (client, connection) = self
@@ -121,11 +131,7 @@ impl PgPool {
                 .connect(tokio_postgres::NoTls)
                 .await
                 .map_err(|e| pg_error("connecting", e))?;
-            tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "database connection ended");
-                }
-            });
+            drive(connection);
             Ok(client)
         }
     }
