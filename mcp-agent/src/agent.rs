@@ -700,8 +700,8 @@ impl Agent {
                 },
             );
         }
-        type Outcome = ((String, bool), Vec<Event>);
-        let mut outcomes: Vec<Option<Outcome>> = vec![None; batch.len()];
+        type Finished = ((String, bool), Vec<Event>);
+        let mut outcomes: Vec<Option<Finished>> = vec![None; batch.len()];
         if let [(call, tool)] = batch.as_slice() {
             outcomes[0] = Some(self.call_server(&state.id, tool, call).await);
         } else {
