@@ -14,7 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::input::{
-    InputHandler, InputKinds, InputRequest, InputResponse, RootsHandler, SamplingHandler,
+    InputAnswers, InputHandler, InputKinds, InputRequest, InputResponse, PendingInput,
+    RootsHandler, SamplingHandler,
 };
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::model::{
@@ -116,6 +117,10 @@ pub struct RequestOptions {
     headers: Vec<(String, String)>,
     /// A `tools/call` answered with a task returns the task instead of waiting for it.
     keep_task: bool,
+    /// Input a 2026-07-28 server asks for is returned to the caller, not answered.
+    pause_input: bool,
+    /// Answers to input asked for earlier, sent with the first attempt.
+    answers: Option<Arc<InputAnswers>>,
 }
 
 impl fmt::Debug for RequestOptions {
@@ -126,6 +131,11 @@ impl fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("cancel", &self.cancel.is_some())
             .field("log_level", &self.log_level)
+            .field("pause_on_input", &self.pause_input)
+            .field(
+                "input_answers",
+                &self.answers.as_ref().map(|a| a.responses.len()),
+            )
             .finish()
     }
 }
@@ -156,6 +166,47 @@ impl RequestOptions {
     pub fn with_log_level(mut self, level: LogLevel) -> Self {
         self.log_level = Some(level);
         self
+    }
+    /// Leaves a 2026-07-28 server's requests for input to the caller instead of
+    /// answering them with the client's input handler: the call ends with an error for
+    /// which [`is_input_required`](Error::is_input_required) is true, whose
+    /// [`pending_input`](Error::pending_input) carries the requests and the server's
+    /// state. Answer them — later, in another process if need be — by making the same
+    /// call again [`with_input_answers`](Self::with_input_answers). Requests of a tool
+    /// running as a task pause the same way (the task is left running).
+    ///
+    /// The request declares form and URL elicitation whether or not the client has an
+    /// input handler (2026-07-28 capabilities are per request). Servers before
+    /// 2026-07-28 ask over the live connection (`elicitation/create`), which cannot
+    /// wait for another process: their requests still go to the input handler.
+    pub fn pause_on_input(mut self) -> Self {
+        self.pause_input = true;
+        self
+    }
+    /// Answers input asked for earlier (the [`PendingInput`] of an error for which
+    /// `is_input_required()` is true), by request key. Make the same call with these
+    /// options: the answers go with the server's state on the first attempt — or, when
+    /// the input was for a task, to the task, and the call waits for the task. Keys the
+    /// request did not ask for are ignored.
+    pub fn with_input_answers<I, K>(mut self, pending: PendingInput, answers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, InputResponse)>,
+        K: Into<String>,
+    {
+        let mut responses = Map::new();
+        for (k, r) in answers {
+            let k = k.into();
+            if pending.keys().any(|asked| asked == k) {
+                responses.insert(k, r.to_value());
+            }
+        }
+        self.answers = Some(Arc::new(InputAnswers { pending, responses }));
+        self
+    }
+    /// The background task the answers of [`with_input_answers`](Self::with_input_answers)
+    /// are for, if any.
+    pub(crate) fn answered_task(&self) -> Option<&str> {
+        self.answers.as_ref().and_then(|a| a.pending.task_id())
     }
 }
 
@@ -626,6 +677,13 @@ impl<'a> IntoFuture for CallTool<'a> {
             if let Value::Object(_) = self.arguments {
                 params.insert("arguments".into(), self.arguments.clone());
             }
+            // Answers for a task that paused for input: they go to the task, and the
+            // call waits for it.
+            if let Some(id) = options.answered_task() {
+                let mut r = self.client.task(id).wait_with(&options).await?;
+                r.ui_resource = inner.ui_resource_for(&self.name).await;
+                return Ok(r);
+            }
             // 2025-11-25: a tool the server runs only as a task is started as one and
             // waited for.
             let details = inner.ensure().await?;
@@ -1087,6 +1145,20 @@ impl Drop for CancelGuard {
                 tracing::debug!(error = %e, "could not send notifications/cancelled");
             }
         });
+    }
+}
+
+/// Adds form and URL elicitation to a 2026-07-28 request's client capabilities (the
+/// caller takes the input requests itself).
+fn declare_elicitation(meta: &mut Map<String, Value>) {
+    if let Some(Value::Object(caps)) = meta.get_mut(META_CAPS) {
+        let e = caps
+            .entry("elicitation")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(e) = e {
+            e.entry("form").or_insert_with(|| json!({}));
+            e.entry("url").or_insert_with(|| json!({}));
+        }
     }
 }
 
@@ -1644,7 +1716,12 @@ impl Inner {
         always_progress: bool,
     ) -> Result<Value> {
         let mut rounds = 0u32;
-        let mut answers: Option<(Map<String, Value>, Option<Value>)> = None;
+        let mut answers: Option<(Map<String, Value>, Option<Value>)> = match &opts.answers {
+            Some(a) if mrtr && a.pending.task_id().is_none() => {
+                Some((a.responses.clone(), a.pending.state().cloned()))
+            }
+            _ => None,
+        };
         let wants_progress =
             always_progress || opts.on_progress.is_some() || !self.on_progress.is_empty();
         let token = wants_progress.then(|| Id::Number(self.next_id()));
@@ -1670,7 +1747,12 @@ impl Inner {
             };
             let mut meta = match details.era {
                 Era::Modern => {
-                    self.modern_meta(&details.protocol_version, opts.log_level.or(self.log_level))
+                    let mut m = self
+                        .modern_meta(&details.protocol_version, opts.log_level.or(self.log_level));
+                    if opts.pause_input || opts.answers.is_some() {
+                        declare_elicitation(&mut m);
+                    }
+                    m
                 }
                 Era::Legacy => Map::new(),
             };
@@ -1720,6 +1802,11 @@ impl Inner {
                         .map(Value::take)
                         .unwrap_or(Value::Null);
                     let state = v.get_mut("requestState").map(Value::take);
+                    if opts.pause_input {
+                        return Err(Error::input_required(PendingInput::new(
+                            &self.name, requests, state, None,
+                        )));
+                    }
                     let responses = self.answer_all(requests, &[]).await?;
                     answers = Some((responses, state));
                 }
@@ -1787,8 +1874,11 @@ impl Inner {
         };
         let last = Mutex::new(Some(status.clone()));
         let out = self.wait_task(&status.id, opts, &last).await;
-        // Ended on its own: nothing to cancel.
-        if lock(&last).as_ref().is_some_and(|s| s.state.is_terminal()) {
+        // Ended on its own: nothing to cancel. Paused for input its caller answers
+        // later: it must live on.
+        if lock(&last).as_ref().is_some_and(|s| s.state.is_terminal())
+            || out.as_ref().is_err_and(Error::is_input_required)
+        {
             guard.armed = false;
         }
         out

@@ -66,6 +66,8 @@ enum Kind {
     Unsupported { detail: String },
     /// An HTTP server answered with an error status and no JSON-RPC error.
     Http { status: u16, detail: String },
+    /// The server asked for input the caller chose to answer itself.
+    InputRequired(Box<crate::input::PendingInput>),
 }
 
 impl Error {
@@ -193,6 +195,27 @@ impl Error {
     /// True when the request got no answer in time.
     pub fn is_timeout(&self) -> bool {
         matches!(self.inner.kind, Kind::Timeout { .. })
+    }
+
+    /// The server asked for input that the call leaves to its caller
+    /// ([`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input)).
+    pub(crate) fn input_required(pending: crate::input::PendingInput) -> Self {
+        Self::new(Kind::InputRequired(Box::new(pending)))
+    }
+
+    /// True when the server asked for input that this call leaves to its caller (see
+    /// [`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input));
+    /// [`pending_input`](Self::pending_input) has it.
+    pub fn is_input_required(&self) -> bool {
+        matches!(self.inner.kind, Kind::InputRequired(_))
+    }
+
+    /// The input the server asked for, when [`is_input_required`](Self::is_input_required).
+    pub fn pending_input(&self) -> Option<&crate::input::PendingInput> {
+        match &self.inner.kind {
+            Kind::InputRequired(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// True when the request was cancelled by the caller.
@@ -358,6 +381,12 @@ impl fmt::Display for Error {
                 f,
                 "the server refused the request (HTTP 403){}; check the credentials and their scopes",
                 if detail.is_empty() { String::new() } else { format!(": {detail}") }
+            ),
+            Kind::InputRequired(p) => write!(
+                f,
+                "{} asked for input ({}) that this call leaves to its caller; answer it with RequestOptions::with_input_answers",
+                p.server(),
+                p.keys().collect::<Vec<_>>().join(", ")
             ),
             Kind::Http { status, detail } => {
                 write!(f, "the server answered HTTP {status}")?;

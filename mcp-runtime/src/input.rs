@@ -239,3 +239,90 @@ impl RootsHandler for Vec<Root> {
         Box::pin(async move { r })
     }
 }
+
+/// Input a 2026-07-28 server asked for that a call left to its caller (see
+/// [`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input)): the
+/// requests, and what the server needs back to go on. It serializes, so it can wait in
+/// a store and be answered in another process with
+/// [`RequestOptions::with_input_answers`](crate::RequestOptions::with_input_answers).
+///
+/// The server's `requestState` is opaque and kept as sent; servers may seal it to
+/// their own process, in which case a restarted server asks again.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingInput {
+    server: String,
+    /// The `inputRequests` object as the server sent it.
+    requests: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<Value>,
+    /// The background task waiting for the input (tasks extension), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    task: Option<String>,
+}
+
+impl PendingInput {
+    pub(crate) fn new(
+        server: &str,
+        requests: Value,
+        state: Option<Value>,
+        task: Option<String>,
+    ) -> Self {
+        PendingInput {
+            server: server.to_owned(),
+            requests: match requests {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+            state,
+            task,
+        }
+    }
+
+    /// The server that asked.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The requests, by the server's key for each. Only elicitations are requests a
+    /// person answers; anything else (a request this client cannot parse) is an error
+    /// naming the key.
+    pub fn requests(&self) -> Result<Vec<(String, InputRequest)>, String> {
+        let mut out = Vec::with_capacity(self.requests.len());
+        for (key, req) in &self.requests {
+            let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+            if method != "elicitation/create" {
+                return Err(format!(
+                    "{} asked for `{method}` under `{key}`, which a person cannot answer",
+                    self.server
+                ));
+            }
+            let params = req.get("params").unwrap_or(&Value::Null);
+            let r = InputRequest::from_params(&self.server, params)
+                .map_err(|e| format!("{} asked for input under `{key}`: {e}", self.server))?;
+            out.push((key.clone(), r));
+        }
+        Ok(out)
+    }
+
+    /// The keys of the requests.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.requests.keys().map(String::as_str)
+    }
+
+    /// The id of the background task that waits for the input, when the call became a
+    /// task (its answers go to the task, and waiting goes on from there).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task.as_deref()
+    }
+
+    pub(crate) fn state(&self) -> Option<&Value> {
+        self.state.as_ref()
+    }
+}
+
+/// Answers to a [`PendingInput`], to send with the retried call or to its task.
+#[derive(Clone, Debug)]
+pub(crate) struct InputAnswers {
+    pub(crate) pending: PendingInput,
+    pub(crate) responses: Map<String, Value>,
+}

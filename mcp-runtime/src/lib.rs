@@ -53,7 +53,9 @@ pub use client::{
     MODERN_VERSIONS,
 };
 pub use error::{Error, Result};
-pub use input::{InputHandler, InputKind, InputKinds, InputRequest, InputResponse, Root};
+pub use input::{
+    InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput, Root,
+};
 #[cfg(feature = "macros")]
 pub use mcp_macros::mcp;
 pub use model::*;

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{lock, Change, Client, Era, Inner, RequestOptions};
 use crate::error::{Error, Result};
+use crate::input::PendingInput;
 use crate::model::CallToolResult;
 
 /// The tasks extension of 2026-07-28.
@@ -387,6 +388,26 @@ impl Inner {
             .and_then(|s| s.poll_interval)
             .unwrap_or(Duration::from_secs(1));
         let mut answered: Vec<String> = Vec::new();
+        // Answers given to this task by the caller (it paused for them earlier).
+        if let Some(a) = opts
+            .answers
+            .as_ref()
+            .filter(|a| a.pending.task_id() == Some(id))
+        {
+            if !a.responses.is_empty() {
+                let mut params = Self::task_params(id);
+                params.insert("inputResponses".into(), Value::Object(a.responses.clone()));
+                self.call(
+                    "tasks/update",
+                    params,
+                    &RequestOptions::default(),
+                    false,
+                    false,
+                )
+                .await?;
+            }
+            answered.extend(a.responses.keys().cloned());
+        }
         let mut first = true;
         loop {
             if !first {
@@ -421,6 +442,24 @@ impl Inner {
                         .get_mut("inputRequests")
                         .map(Value::take)
                         .unwrap_or(Value::Null);
+                    if opts.pause_input {
+                        // Only what is still unanswered pauses (the server may not have
+                        // taken the answers in yet).
+                        let mut left = match requests {
+                            Value::Object(m) => m,
+                            _ => Map::new(),
+                        };
+                        left.retain(|k, _| !answered.contains(k));
+                        if !left.is_empty() {
+                            return Err(Error::input_required(PendingInput::new(
+                                &self.name,
+                                Value::Object(left),
+                                None,
+                                Some(id.to_owned()),
+                            )));
+                        }
+                        continue;
+                    }
                     let responses = self.answer_all(requests, &answered).await?;
                     if !responses.is_empty() {
                         answered.extend(responses.keys().cloned());

@@ -375,3 +375,86 @@ impl Schema for InputRequest {
         }
     }
 }
+
+/// Input a 2026-07-28 server asks for, left to the caller (`pause_on_input`), kept as
+/// JSON and answered by another client: for a plain call (the server's sealed
+/// `requestState` goes back with the answer) and for a call the server runs as a task
+/// (the answer goes to the task, which kept running meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paused_input_is_answered_later_by_another_client() {
+    use mcp_runtime::{InputKind, PendingInput, RequestOptions};
+    let server = HttpServer::python(&[]);
+    // No input handler at all: pausing declares the capability for the request.
+    let client = || {
+        Client::builder()
+            .extension(TASKS, json!({}))
+            .protocol(ProtocolMode::Modern)
+            .http(HttpConfig::new(server.url("/mcp")))
+            .unwrap()
+    };
+    let paused = |e: mcp_runtime::Error| -> String {
+        assert!(e.is_input_required(), "{e}");
+        serde_json::to_string(e.pending_input().unwrap()).unwrap()
+    };
+    for (tool, args, expected) in [
+        ("ask_name", json!({}), "Hello, Ann"),
+        (
+            "long_task",
+            json!({"seconds": 0.4, "ask": true}),
+            "done after 0.4s for Ann",
+        ),
+    ] {
+        let a = client();
+        let e = a
+            .call_tool(tool, args.clone())
+            .options(RequestOptions::default().pause_on_input())
+            .await
+            .unwrap_err();
+        let kept = paused(e);
+        a.close().await.unwrap();
+
+        let pending: PendingInput = serde_json::from_str(&kept).unwrap();
+        assert_eq!(pending.task_id().is_some(), tool == "long_task", "{kept}");
+        let requests = pending.requests().unwrap();
+        assert_eq!(requests.len(), 1, "{kept}");
+        let (key, request) = &requests[0];
+        assert!(
+            request.message.contains("What is your name?"),
+            "{request:?}"
+        );
+        assert!(matches!(request.kind, InputKind::Form { .. }));
+        let b = client();
+        let r = b
+            .call_tool(tool, args)
+            .options(
+                RequestOptions::default()
+                    .pause_on_input()
+                    .with_input_answers(
+                        pending,
+                        [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
+                    ),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.text(), expected);
+        b.close().await.unwrap();
+    }
+    // A declined answer reaches the tool as such.
+    let a = client();
+    let e = a
+        .call_tool("ask_name", json!({}))
+        .options(RequestOptions::default().pause_on_input())
+        .await
+        .unwrap_err();
+    let pending = e.pending_input().unwrap().clone();
+    let key = pending.keys().next().unwrap().to_owned();
+    let r = a
+        .call_tool("ask_name", json!({}))
+        .options(
+            RequestOptions::default().with_input_answers(pending, [(key, InputResponse::Decline)]),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "declined");
+    a.close().await.unwrap();
+}
