@@ -183,7 +183,10 @@ async fn main_inner() -> Result<(), String> {
     .map_err(|e| e.to_string())?;
     match outcome {
         Outcome::Finished { text, .. } => println!("{text}"),
-        Outcome::ApprovalRequired { run_id, tool, .. } => {
+        // (server-filesystem asks for no input; a server that does suspends the same way,
+        // and `--deny` declines it.)
+        Outcome::ApprovalRequired { run_id, tool, .. }
+        | Outcome::InputRequired { run_id, tool, .. } => {
             let file = dir_file(&args.store, &run_id);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_runtime::{Mcp, RequestOptions};
+use mcp_runtime::{BoxFuture, InputRequest, InputResponse, Mcp, PendingInput, RequestOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -83,7 +83,30 @@ pub enum Event {
         /// When (seconds since the epoch).
         at: u64,
     },
-    /// The run stopped to wait for a decision.
+    /// A server asked for input (elicitation) that no `on_input` callback answered.
+    InputRequested {
+        /// The server.
+        server: String,
+        /// The tool whose call asked.
+        tool: String,
+        /// What the server says it needs, one message per request.
+        messages: Vec<String>,
+        /// The background task waiting for the input, when the call runs as one.
+        task: Option<String>,
+    },
+    /// Input was given (by a callback or a person); the values themselves are not kept
+    /// in events.
+    InputAnswered {
+        /// The tool.
+        tool: String,
+        /// `accept`, `decline` or `cancel`, one per request answered.
+        actions: Vec<String>,
+        /// Who answered (`on_input` for a callback).
+        by: String,
+        /// When (seconds since the epoch).
+        at: u64,
+    },
+    /// The run stopped to wait for a decision or for input.
     RunSuspended,
     /// The run ended.
     RunFinished,
@@ -114,6 +137,21 @@ pub enum Outcome {
         /// The arguments the model gave.
         arguments: Value,
     },
+    /// A tool call waits for input a server asked for and no `on_input` callback
+    /// answered: [`Agent::resume`] with [`Decision::answer`] (or a denial, which
+    /// declines), from this process or another.
+    InputRequired {
+        /// The run.
+        run_id: String,
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments the model gave.
+        arguments: Value,
+        /// What the server asks, by its key for each request.
+        requests: Vec<(String, InputRequest)>,
+    },
     /// The run took as many model turns as allowed without finishing.
     StepLimit {
         /// The run.
@@ -121,13 +159,16 @@ pub enum Outcome {
     },
 }
 
-/// A person's decision on a suspended call.
+/// A person's decision on a suspended call: approve or deny a call that waits for
+/// approval; answer (or deny, which declines) a call that waits for input.
 #[derive(Clone, Debug)]
 pub struct Decision {
     /// Run the call (or give the model an error result).
     pub approved: bool,
     /// Who decided (kept in the run's events).
     pub by: String,
+    /// Answers to the input a server asked for, by request key.
+    pub answers: Vec<(String, InputResponse)>,
 }
 
 impl Decision {
@@ -136,16 +177,50 @@ impl Decision {
         Decision {
             approved: true,
             by: who.into(),
+            answers: Vec::new(),
         }
     }
-    /// Deny, by `who`.
+    /// Deny, by `who`. For a call that waits for input: every request is declined.
     pub fn deny(who: impl Into<String>) -> Self {
         Decision {
             approved: false,
             by: who.into(),
+            answers: Vec::new(),
+        }
+    }
+    /// Answers the input a call waits for, by `who`: one answer per request key of
+    /// [`Outcome::InputRequired`] (a request left unanswered is declined).
+    pub fn answer<I, K>(who: impl Into<String>, answers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, InputResponse)>,
+        K: Into<String>,
+    {
+        Decision {
+            approved: true,
+            by: who.into(),
+            answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
         }
     }
 }
+
+/// A server's request for input, as an `on_input` callback sees it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct InputAsk {
+    /// The run.
+    pub run_id: String,
+    /// The tool whose call asked (model-facing name).
+    pub tool: String,
+    /// The server's key for this request.
+    pub key: String,
+    /// The request (its `server` names the server).
+    pub request: InputRequest,
+}
+
+type InputFn = Arc<dyn Fn(InputAsk) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;
+
+/// How many times one call may ask for input that callbacks answer at once.
+const MAX_INPUT_ROUNDS: usize = 8;
 
 /// A call of the current model turn that has not run yet.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -153,8 +228,37 @@ struct PendingCall {
     id: String,
     name: String,
     arguments: Value,
-    /// A person's decision, once there is one.
+    /// A person's decision, once there is one (or `true` once the gate allowed a call
+    /// that then paused for input: the gate is not asked twice).
     approved: Option<bool>,
+    /// Input the server asked for that no callback answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    input: Option<PendingInput>,
+    /// Answers to it (wire form), from callbacks and then a person.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    answers: Vec<(String, Value)>,
+    /// A person answered: the call goes on with `answers`.
+    #[serde(default)]
+    answered: bool,
+}
+
+impl PendingCall {
+    /// Paused for input nobody has given yet.
+    fn waits_for_input(&self) -> bool {
+        self.input.is_some() && !self.answered
+    }
+}
+
+/// A call that paused for input: the input, and the answers callbacks gave.
+type Paused = (PendingInput, Vec<(String, Value)>);
+
+/// How one allowed call ended.
+enum CallEnd {
+    /// Its result for the model, and whether it failed.
+    Done(String, bool),
+    /// It waits for input no callback gave: the input, and the answers callbacks did
+    /// give.
+    Paused(PendingInput, Vec<(String, Value)>),
 }
 
 /// Everything a run is: kept in the store while it waits.
@@ -184,6 +288,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     system: Option<String>,
     on_event: Vec<EventFn>,
+    on_input: Vec<InputFn>,
     defer: Option<Vec<String>>,
 }
 
@@ -254,6 +359,22 @@ impl AgentBuilder {
         self.on_event.push(Arc::new(f));
         self
     }
+    /// Answers a server's requests for input (elicitation) during a run: return the
+    /// answer, or `None` to leave it to a person — the run then suspends with
+    /// [`Outcome::InputRequired`]. Callbacks are asked in the order added; the first
+    /// answer wins. Without any, every request suspends the run.
+    ///
+    /// Suspending for input needs a 2026-07-28 server (its requests are stateless and
+    /// can be answered from another process). Servers before 2026-07-28 ask over the
+    /// live connection: their requests go to the attached `Mcp`'s own input handler.
+    pub fn on_input<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(InputAsk) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Option<InputResponse>> + Send + 'static,
+    {
+        self.on_input.push(Arc::new(move |ask| Box::pin(f(ask))));
+        self
+    }
     /// The agent. Connections to the servers are made on first use and kept.
     pub fn build(self) -> Result<Agent> {
         let model = self
@@ -268,6 +389,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps.max(1),
                 system: self.system,
                 on_event: self.on_event,
+                on_input: self.on_input,
                 defer: self.defer,
             }),
         })
@@ -291,6 +413,7 @@ struct AgentInner {
     max_steps: u32,
     system: Option<String>,
     on_event: Vec<EventFn>,
+    on_input: Vec<InputFn>,
     defer: Option<Vec<String>>,
 }
 
@@ -336,6 +459,7 @@ impl Agent {
             max_steps: 20,
             system: None,
             on_event: Vec::new(),
+            on_input: Vec::new(),
             defer: None,
         }
     }
@@ -374,8 +498,43 @@ impl Agent {
         let Some(call) = state.pending.first_mut() else {
             return Err(Error::store(format!("run {run_id} waits for nothing")));
         };
-        call.approved = Some(decision.approved);
         let tool = call.name.clone();
+        if let (true, Some(input)) = (call.waits_for_input(), call.input.clone()) {
+            if decision.approved && decision.answers.is_empty() {
+                // Nothing was decided: the run waits on.
+                self.save(&state, RunStatus::Suspended).await?;
+                return Err(Error::config(format!(
+                    "run {run_id} waits for input to `{tool}`, not for an approval: resume it with Decision::answer (or deny, which declines)"
+                )));
+            }
+            let mut actions = Vec::new();
+            for key in input.keys() {
+                if call.answers.iter().any(|(k, _)| k == key) {
+                    continue; // a callback answered it
+                }
+                let answer = decision
+                    .answers
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .filter(|_| decision.approved)
+                    .map(|(_, a)| a.clone())
+                    .unwrap_or(InputResponse::Decline);
+                actions.push(answer.action().to_owned());
+                call.answers.push((key.to_owned(), answer.to_value()));
+            }
+            call.answered = true;
+            self.event(
+                &mut state,
+                Event::InputAnswered {
+                    tool,
+                    actions,
+                    by: decision.by,
+                    at: now(),
+                },
+            );
+            return self.drive(state).await;
+        }
+        call.approved = Some(decision.approved);
         self.event(
             &mut state,
             Event::ApprovalDecided {
@@ -386,6 +545,22 @@ impl Agent {
             },
         );
         self.drive(state).await
+    }
+
+    /// The background tasks a suspended run waits on (server, task id): calls a server
+    /// runs as tasks that paused for input. They keep running on the server; resuming
+    /// the run answers them and waits for their results. Listen to them with
+    /// `Mcp::listen_for` to hear how they stand (the seed's `pending_tasks`).
+    pub async fn pending_tasks(&self, run_id: &str) -> Result<Vec<(String, String)>> {
+        let state = self.load(run_id).await?;
+        Ok(state
+            .pending
+            .iter()
+            .filter_map(|c| {
+                let input = c.input.as_ref()?;
+                Some((input.server().to_owned(), input.task_id()?.to_owned()))
+            })
+            .collect())
     }
 
     /// Stops every attached server.
@@ -472,6 +647,9 @@ impl Agent {
                     state.pending.remove(0);
                     continue;
                 }
+                if call.waits_for_input() {
+                    return self.suspend_for_input(state, call, &tools).await;
+                }
                 let tool = tools.get(&call.name);
                 let verdict = match known.take() {
                     Some(v) => v,
@@ -522,7 +700,9 @@ impl Agent {
                         // ones that follow run together with this one, concurrently.
                         let mut batch = vec![(call, tool)];
                         while let Some(next) = state.pending.get(batch.len()) {
-                            if next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
+                            if (next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH))
+                                || next.waits_for_input()
+                            {
                                 break;
                             }
                             let t = tools.get(&next.name);
@@ -535,9 +715,23 @@ impl Agent {
                             }
                         }
                         let n = batch.len();
-                        let blocks = self.run_tools(&mut state, batch).await;
-                        state.results.extend(blocks);
-                        state.pending.drain(..n);
+                        let ends = self.run_tools(&mut state, batch).await;
+                        // A call that paused for input stays pending, ahead of the rest.
+                        let mut paused = Vec::new();
+                        for (i, end) in ends.into_iter().enumerate() {
+                            match end {
+                                Ok(block) => state.results.push(block),
+                                Err((input, answers)) => {
+                                    let mut c = state.pending[i].clone();
+                                    c.approved = Some(true);
+                                    c.input = Some(input);
+                                    c.answers = answers;
+                                    c.answered = false;
+                                    paused.push(c);
+                                }
+                            }
+                        }
+                        state.pending.splice(..n, paused);
                         continue;
                     }
                 };
@@ -581,11 +775,57 @@ impl Agent {
                     name,
                     arguments,
                     approved: None,
+                    input: None,
+                    answers: Vec::new(),
+                    answered: false,
                 })
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.
             self.save(&state, RunStatus::Running).await?;
         }
+    }
+
+    /// Suspends the run on a call that waits for input.
+    async fn suspend_for_input(
+        &self,
+        mut state: RunState,
+        call: PendingCall,
+        tools: &HashMap<String, AgentTool>,
+    ) -> Result<Outcome> {
+        let Some(input) = call.input else {
+            return Err(Error::store("a call waits for input it does not have"));
+        };
+        // Parsed when the call paused; a request that does not parse never pauses.
+        let requests = input
+            .requests()
+            .map_err(|e| Error::store(format!("run {}: {e}", state.id)))?;
+        let server = tools
+            .get(&call.name)
+            .map(|t| t.facts.server.clone())
+            .unwrap_or_else(|| input.server().to_owned());
+        let given: Vec<&String> = call.answers.iter().map(|(k, _)| k).collect();
+        let requests: Vec<(String, InputRequest)> = requests
+            .into_iter()
+            .filter(|(k, _)| !given.contains(&k))
+            .collect();
+        self.event(
+            &mut state,
+            Event::InputRequested {
+                server: server.clone(),
+                tool: call.name.clone(),
+                messages: requests.iter().map(|(_, r)| r.message.clone()).collect(),
+                task: input.task_id().map(str::to_owned),
+            },
+        );
+        self.event(&mut state, Event::RunSuspended);
+        self.save(&state, RunStatus::Suspended).await?;
+        Ok(Outcome::InputRequired {
+            run_id: state.id,
+            server,
+            tool: call.name,
+            arguments: call.arguments,
+            requests,
+        })
     }
 
     /// The tools the model is offered this turn: what the gate can allow; deferred
@@ -684,12 +924,13 @@ impl Agent {
     }
 
     /// Runs allowed calls: one is awaited here, several run concurrently. Events and
-    /// results keep the model's order.
+    /// results keep the model's order. A call that paused for input gives its input
+    /// (and the answers callbacks gave) instead of a result.
     async fn run_tools(
         &self,
         state: &mut RunState,
         batch: Vec<(PendingCall, &AgentTool)>,
-    ) -> Vec<Block> {
+    ) -> Vec<std::result::Result<Block, Paused>> {
         for (call, tool) in &batch {
             self.event(
                 state,
@@ -700,10 +941,10 @@ impl Agent {
                 },
             );
         }
-        type Finished = ((String, bool), Vec<Event>);
-        let mut outcomes: Vec<Option<Finished>> = vec![None; batch.len()];
+        let mut ends: Vec<Option<(CallEnd, Vec<Event>)>> = Vec::new();
+        ends.resize_with(batch.len(), || None);
         if let [(call, tool)] = batch.as_slice() {
-            outcomes[0] = Some(self.call_server(&state.id, tool, call).await);
+            ends[0] = Some(self.call_server(&state.id, tool, call).await);
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set.
             let mut set = tokio::task::JoinSet::new();
@@ -714,16 +955,16 @@ impl Agent {
             }
             while let Some(joined) = set.join_next().await {
                 match joined {
-                    Ok((i, outcome)) => outcomes[i] = Some(outcome),
+                    Ok((i, end)) => ends[i] = Some(end),
                     Err(e) => tracing::warn!(error = %e, "a tool call task failed"),
                 }
             }
         }
-        let mut blocks = Vec::with_capacity(batch.len());
-        for ((call, tool), outcome) in batch.iter().zip(outcomes) {
-            let ((content, is_error), progress) = outcome.unwrap_or_else(|| {
+        let mut out = Vec::with_capacity(batch.len());
+        for ((call, tool), end) in batch.iter().zip(ends) {
+            let (end, events) = end.unwrap_or_else(|| {
                 (
-                    (
+                    CallEnd::Done(
                         json!({ "error": "the tool call did not complete" }).to_string(),
                         true,
                     ),
@@ -731,82 +972,170 @@ impl Agent {
                 )
             });
             // Already delivered to the callbacks live; kept with the run here.
-            state.events.extend(progress);
-            self.event(
-                state,
-                Event::AfterToolResult {
-                    server: tool.facts.server.clone(),
-                    tool: call.name.clone(),
-                    is_error,
-                },
-            );
-            blocks.push(Block::ToolResult {
-                id: call.id.clone(),
-                content,
-                is_error,
-            });
+            state.events.extend(events);
+            match end {
+                CallEnd::Done(content, is_error) => {
+                    self.event(
+                        state,
+                        Event::AfterToolResult {
+                            server: tool.facts.server.clone(),
+                            tool: call.name.clone(),
+                            is_error,
+                        },
+                    );
+                    out.push(Ok(Block::ToolResult {
+                        id: call.id.clone(),
+                        content,
+                        is_error,
+                    }));
+                }
+                CallEnd::Paused(input, answers) => out.push(Err((input, answers))),
+            }
         }
-        blocks
+        out
     }
 
-    /// One MCP call, as text for the model and whether it failed, with the progress
-    /// events it reported (delivered to the callbacks as they arrive).
+    /// Asks the `on_input` callbacks; the first answer wins.
+    async fn ask_callbacks(&self, ask: InputAsk) -> Option<InputResponse> {
+        for f in &self.inner.on_input {
+            if let Some(answer) = f(ask.clone()).await {
+                return Some(answer);
+            }
+        }
+        None
+    }
+
+    /// One MCP call: its text for the model and whether it failed — or, when the server
+    /// asks for input no callback gives, the input — with the events it produced on the
+    /// way (progress, answers), delivered to the callbacks as they happen.
     async fn call_server(
         &self,
         run_id: &str,
         tool: &AgentTool,
         call: &PendingCall,
-    ) -> ((String, bool), Vec<Event>) {
+    ) -> (CallEnd, Vec<Event>) {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
         let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
         let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
-        let options = RequestOptions::default().with_progress(move |p| {
-            let event = Event::ToolProgress {
-                server: server_name.clone(),
-                tool: tool_name.clone(),
-                progress: p.progress,
-                total: p.total,
-                message: p.message.as_ref().map(|m| m.chars().take(1000).collect()),
-            };
-            for f in &inner.on_event {
-                f(&run, &event);
-            }
-            let mut kept = lock(&sink);
-            if kept.len() >= MAX_PROGRESS_KEPT {
-                kept.pop();
-            }
-            kept.push(event);
-        });
-        let outcome = match self.inner.servers[tool.server]
-            .call_with(&call.name, call.arguments.clone(), options)
-            .await
-        {
-            Ok(r) => {
-                let mut text = r.text();
-                if text.is_empty() {
-                    if let Some(s) = &r.structured_content {
-                        text = s.to_string();
-                    }
+        let base = RequestOptions::default()
+            .pause_on_input()
+            .with_progress(move |p| {
+                let event = Event::ToolProgress {
+                    server: server_name.clone(),
+                    tool: tool_name.clone(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.as_ref().map(|m| m.chars().take(1000).collect()),
+                };
+                for f in &inner.on_event {
+                    f(&run, &event);
                 }
-                (text, r.is_error())
-            }
-            // A protocol failure is the model's to read too; the loop goes on.
-            Err(e) => (json!({ "error": e.to_string() }).to_string(), true),
+                let mut kept = lock(&sink);
+                if kept.len() >= MAX_PROGRESS_KEPT {
+                    kept.pop();
+                }
+                kept.push(event);
+            });
+        let server = &self.inner.servers[tool.server];
+        let mut notes = Vec::new();
+        // Answers a person gave on resume: they go with the first attempt.
+        let mut answers = match (&call.input, call.answered) {
+            (Some(input), true) => Some((input.clone(), call.answers.clone())),
+            _ => None,
         };
-        let progress = std::mem::take(&mut *lock(&seen));
-        (outcome, progress)
+        let mut end = CallEnd::Done(
+            json!({ "error": format!("`{}` kept asking for input ({MAX_INPUT_ROUNDS} rounds)", call.name) })
+                .to_string(),
+            true,
+        );
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let mut options = base.clone();
+            if let Some((input, given)) = answers.take() {
+                let responses: Vec<(String, InputResponse)> = given
+                    .iter()
+                    .filter_map(|(k, v)| InputResponse::from_value(v).map(|r| (k.clone(), r)))
+                    .collect();
+                options = options.with_input_answers(input, responses);
+            }
+            let e = match server
+                .call_with(&call.name, call.arguments.clone(), options)
+                .await
+            {
+                Ok(r) => {
+                    let mut text = r.text();
+                    if text.is_empty() {
+                        if let Some(s) = &r.structured_content {
+                            text = s.to_string();
+                        }
+                    }
+                    end = CallEnd::Done(text, r.is_error());
+                    break;
+                }
+                Err(e) => e,
+            };
+            // A protocol failure is the model's to read too; the loop goes on.
+            let Some(input) = e.pending_input() else {
+                end = CallEnd::Done(json!({ "error": e.to_string() }).to_string(), true);
+                break;
+            };
+            let requests = match input.requests() {
+                Ok(r) => r,
+                Err(why) => {
+                    end = CallEnd::Done(json!({ "error": why }).to_string(), true);
+                    break;
+                }
+            };
+            let mut given = Vec::new();
+            for (key, request) in requests {
+                let ask = InputAsk {
+                    run_id: run_id.to_owned(),
+                    tool: call.name.clone(),
+                    key: key.clone(),
+                    request,
+                };
+                if let Some(answer) = self.ask_callbacks(ask).await {
+                    given.push((key, answer));
+                }
+            }
+            if !given.is_empty() {
+                let event = Event::InputAnswered {
+                    tool: call.name.clone(),
+                    actions: given.iter().map(|(_, a)| a.action().to_owned()).collect(),
+                    by: "on_input".into(),
+                    at: now(),
+                };
+                for f in &self.inner.on_event {
+                    f(run_id, &event);
+                }
+                notes.push(event);
+            }
+            let given: Vec<(String, Value)> =
+                given.into_iter().map(|(k, a)| (k, a.to_value())).collect();
+            if given.len() == input.keys().count() {
+                answers = Some((input.clone(), given));
+                continue;
+            }
+            end = CallEnd::Paused(input.clone(), given);
+            break;
+        }
+        let mut events = std::mem::take(&mut *lock(&seen));
+        events.extend(notes);
+        (end, events)
     }
 
     /// The events of a run, from the store.
     pub async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
+        Ok(self.load(run_id).await?.events)
+    }
+
+    async fn load(&self, run_id: &str) -> Result<RunState> {
         let record = self
             .inner
             .store
             .load(run_id)
             .await?
             .ok_or_else(|| Error::not_suspended(format!("no run {run_id}")))?;
-        let state: RunState = serde_json::from_value(record.state)
-            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
-        Ok(state.events)
+        serde_json::from_value(record.state)
+            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))
     }
 }

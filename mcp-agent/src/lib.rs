@@ -48,7 +48,7 @@ pub mod model;
 pub mod openai;
 pub mod store;
 
-pub use agent::{Agent, AgentBuilder, Decision, Event, Outcome, MAX_PROGRESS_KEPT};
+pub use agent::{Agent, AgentBuilder, Decision, Event, InputAsk, Outcome, MAX_PROGRESS_KEPT};
 pub use anthropic::Messages;
 pub use error::{Error, Result};
 pub use gate::{Gate, Mode, Verdict};

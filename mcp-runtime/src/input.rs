@@ -172,11 +172,39 @@ impl InputResponse {
         }
     }
 
-    pub(crate) fn to_value(&self) -> Value {
+    /// The answer as the protocol carries it (`{"action": …, "content": …}`).
+    pub fn to_value(&self) -> Value {
         match self {
             InputResponse::Accept(content) => json!({"action": "accept", "content": content}),
             InputResponse::Decline => json!({"action": "decline"}),
             InputResponse::Cancel => json!({"action": "cancel"}),
+        }
+    }
+}
+
+impl InputResponse {
+    /// Reads an answer as the protocol carries it (see [`to_value`](Self::to_value));
+    /// `None` for anything else.
+    pub fn from_value(v: &Value) -> Option<Self> {
+        match v.get("action")?.as_str()? {
+            "accept" => Some(InputResponse::Accept(
+                v.get("content")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default(),
+            )),
+            "decline" => Some(InputResponse::Decline),
+            "cancel" => Some(InputResponse::Cancel),
+            _ => None,
+        }
+    }
+
+    /// `accept`, `decline` or `cancel`.
+    pub fn action(&self) -> &'static str {
+        match self {
+            InputResponse::Accept(_) => "accept",
+            InputResponse::Decline => "decline",
+            InputResponse::Cancel => "cancel",
         }
     }
 }

@@ -891,3 +891,285 @@ async fn chat_completions_streamed_round_trip() {
     assert_eq!(args["path"], dir.join("b.txt").display().to_string());
     agent.close().await.unwrap();
 }
+
+/// The project's PyPI server over loopback HTTP (both eras), killed when dropped.
+struct PyServer {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PyServer {
+    fn start() -> PyServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(peers().join("venv/bin/python"))
+            .arg(repo_root().join("tests/peers/pyserver.py"))
+            .args(["http", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = PyServer { child, port };
+        // However slowly it starts: only a listening socket ends the wait.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pyserver never listened on {port}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+fn python_server(url: &str) -> Mcp {
+    Mcp::builder("py")
+        .url(url)
+        .extension("io.modelcontextprotocol/tasks", json!({}))
+        .build()
+        .unwrap()
+}
+
+async fn input_agent(dir: &Path, model_url: &str, server_url: &str, store: &str) -> Agent {
+    Agent::builder()
+        .model(ChatCompletions::new(model_url, "fake-model").unwrap())
+        .mode(Mode::Auto)
+        .server(python_server(server_url))
+        .store(store_for(dir, store).await)
+        .build()
+        .unwrap()
+}
+
+/// The first process of [`input_requests_suspend_and_resume_across_processes`].
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the first process of input_requests_suspend_and_resume_across_processes, which runs it"]
+async fn input_suspending_process() {
+    let dir = PathBuf::from(std::env::var("MCP_TEST_DIR").expect("set by the test that runs this"));
+    let model = std::env::var("MCP_TEST_MODEL").expect("set by the test that runs this");
+    let server = std::env::var("MCP_TEST_SERVER").expect("set by the test that runs this");
+    let store = std::env::var("MCP_TEST_STORE").expect("set by the test that runs this");
+    let agent = input_agent(&dir, &model, &server, &store).await;
+    match agent.run("greet me, then work").await.unwrap() {
+        Outcome::InputRequired {
+            run_id,
+            tool,
+            requests,
+            ..
+        } => {
+            assert_eq!(requests.len(), 1, "{requests:?}");
+            println!("suspended run={run_id} tool={tool} key={}", requests[0].0);
+        }
+        other => panic!("{other:?}"),
+    }
+    agent.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_requests_suspend_and_resume_across_processes_sqlite() {
+    input_requests_suspend_and_resume_across_processes("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_requests_suspend_and_resume_across_processes_postgres() {
+    let pg = Postgres::start();
+    input_requests_suspend_and_resume_across_processes(&pg.url).await;
+}
+
+/// A model asks for two calls in one turn whose server (2026-07-28, over HTTP) asks
+/// for input: `ask_name` directly, `long_task` from a background task. No callback
+/// answers, so the run suspends — in one process — and is answered in another: the
+/// first call's answer goes back with the server's sealed state, the second's to the
+/// task, which kept running on the server meanwhile (the run's pending task).
+async fn input_requests_suspend_and_resume_across_processes(store: &str) {
+    use mcp_runtime::InputResponse;
+    let tag = if store.starts_with("postgres://") {
+        "input-pg"
+    } else {
+        "input-sqlite"
+    };
+    let dir = scratch(tag);
+    let py = PyServer::start();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "ask_name", "arguments": {}},
+                {"name": "long_task", "arguments": {"seconds": 0.3, "ask": true}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "input_suspending_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("MCP_TEST_DIR", &dir)
+        .env("MCP_TEST_MODEL", model.url())
+        .env("MCP_TEST_SERVER", py.url())
+        .env("MCP_TEST_STORE", store)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("suspended run="))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let fields: Vec<&str> = line.split(' ').collect();
+    let run = fields[1].trim_start_matches("run=").to_owned();
+    assert_eq!(fields[2], "tool=ask_name", "{line}");
+    let key = fields[3].trim_start_matches("key=").to_owned();
+
+    // Another process: the task the second call became waits on the server.
+    let agent = input_agent(&dir, &model.url(), &py.url(), store).await;
+    let tasks = agent.pending_tasks(&run).await.unwrap();
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0].0, "py");
+    // An approval is not an answer: the run waits on, untouched.
+    let e = agent
+        .resume(&run, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("Decision::answer"), "{e}");
+    // Two answers at once: one wins.
+    let answer = || {
+        Decision::answer(
+            "ann",
+            [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
+        )
+    };
+    let (a, b) = tokio::join!(agent.resume(&run, answer()), agent.resume(&run, answer()));
+    let (next, lost) = match (a, b) {
+        (Ok(o), Err(e)) | (Err(e), Ok(o)) => (o, e),
+        other => panic!("exactly one resume must win: {other:?}"),
+    };
+    assert!(lost.is_not_suspended(), "{lost}");
+    // The next call waits for its own input: the task's.
+    let Outcome::InputRequired { tool, requests, .. } = next else {
+        panic!("{next:?}")
+    };
+    assert_eq!(tool, "long_task");
+    assert_eq!(requests.len(), 1);
+    assert!(requests[0].1.message.contains("What is your name?"));
+    let done = agent
+        .resume(
+            &run,
+            Decision::answer(
+                "bob",
+                [(
+                    requests[0].0.clone(),
+                    InputResponse::accept(json!({"name": "Bob"})),
+                )],
+            ),
+        )
+        .await
+        .unwrap();
+    let Outcome::Finished { text, .. } = done else {
+        panic!("{done:?}")
+    };
+    assert!(text.contains("ask_name: Hello, Ann"), "{text}");
+    assert!(
+        text.contains("long_task: done after 0.3s for Bob"),
+        "{text}"
+    );
+    assert!(agent.pending_tasks(&run).await.unwrap().is_empty());
+    let events = agent.events(&run).await.unwrap();
+    let requested = events
+        .iter()
+        .filter(|e| matches!(e, Event::InputRequested { .. }))
+        .count();
+    assert_eq!(requested, 2, "{events:?}");
+    assert!(events.iter().any(
+        |e| matches!(e, Event::InputRequested { tool, task: Some(_), .. } if tool == "long_task")
+    ));
+    let answered: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::InputAnswered { by, actions, .. } if actions == &["accept"] => Some(by.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["ann", "bob"], "{events:?}");
+    // The answers themselves are not in the events.
+    assert!(!serde_json::to_string(&events).unwrap().contains("Bob"));
+    agent.close().await.unwrap();
+}
+
+/// An `on_input` callback answers in place: nothing suspends; a denial of a run that
+/// waits for input declines it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_callbacks_answer_and_a_denial_declines() {
+    use mcp_runtime::InputResponse;
+    let dir = scratch("input-callback");
+    let py = PyServer::start();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "ask_name", "arguments": {}}]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "ask_name", "arguments": {}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::ReadOnly)
+        .allow(["ask_name"])
+        .server(python_server(&py.url()))
+        .on_input(move |ask| {
+            seen.lock()
+                .unwrap()
+                .push((ask.tool.clone(), ask.request.message.clone()));
+            let answer = (seen.lock().unwrap().len() == 1)
+                .then(|| InputResponse::accept(json!({"name": "Cy"})));
+            async move { answer }
+        })
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, run_id } = agent.run("greet").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "ask_name: Hello, Cy");
+    assert!(agent
+        .events(&run_id)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::InputAnswered { by, .. } if by == "on_input")));
+    assert_eq!(asked.lock().unwrap()[0].0, "ask_name");
+    // The callback answers no more: the run suspends; denying declines.
+    let Outcome::InputRequired { run_id, .. } = agent.run("greet again").await.unwrap() else {
+        panic!()
+    };
+    let Outcome::Finished { text, .. } =
+        agent.resume(&run_id, Decision::deny("dan")).await.unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(text, "ask_name: declined");
+    agent.close().await.unwrap();
+}
