@@ -27,33 +27,11 @@ use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
 
 mod tasks;
-use tasks::TASKS_EXTENSION;
+use crate::protocol::{code, meta, Method, APPS_EXTENSION, TASKS_EXTENSION};
+pub use crate::protocol::{Era, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS};
 
 /// The MCP Apps extension.
-const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
 pub use tasks::{Started, Task, TaskState, TaskStatus};
-
-/// The newest protocol version, the stateless 2026-07-28 revision.
-pub const LATEST_PROTOCOL_VERSION: &str = "2026-07-28";
-/// Modern (stateless, per-request `_meta`) versions this client speaks, newest first.
-pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
-/// Legacy (`initialize` handshake) versions this client speaks, newest first.
-pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
-const META_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const META_LOG: &str = "io.modelcontextprotocol/logLevel";
-const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-
-/// The two eras of the protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Era {
-    /// 2026-07-28 and later: no handshake; version and capabilities on every request.
-    Modern,
-    /// 2025-11-25 and earlier: `initialize` handshake, server-to-client requests.
-    Legacy,
-}
 
 /// Which era to speak.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -705,22 +683,19 @@ impl<'a> IntoFuture for CallTool<'a> {
                     Started::Done(result) => Ok(*result),
                 };
             }
-            let v = match inner
-                .call("tools/call", params.clone(), &options, true, true)
-                .await
-            {
+            let v = match inner.call("tools/call", params.clone(), &options).await {
                 // The server says the headers do not match the arguments: its tool
                 // list changed. List again and retry once.
                 Err(e)
-                    if matches!(e.code(), Some(-32020 | -32001))
-                        && inner.transport.mirrors_param_headers() =>
+                    if matches!(
+                        e.code(),
+                        Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
+                    ) && inner.transport.mirrors_param_headers() =>
                 {
                     inner.invalidate("tools/");
                     *lock(&inner.tool_headers) = None;
                     options.headers = inner.param_headers(&self.name, &self.arguments).await?;
-                    inner
-                        .call("tools/call", params, &options, true, true)
-                        .await?
+                    inner.call("tools/call", params, &options).await?
                 }
                 other => other?,
             };
@@ -808,13 +783,7 @@ impl Client {
         }
         let v = self
             .inner
-            .call(
-                "prompts/get",
-                params,
-                &RequestOptions::default(),
-                true,
-                false,
-            )
+            .call("prompts/get", params, &RequestOptions::default())
             .await?;
         model::from_value("prompts/get", v)
     }
@@ -848,13 +817,7 @@ impl Client {
         params.insert("uri".into(), uri.into());
         let v = self
             .inner
-            .call(
-                "resources/read",
-                params,
-                &RequestOptions::default(),
-                true,
-                false,
-            )
+            .call("resources/read", params, &RequestOptions::default())
             .await?;
         let ttl = ttl_of(&v);
         if ttl > 0 {
@@ -898,13 +861,7 @@ impl Client {
         }
         let mut v = self
             .inner
-            .call(
-                "completion/complete",
-                params,
-                &RequestOptions::default(),
-                false,
-                false,
-            )
+            .call("completion/complete", params, &RequestOptions::default())
             .await?;
         let c = v.get_mut("completion").map(Value::take).ok_or_else(|| {
             Error::invalid_response("completion/complete result has no `completion`")
@@ -921,8 +878,7 @@ impl Client {
         params: Map<String, Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        let mrtr = matches!(method, "tools/call" | "prompts/get" | "resources/read");
-        self.inner.call(method, params, &options, mrtr, false).await
+        self.inner.call(method, params, &options).await
     }
 
     /// Pings the server (servers before 2026-07-28; newer ones have no `ping`, and get a
@@ -934,7 +890,7 @@ impl Client {
             Era::Modern => "server/discover",
         };
         self.inner
-            .call(method, Map::new(), &RequestOptions::default(), false, false)
+            .call(method, Map::new(), &RequestOptions::default())
             .await
             .map(|_| ())
     }
@@ -1151,7 +1107,7 @@ impl Drop for CancelGuard {
 /// Adds form and URL elicitation to a 2026-07-28 request's client capabilities (the
 /// caller takes the input requests itself).
 fn declare_elicitation(meta: &mut Map<String, Value>) {
-    if let Some(Value::Object(caps)) = meta.get_mut(META_CAPS) {
+    if let Some(Value::Object(caps)) = meta.get_mut(meta::CLIENT_CAPABILITIES) {
         let e = caps
             .entry("elicitation")
             .or_insert_with(|| Value::Object(Map::new()));
@@ -1184,13 +1140,7 @@ impl Drop for TaskGuard {
             let mut params = Map::new();
             params.insert("taskId".into(), Value::String(task_id));
             if let Err(e) = inner
-                .call(
-                    "tasks/cancel",
-                    params,
-                    &RequestOptions::default(),
-                    false,
-                    false,
-                )
+                .call("tasks/cancel", params, &RequestOptions::default())
                 .await
             {
                 tracing::debug!(error = %e, "could not cancel a task");
@@ -1347,11 +1297,11 @@ impl Inner {
 
     fn modern_meta(&self, version: &str, log_level: Option<LogLevel>) -> Map<String, Value> {
         let mut meta = Map::new();
-        meta.insert(META_VERSION.into(), version.into());
-        meta.insert(META_CAPS.into(), self.capabilities.clone());
-        meta.insert(META_INFO.into(), self.client_info.clone());
+        meta.insert(meta::VERSION.into(), version.into());
+        meta.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities.clone());
+        meta.insert(meta::CLIENT_INFO.into(), self.client_info.clone());
         if let Some(l) = log_level {
-            meta.insert(META_LOG.into(), l.as_str().into());
+            meta.insert(meta::LOG_LEVEL.into(), l.as_str().into());
         }
         meta
     }
@@ -1712,9 +1662,11 @@ impl Inner {
         method: &str,
         mut params: Map<String, Value>,
         opts: &RequestOptions,
-        mrtr: bool,
-        always_progress: bool,
     ) -> Result<Value> {
+        let Method {
+            input_rounds: mrtr,
+            progress: always_progress,
+        } = Method::of(method);
         let mut rounds = 0u32;
         let mut answers: Option<(Map<String, Value>, Option<Value>)> = match &opts.answers {
             Some(a) if mrtr && a.pending.task_id().is_none() => {
@@ -1915,7 +1867,7 @@ impl Inner {
                 params.insert("cursor".into(), Value::String(c.clone()));
             }
             let mut v = self
-                .call(method, params, &RequestOptions::default(), false, false)
+                .call(method, params, &RequestOptions::default())
                 .await?;
             let page_ttl = ttl_of(&v);
             ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
@@ -1960,12 +1912,12 @@ impl Inner {
             "elicitation/create" => {
                 let Some(handler) = &self.input else {
                     return Err(ErrorObject::new(
-                        -32601,
+                        code::METHOD_NOT_FOUND,
                         "this client takes no input requests (no input handler is set)",
                     ));
                 };
                 let request = InputRequest::from_params(&self.name, &params)
-                    .map_err(|e| ErrorObject::new(-32602, e))?;
+                    .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e))?;
                 let accepted = if request.is_form() {
                     self.input_kinds.form
                 } else {
@@ -1979,7 +1931,7 @@ impl Inner {
             "sampling/createMessage" => {
                 let Some(handler) = &self.sampling else {
                     return Err(ErrorObject::new(
-                        -32601,
+                        code::METHOD_NOT_FOUND,
                         "this client does not do sampling (no sampling handler is set)",
                     ));
                 };
@@ -1987,7 +1939,7 @@ impl Inner {
                     && params.get("tools").is_some_and(|t| !t.is_null())
                 {
                     return Err(ErrorObject::new(
-                        -32602,
+                        code::INVALID_PARAMS,
                         "this client did not declare sampling with tools",
                     ));
                 }
@@ -1996,7 +1948,7 @@ impl Inner {
             "roots/list" => {
                 let Some(handler) = &self.roots else {
                     return Err(ErrorObject::new(
-                        -32601,
+                        code::METHOD_NOT_FOUND,
                         "this client exposes no roots (no roots handler is set)",
                     ));
                 };
@@ -2005,7 +1957,7 @@ impl Inner {
             }
             "ping" => Ok(json!({})),
             other => Err(ErrorObject::new(
-                -32601,
+                code::METHOD_NOT_FOUND,
                 format!("method `{other}` is not supported by this client"),
             )),
         }
@@ -2209,13 +2161,7 @@ async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, tasks: Vec<String>,
             let mut params = Map::new();
             params.insert("uri".into(), Value::String(uri.clone()));
             if let Err(e) = inner
-                .call(
-                    "resources/subscribe",
-                    params,
-                    &RequestOptions::default(),
-                    false,
-                    false,
-                )
+                .call("resources/subscribe", params, &RequestOptions::default())
                 .await
             {
                 outcome = Err(e);
@@ -2262,7 +2208,7 @@ async fn listen_legacy(inner: Arc<Inner>, uris: Vec<String>, tasks: Vec<String>,
 fn discovered(mut v: Value, version: String) -> ServerDetails {
     let info = v
         .get_mut("_meta")
-        .and_then(|m| m.get_mut(META_SERVER_INFO))
+        .and_then(|m| m.get_mut(meta::SERVER_INFO))
         .map(Value::take)
         .and_then(|i| serde_json::from_value(i).ok())
         .unwrap_or_default();
@@ -2389,7 +2335,7 @@ impl IncomingHandler for Inbox {
         Box::pin(async move {
             let outcome = match inner {
                 Some(inner) => inner.answer_input(&request.method, request.params).await,
-                None => Err(ErrorObject::new(-32603, "the client is gone")),
+                None => Err(ErrorObject::new(code::INTERNAL_ERROR, "the client is gone")),
             };
             Response {
                 id: request.id,
@@ -2539,7 +2485,7 @@ mod tests {
         let seen = lock(&seen);
         assert_eq!(seen.len(), 2);
         assert_ne!(seen[0].id, seen[1].id);
-        assert_eq!(seen[1].params["_meta"][META_VERSION], "2026-07-28");
+        assert_eq!(seen[1].params["_meta"][meta::VERSION], "2026-07-28");
     }
 
     #[tokio::test]

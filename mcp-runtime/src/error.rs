@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::protocol::code;
+
 /// A `Result` whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -290,9 +292,12 @@ impl Error {
     /// (`-32602` with the 2026-07-28 protocol, `-32002` from older servers).
     pub fn is_not_found(&self) -> bool {
         match &self.inner.kind {
-            Kind::Protocol { code: -32002, .. } => true,
             Kind::Protocol {
-                code: -32602,
+                code: code::RESOURCE_NOT_FOUND,
+                ..
+            } => true,
+            Kind::Protocol {
+                code: code::INVALID_PARAMS,
                 message,
                 data,
             } => {
@@ -335,10 +340,10 @@ impl fmt::Display for Error {
         match &self.inner.kind {
             Kind::Protocol { code, message, .. } => {
                 write!(f, "the server answered with error {code}: {message}")?;
-                match code {
-                    -32601 => f.write_str(" (the server does not offer this method)"),
-                    -32602 => f.write_str(" (check the name and the arguments)"),
-                    -32022 => f.write_str(" (no protocol version in common)"),
+                match *code {
+                    code::METHOD_NOT_FOUND => f.write_str(" (the server does not offer this method)"),
+                    code::INVALID_PARAMS => f.write_str(" (check the name and the arguments)"),
+                    code::UNSUPPORTED_VERSION => f.write_str(" (no protocol version in common)"),
                     _ => Ok(()),
                 }
             }

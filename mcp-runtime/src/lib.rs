@@ -36,16 +36,22 @@ pub mod __private;
 pub mod auth;
 mod client;
 mod error;
+mod hold;
 pub mod input;
 pub mod jsonrpc;
 mod model;
 mod negotiate;
+mod protocol;
 mod secret;
 #[cfg(all(feature = "stdio", feature = "http"))]
 pub mod server;
 mod text;
 pub mod transport;
 pub(crate) mod url_rule;
+
+/// A boxed, sendable future: what transport and handler methods return.
+pub type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub use client::{
     CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,
@@ -70,4 +76,4 @@ pub use tokio_util::sync::CancellationToken;
 pub use transport::http::{HttpConfig, HttpTransport};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::{StdioConfig, StdioTransport};
-pub use transport::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+pub use transport::{Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};

@@ -16,13 +16,9 @@
 
 use serde_json::Value;
 
-use crate::client::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::error::Error;
-
-/// JSON-RPC code of "unsupported protocol version" (2026-07-28).
-pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
-/// The code some servers of the 2025 drafts used for the same.
-const UNSUPPORTED_VERSION_DRAFT: i64 = -32004;
+use crate::protocol::code::{UNSUPPORTED_VERSION, UNSUPPORTED_VERSION_DRAFT};
+use crate::protocol::{LEGACY_VERSIONS, MODERN_VERSIONS};
 
 /// What one `server/discover` answer settles.
 #[derive(Debug)]

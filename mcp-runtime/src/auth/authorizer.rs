@@ -2,7 +2,7 @@
 //! [`Callback`], and [`LoopbackAuthorizer`] for command-line tools.
 
 use crate::error::{Error, Result};
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 /// What the authorization server redirected back with.
 #[derive(Clone, Default, PartialEq)]

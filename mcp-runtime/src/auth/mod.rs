@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 use crate::secret::Secret;
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 mod authorizer;
 mod jose;
@@ -1047,7 +1047,7 @@ impl Session {
                 // A person takes their time: the request's own timeouts wait, this
                 // deadline does not.
                 let cb = {
-                    let _held = crate::transport::hold_request();
+                    let _held = crate::hold::hold_request();
                     let t = cfg.authorization_timeout;
                     tokio::time::timeout(t, authorizer.authorize(url))
                         .await

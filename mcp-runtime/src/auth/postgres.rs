@@ -8,7 +8,7 @@ use tokio_postgres::config::{Host, SslMode};
 use super::lock;
 use super::store::{CredentialKey, CredentialStore, Credentials, KeyLocks, StoreLock};
 use crate::error::{Error, Result};
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 const TABLE: &str = "mcp_credentials";
 

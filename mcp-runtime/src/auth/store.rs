@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::lock;
 use crate::error::{Error, Result};
 use crate::secret::Secret;
-use crate::transport::BoxFuture;
+use crate::BoxFuture;
 
 /// Whose credentials, for which protected resource (the MCP server, as its canonical
 /// URL), from which authorization server (its issuer).

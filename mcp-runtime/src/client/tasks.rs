@@ -16,9 +16,7 @@ use super::{lock, Change, Client, Era, Inner, RequestOptions};
 use crate::error::{Error, Result};
 use crate::input::PendingInput;
 use crate::model::CallToolResult;
-
-/// The tasks extension of 2026-07-28.
-pub(super) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+use crate::protocol::{code, TASKS_EXTENSION};
 
 /// Where a task stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -234,7 +232,7 @@ impl Client {
                 }
             }
         }
-        let v = inner.call("tools/call", params, &opts, true, true).await?;
+        let v = inner.call("tools/call", params, &opts).await?;
         let is_task = v.get("resultType").and_then(Value::as_str) == Some("task")
             || v.get("task").is_some_and(Value::is_object);
         if is_task {
@@ -306,8 +304,6 @@ impl Inner {
                 "tasks/get",
                 Self::task_params(id),
                 &RequestOptions::default(),
-                false,
-                false,
             )
             .await?;
         let status = TaskStatus::from_value(&v)
@@ -354,8 +350,6 @@ impl Inner {
             "tasks/cancel",
             Self::task_params(id),
             &RequestOptions::default(),
-            false,
-            false,
         )
         .await
         .map(|_| ())
@@ -397,14 +391,8 @@ impl Inner {
             if !a.responses.is_empty() {
                 let mut params = Self::task_params(id);
                 params.insert("inputResponses".into(), Value::Object(a.responses.clone()));
-                self.call(
-                    "tasks/update",
-                    params,
-                    &RequestOptions::default(),
-                    false,
-                    false,
-                )
-                .await?;
+                self.call("tasks/update", params, &RequestOptions::default())
+                    .await?;
             }
             answered.extend(a.responses.keys().cloned());
         }
@@ -465,14 +453,8 @@ impl Inner {
                         answered.extend(responses.keys().cloned());
                         let mut params = Self::task_params(id);
                         params.insert("inputResponses".into(), Value::Object(responses));
-                        self.call(
-                            "tasks/update",
-                            params,
-                            &RequestOptions::default(),
-                            false,
-                            false,
-                        )
-                        .await?;
+                        self.call("tasks/update", params, &RequestOptions::default())
+                            .await?;
                         // Ask again at once: the answers may have unblocked it.
                         wait = Duration::from_millis(10).max(wait / 10);
                     }
@@ -498,13 +480,7 @@ impl Inner {
             ..Default::default()
         };
         match self
-            .call(
-                "tasks/result",
-                Self::task_params(id),
-                &waiting,
-                false,
-                false,
-            )
+            .call("tasks/result", Self::task_params(id), &waiting)
             .await
         {
             Ok(v) => {
@@ -537,7 +513,9 @@ impl Inner {
 fn task_error(task: &Value) -> Error {
     let e = task.get("error").cloned().unwrap_or(Value::Null);
     Error::protocol(
-        e.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+        e.get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(code::INTERNAL_ERROR),
         e.get("message")
             .and_then(Value::as_str)
             .unwrap_or("the task failed"),

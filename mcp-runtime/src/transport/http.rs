@@ -57,9 +57,9 @@ use tokio::sync::oneshot;
 
 use super::sse;
 use super::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
-use crate::client::{Era, MODERN_VERSIONS};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::protocol::{Era, MODERN_VERSIONS};
 use crate::secret::Secret;
 
 type TokenFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Option<Secret>>> + Send + Sync>;

@@ -9,9 +9,6 @@
 //! the [`Incoming`] handle the session passes with every request.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,8 +32,10 @@ pub mod watchdog;
 /// [`HttpConfig::max_message_size`](crate::HttpConfig::max_message_size).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 
-/// A boxed, sendable future: what transport and handler methods return.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::hold::{Hold, HoldGuard};
+#[cfg(feature = "http")]
+pub(crate) use crate::hold::with_hold;
+pub use crate::BoxFuture;
 
 /// What the session says about one request besides the message itself.
 #[derive(Clone, Debug)]
@@ -58,51 +57,6 @@ pub struct RequestContext {
     /// Stops the session's timeouts for this request while held: for a transport that
     /// waits on a person (an OAuth authorization in a browser) under its own deadline.
     pub hold: Hold,
-}
-
-/// While held, the session does not time out the request it belongs to (see
-/// [`RequestContext::hold`]).
-#[derive(Clone, Debug, Default)]
-pub struct Hold(Arc<AtomicUsize>);
-
-impl Hold {
-    /// Holds the request's timeouts until the guard is dropped.
-    pub fn hold(&self) -> HoldGuard {
-        self.0.fetch_add(1, Ordering::AcqRel);
-        HoldGuard(self.0.clone())
-    }
-
-    /// True while a guard is alive.
-    pub fn is_held(&self) -> bool {
-        self.0.load(Ordering::Acquire) > 0
-    }
-}
-
-/// Releases a [`Hold`] when dropped.
-#[derive(Debug)]
-pub struct HoldGuard(Arc<AtomicUsize>);
-
-impl Drop for HoldGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-tokio::task_local! {
-    /// The hold of the request a transport is working on, for code deep inside it.
-    static CURRENT_HOLD: Hold;
-}
-
-/// Runs `f` with `hold` as the current request's hold.
-#[cfg(feature = "http")]
-pub(crate) async fn with_hold<F: Future>(hold: Hold, f: F) -> F::Output {
-    CURRENT_HOLD.scope(hold, f).await
-}
-
-/// Holds the current request's timeouts (when there is a current request).
-#[cfg(feature = "http")]
-pub(crate) fn hold_request() -> Option<HoldGuard> {
-    CURRENT_HOLD.try_with(Hold::hold).ok()
 }
 
 /// Carries messages to and from one server.
