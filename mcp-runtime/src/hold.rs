@@ -50,4 +50,3 @@ pub(crate) async fn with_hold<F: Future>(hold: Hold, f: F) -> F::Output {
 pub(crate) fn hold_request() -> Option<HoldGuard> {
     CURRENT_HOLD.try_with(Hold::hold).ok()
 }
-

@@ -40,7 +40,6 @@ mod hold;
 pub mod input;
 pub mod jsonrpc;
 mod model;
-mod negotiate;
 mod protocol;
 mod secret;
 #[cfg(all(feature = "stdio", feature = "http"))]
@@ -50,8 +49,7 @@ pub mod transport;
 pub(crate) mod url_rule;
 
 /// A boxed, sendable future: what transport and handler methods return.
-pub type BoxFuture<'a, T> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
 pub use client::{
     CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,

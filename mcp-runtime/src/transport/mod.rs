@@ -32,9 +32,9 @@ pub mod watchdog;
 /// [`HttpConfig::max_message_size`](crate::HttpConfig::max_message_size).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 64 * 1024 * 1024;
 
-pub use crate::hold::{Hold, HoldGuard};
 #[cfg(feature = "http")]
 pub(crate) use crate::hold::with_hold;
+pub use crate::hold::{Hold, HoldGuard};
 pub use crate::BoxFuture;
 
 /// What the session says about one request besides the message itself.

@@ -1,0 +1,263 @@
+//! Building a [`Client`]: its settings, handlers and extensions.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Builds a [`Client`].
+pub struct ClientBuilder {
+    name: String,
+    client_info: Implementation,
+    timeout: Duration,
+    max_timeout: Duration,
+    probe_timeout: Duration,
+    log_level: Option<LogLevel>,
+    input_handler: Option<Arc<dyn InputHandler>>,
+    input_kinds: Option<InputKinds>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    roots: Option<Arc<dyn RootsHandler>>,
+    extensions: Map<String, Value>,
+    max_input_rounds: u32,
+    on_change: Vec<ChangeCallback>,
+    on_progress: Vec<ProgressCallback>,
+    protocol: ProtocolMode,
+    errors: Vec<String>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .field("protocol", &self.protocol)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            name: "mcp".to_owned(),
+            client_info: Implementation {
+                name: "mcp-runtime".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..Default::default()
+            },
+            timeout: Duration::from_secs(60),
+            max_timeout: Duration::from_secs(30 * 60),
+            probe_timeout: Duration::from_secs(5),
+            log_level: None,
+            input_handler: None,
+            input_kinds: None,
+            sampling: None,
+            roots: None,
+            extensions: Map::new(),
+            max_input_rounds: 8,
+            on_change: Vec::new(),
+            on_progress: Vec::new(),
+            protocol: ProtocolMode::Auto,
+            errors: Vec::new(),
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The server's name, used in logs and shown with input requests.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+    /// How this client introduces itself (`clientInfo`).
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.client_info = info;
+        self
+    }
+    /// How long a request may go without an answer or progress (default 60s). Progress
+    /// reports reset it, up to [`max_timeout`](Self::max_timeout).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+    /// The hard limit for any request, progress or not (default 30 minutes).
+    pub fn max_timeout(mut self, max: Duration) -> Self {
+        self.max_timeout = max;
+        self
+    }
+    /// How long a `server/discover` probe may go unanswered over a message stream
+    /// (stdio, custom transports) before the client sends `initialize` as well, for
+    /// older servers that ignore requests before the handshake (default 5s). It never
+    /// decides the era: the client keeps waiting for both answers, with the ordinary
+    /// [`timeout`](Self::timeout), and a slow server is detected whatever its era.
+    /// The clock starts once the transport is ready (the server process started).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+    /// Asks the server for log messages at this level and above; they are written
+    /// through `tracing` (target `mcp_runtime::server_log`). Without a level servers
+    /// send none.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+    /// Answers the server's requests for input from a person (elicitation), in both eras.
+    pub fn input_handler(mut self, handler: impl InputHandler) -> Self {
+        self.input_handler = Some(Arc::new(handler));
+        self
+    }
+    /// Which kinds of input requests to accept (default: all, once a handler is set).
+    /// [`InputKinds::NONE`] declares none and declines anything asked at once.
+    pub fn input_kinds(mut self, kinds: InputKinds) -> Self {
+        self.input_kinds = Some(kinds);
+        self
+    }
+    /// Answers `sampling/createMessage`.
+    pub fn sampling_handler(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+    /// Answers `roots/list`.
+    pub fn roots(mut self, handler: impl RootsHandler) -> Self {
+        self.roots = Some(Arc::new(handler));
+        self
+    }
+    /// Declares a protocol extension the application supports, such as
+    /// `io.modelcontextprotocol/ui`; `settings` go to the server as written. Names need
+    /// a vendor prefix (`com.example/name`).
+    pub fn extension(mut self, name: impl Into<String>, settings: Value) -> Self {
+        let name = name.into();
+        match name.split_once('/') {
+            Some((prefix, rest))
+                if !prefix.is_empty() && !rest.is_empty() && prefix.contains('.') =>
+            {
+                self.extensions.insert(name, settings);
+            }
+            _ => self.errors.push(format!(
+                "extension `{name}` needs a vendor prefix, like `com.example/{name}`"
+            )),
+        }
+        self
+    }
+    /// The most rounds of input a request may ask for before it fails (default 8).
+    pub fn max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+    /// Called when the server announces a change. It runs on the connection's reading
+    /// task: keep it short, spawn for long work.
+    pub fn on_change(mut self, f: impl Fn(&Change) + Send + Sync + 'static) -> Self {
+        self.on_change.push(Arc::new(f));
+        self
+    }
+    /// Called with every progress report, of any request.
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.on_progress.push(Arc::new(f));
+        self
+    }
+    /// Which protocol era to speak (default: detect).
+    pub fn protocol(mut self, mode: ProtocolMode) -> Self {
+        self.protocol = mode;
+        self
+    }
+
+    /// Starts a local server over stdio (lazily, on the first request).
+    #[cfg(feature = "stdio")]
+    pub fn stdio(self, config: crate::transport::stdio::StdioConfig) -> Result<Client> {
+        let name = if self.name == "mcp" {
+            Some(config.program().to_owned())
+        } else {
+            None
+        };
+        let builder = match name {
+            Some(n) => self.name(n),
+            None => self,
+        };
+        builder.build(crate::transport::stdio::StdioTransport::new(config))
+    }
+
+    /// Talks to a server over Streamable HTTP (or HTTP+SSE for 2024-11-05 servers).
+    /// Fails on a URL that cannot work (plain `http://` to a non-loopback host, say).
+    #[cfg(feature = "http")]
+    pub fn http(self, config: crate::transport::http::HttpConfig) -> Result<Client> {
+        let builder = if self.name == "mcp" {
+            let host = config
+                .url()
+                .parse::<http::Uri>()
+                .ok()
+                .and_then(|u| u.host().map(str::to_owned));
+            match host {
+                Some(h) => self.name(h),
+                None => self,
+            }
+        } else {
+            self
+        };
+        let transport = crate::transport::http::HttpTransport::new(config)?;
+        builder.build(transport)
+    }
+
+    /// Builds the client over any transport. Nothing is sent until the first request.
+    pub fn build(self, transport: impl Transport) -> Result<Client> {
+        if !self.errors.is_empty() {
+            return Err(Error::config(self.errors.join("; ")));
+        }
+        if self.timeout.is_zero() {
+            return Err(Error::config("the timeout must be more than zero"));
+        }
+        let kinds = match (&self.input_handler, self.input_kinds) {
+            (None, _) => InputKinds::NONE,
+            (Some(_), Some(k)) => k,
+            (Some(_), None) => InputKinds::ALL,
+        };
+        let mut caps = Map::new();
+        if let Some(e) = kinds.capability() {
+            caps.insert("elicitation".into(), e);
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        if self.roots.is_some() {
+            caps.insert("roots".into(), json!({}));
+        }
+        if !self.extensions.is_empty() {
+            caps.insert("extensions".into(), Value::Object(self.extensions.clone()));
+        }
+        let client_info = serde_json::to_value(&self.client_info).unwrap_or(Value::Null);
+        let inner = Arc::new_cyclic(|weak| Inner {
+            incoming: Incoming(Arc::new(Inbox {
+                inner: weak.clone(),
+            })),
+            transport: Box::new(transport),
+            name: self.name,
+            client_info,
+            capabilities: Value::Object(caps),
+            timeout: self.timeout,
+            max_timeout: self.max_timeout.max(self.timeout),
+            probe_timeout: self.probe_timeout,
+            log_level: self.log_level,
+            input: self.input_handler,
+            input_kinds: kinds,
+            sampling: self.sampling,
+            roots: self.roots,
+            max_input_rounds: self.max_input_rounds,
+            on_change: self.on_change,
+            on_progress: self.on_progress,
+            protocol: self.protocol,
+            next_id: AtomicI64::new(1),
+            connect_lock: tokio::sync::Mutex::new(()),
+            state: Mutex::new(None),
+            progress: Mutex::new(HashMap::new()),
+            cache: Mutex::new(HashMap::new()),
+            cache_generation: AtomicU64::new(0),
+            listens: Mutex::new(HashMap::new()),
+            session_reset: Notify::new(),
+            tool_headers: Mutex::new(None),
+            task_waiters: Mutex::new(HashMap::new()),
+            tool_info: Mutex::new(HashMap::new()),
+            task_reported: Mutex::new(HashMap::new()),
+        });
+        Ok(Client {
+            inner,
+            life: Arc::new(Life::default()),
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! Lists (all pages), their cache under the server's `ttlMs`, invalidation on list
+//! changes, and per-tool facts (headers, UI resources).
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(super) fn typed_items<T: serde::de::DeserializeOwned>(
+    server: &str,
+    what: &str,
+    items: &[Value],
+) -> Vec<T> {
+    items
+        .iter()
+        .filter_map(|v| match serde_json::from_value::<T>(v.clone()) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!(server, error = %e, "skipped a malformed {what} in the server's list");
+                None
+            }
+        })
+        .collect()
+}
+
+pub(super) fn ttl_of(v: &Value) -> u64 {
+    v.get("ttlMs").and_then(Value::as_u64).unwrap_or(0)
+}
+
+impl Inner {
+    pub(super) async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
+        let items = self.list("tools/list", "tools").await?;
+        let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
+        *lock(&self.tool_info) = tools
+            .iter()
+            .map(|t| {
+                let info = ToolInfo {
+                    ui_resource: t.ui_resource_uri(),
+                    task_support: t
+                        .extra
+                        .get("execution")
+                        .and_then(|e| e.get("taskSupport"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
+                (t.name.clone(), info)
+            })
+            .collect();
+        if !self.transport.mirrors_param_headers() {
+            return Ok(tools);
+        }
+        let mut map = HashMap::new();
+        let mut kept = Vec::with_capacity(tools.len());
+        for tool in tools {
+            match headers::param_headers(&tool.input_schema) {
+                Ok(h) => {
+                    map.insert(tool.name.clone(), h);
+                    kept.push(tool);
+                }
+                Err(why) => {
+                    tracing::warn!(server = %self.name, tool = %tool.name, "left out a tool with an invalid x-mcp-header: {why}")
+                }
+            }
+        }
+        *lock(&self.tool_headers) = Some(map);
+        Ok(kept)
+    }
+
+    /// The `Mcp-Param-*` headers for a call, listing the tools first if needed.
+    pub(super) async fn param_headers(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Vec<(String, String)>> {
+        if !self.transport.mirrors_param_headers() {
+            return Ok(Vec::new());
+        }
+        if lock(&self.tool_headers).is_none() {
+            match self.list_tools().await {
+                Ok(_) => {}
+                // The server answered, but not with a tool list: call without headers.
+                Err(e) if e.is_protocol() || e.is_invalid_response() => {
+                    tracing::debug!(server = %self.name, error = %e, "could not list tools to find their header arguments")
+                }
+                // No session (unreachable, not authorized): the call would fail the
+                // same way, after asking again.
+                Err(e) => return Err(e),
+            }
+        }
+        let map = lock(&self.tool_headers);
+        Ok(map
+            .as_ref()
+            .and_then(|m| m.get(tool))
+            .map(|hs| {
+                hs.iter()
+                    .filter_map(|h| {
+                        headers::header_value(arguments, &h.path)
+                            .map(|v| (format!("Mcp-Param-{}", h.name), v))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    pub(super) fn reset(&self) {
+        *lock(&self.state) = None;
+        self.invalidate_all();
+        self.session_reset.notify_waiters();
+    }
+
+    pub(super) fn invalidate_all(&self) {
+        self.cache_generation.fetch_add(1, Ordering::AcqRel);
+        lock(&self.cache).clear();
+        *lock(&self.tool_headers) = None;
+    }
+
+    pub(super) fn invalidate(&self, prefix: &str) {
+        self.cache_generation.fetch_add(1, Ordering::AcqRel);
+        lock(&self.cache).retain(|k, _| !k.starts_with(prefix));
+    }
+
+    pub(super) fn cached(&self, key: &str) -> Option<Arc<Vec<Value>>> {
+        let cache = lock(&self.cache);
+        cache
+            .get(key)
+            .filter(|e| e.expires > Instant::now())
+            .map(|e| e.value.clone())
+    }
+
+    pub(super) fn store(&self, key: String, generation: u64, ttl_ms: u64, value: Arc<Vec<Value>>) {
+        let mut cache = lock(&self.cache);
+        // A change announced while the request ran makes its answer stale already.
+        if self.cache_generation.load(Ordering::Acquire) != generation {
+            return;
+        }
+        cache.insert(
+            key,
+            CacheEntry {
+                expires: Instant::now() + Duration::from_millis(ttl_ms),
+                value,
+            },
+        );
+    }
+
+    /// The UI resource (MCP Apps) of a tool, from the last tool list.
+    pub(super) fn ui_resource_of(&self, tool: &str) -> Option<String> {
+        lock(&self.tool_info).get(tool)?.ui_resource.clone()
+    }
+
+    /// The UI resource of a tool for its result: with the MCP Apps extension declared,
+    /// the tools are listed first when they were not yet.
+    pub(super) async fn ui_resource_for(self: &Arc<Self>, tool: &str) -> Option<String> {
+        if self.declares(APPS_EXTENSION) && lock(&self.tool_info).is_empty() {
+            if let Err(e) = self.list_tools().await {
+                tracing::debug!(server = %self.name, error = %e, "could not list tools for their UI resources");
+            }
+        }
+        self.ui_resource_of(tool)
+    }
+
+    pub(super) async fn list(self: &Arc<Self>, method: &str, key: &str) -> Result<Arc<Vec<Value>>> {
+        if let Some(hit) = self.cached(method) {
+            return Ok(hit);
+        }
+        let generation = self.cache_generation.load(Ordering::Acquire);
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut ttl: Option<u64> = None;
+        let mut pages = 0usize;
+        loop {
+            let mut params = Map::new();
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), Value::String(c.clone()));
+            }
+            let mut v = self
+                .call(method, params, &RequestOptions::default())
+                .await?;
+            let page_ttl = ttl_of(&v);
+            ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
+            match v.get_mut(key).map(Value::take) {
+                Some(Value::Array(page)) => items.extend(page),
+                None | Some(Value::Null) => {}
+                Some(_) => {
+                    return Err(Error::invalid_response(format!(
+                        "`{method}` result `{key}` is not an array"
+                    )))
+                }
+            }
+            pages += 1;
+            match v.get("nextCursor") {
+                // An empty string is a valid cursor: only its absence ends the list.
+                Some(Value::String(next)) => {
+                    if cursor.as_deref() == Some(next.as_str()) || pages >= 10_000 {
+                        return Err(Error::invalid_response(format!(
+                            "`{method}` pagination does not end (cursor {next:?} repeats)"
+                        )));
+                    }
+                    cursor = Some(next.clone());
+                }
+                _ => break,
+            }
+        }
+        let items = Arc::new(items);
+        if let Some(ttl) = ttl.filter(|t| *t > 0) {
+            self.store(method.to_owned(), generation, ttl, items.clone());
+        }
+        Ok(items)
+    }
+}

@@ -1,0 +1,138 @@
+//! `tools/call` in the making ([`CallTool`]): options first, then await it.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A `tools/call` in the making: await it, or set options first.
+///
+/// ```no_run
+/// # #[allow(dead_code)]
+/// # async fn run(client: mcp_runtime::Client) -> mcp_runtime::Result<()> {
+/// use std::time::Duration;
+/// let result = client
+///     .call_tool("trigger-long-running-operation", serde_json::json!({"duration": 5, "steps": 5}))
+///     .timeout(Duration::from_secs(10))
+///     .on_progress(|p| println!("{} of {:?}", p.progress, p.total))
+///     .await?;
+/// println!("{}", result.text());
+/// # Ok(()) }
+/// ```
+#[must_use = "a call does nothing until awaited"]
+pub struct CallTool<'a> {
+    pub(super) client: &'a Client,
+    pub(super) name: String,
+    pub(super) arguments: Value,
+    pub(super) options: RequestOptions,
+}
+
+impl fmt::Debug for CallTool<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallTool")
+            .field("name", &self.name)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallTool<'_> {
+    /// How long to wait without an answer or progress.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = Some(timeout);
+        self
+    }
+    /// The hard limit, whatever progress the server reports.
+    pub fn max_timeout(mut self, max: Duration) -> Self {
+        self.options.max_timeout = Some(max);
+        self
+    }
+    /// Called with each progress report of this call.
+    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.options.on_progress = Some(Arc::new(f));
+        self
+    }
+    /// Cancels the call (and tells the server) when the token is cancelled. Dropping
+    /// the future cancels it too.
+    pub fn cancel_on(mut self, token: CancellationToken) -> Self {
+        self.options.cancel = Some(token);
+        self
+    }
+    /// Log level for this call.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.options.log_level = Some(level);
+        self
+    }
+    /// All options at once.
+    pub fn options(mut self, options: RequestOptions) -> Self {
+        self.options = options;
+        self
+    }
+}
+
+impl<'a> IntoFuture for CallTool<'a> {
+    type Output = Result<CallToolResult>;
+    type IntoFuture = BoxFuture<'a, Result<CallToolResult>>;
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move {
+            let inner = &self.client.inner;
+            if !matches!(self.arguments, Value::Null | Value::Object(_)) {
+                return Err(Error::config(
+                    "tool arguments must be a JSON object (or null for none)",
+                ));
+            }
+            let mut options = self.options;
+            options.headers = inner.param_headers(&self.name, &self.arguments).await?;
+            let mut params = Map::new();
+            params.insert("name".into(), Value::String(self.name.clone()));
+            if let Value::Object(_) = self.arguments {
+                params.insert("arguments".into(), self.arguments.clone());
+            }
+            // Answers for a task that paused for input: they go to the task, and the
+            // call waits for it.
+            if let Some(id) = options.answered_task() {
+                let mut r = self.client.task(id).wait_with(&options).await?;
+                r.ui_resource = inner.ui_resource_for(&self.name).await;
+                return Ok(r);
+            }
+            // 2025-11-25: a tool the server runs only as a task is started as one and
+            // waited for.
+            let details = inner.ensure().await?;
+            let runs_tasks = details
+                .capabilities
+                .0
+                .pointer("/tasks/requests/tools/call")
+                .is_some();
+            if details.era == Era::Legacy
+                && runs_tasks
+                && inner.task_support(&self.name).await?.as_deref() == Some("required")
+            {
+                return match self
+                    .client
+                    .start_tool(&self.name, self.arguments.clone())
+                    .await?
+                {
+                    Started::Task(task) => task.wait_with(&options).await,
+                    Started::Done(result) => Ok(*result),
+                };
+            }
+            let v = match inner.call("tools/call", params.clone(), &options).await {
+                // The server says the headers do not match the arguments: its tool
+                // list changed. List again and retry once.
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
+                    ) && inner.transport.mirrors_param_headers() =>
+                {
+                    inner.invalidate("tools/");
+                    *lock(&inner.tool_headers) = None;
+                    options.headers = inner.param_headers(&self.name, &self.arguments).await?;
+                    inner.call("tools/call", params, &options).await?
+                }
+                other => other?,
+            };
+            let mut r = CallToolResult::from_value(v)?;
+            r.ui_resource = inner.ui_resource_for(&self.name).await;
+            Ok(r)
+        })
+    }
+}

@@ -1,0 +1,433 @@
+//! One request on the wire: `_meta`, progress, timeouts and cancellation, input
+//! rounds (`input_required` and legacy `elicitation/create`), and tasks answered in
+//! place of a result.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(super) struct CancelGuard {
+    inner: Weak<Inner>,
+    id: Id,
+    version: String,
+    armed: bool,
+    reason: &'static str,
+}
+
+impl Drop for CancelGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let n = Notification {
+            method: "notifications/cancelled".to_owned(),
+            params: Some(json!({"requestId": self.id, "reason": self.reason})),
+        };
+        let version = std::mem::take(&mut self.version);
+        handle.spawn(async move {
+            if let Err(e) = inner.transport.cancel(n, &version).await {
+                tracing::debug!(error = %e, "could not send notifications/cancelled");
+            }
+        });
+    }
+}
+
+/// Adds form and URL elicitation to a 2026-07-28 request's client capabilities (the
+/// caller takes the input requests itself).
+pub(super) fn declare_elicitation(meta: &mut Map<String, Value>) {
+    if let Some(Value::Object(caps)) = meta.get_mut(meta::CLIENT_CAPABILITIES) {
+        let e = caps
+            .entry("elicitation")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(e) = e {
+            e.entry("form").or_insert_with(|| json!({}));
+            e.entry("url").or_insert_with(|| json!({}));
+        }
+    }
+}
+
+/// Cancels a task whose caller stopped waiting for it.
+pub(super) struct TaskGuard {
+    inner: Weak<Inner>,
+    task_id: String,
+    armed: bool,
+}
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (Some(inner), Ok(handle)) =
+            (self.inner.upgrade(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let task_id = std::mem::take(&mut self.task_id);
+        handle.spawn(async move {
+            let mut params = Map::new();
+            params.insert("taskId".into(), Value::String(task_id));
+            if let Err(e) = inner
+                .call("tasks/cancel", params, &RequestOptions::default())
+                .await
+            {
+                tracing::debug!(error = %e, "could not cancel a task");
+            }
+        });
+    }
+}
+
+pub(super) struct ProgressGuard<'a> {
+    inner: &'a Inner,
+    token: Option<Id>,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.token.take() {
+            lock(&self.inner.progress).remove(&t);
+        }
+    }
+}
+
+impl Inner {
+    /// One request, one response: timeouts (reset by progress, up to a hard limit),
+    /// cancellation (explicit, by timeout, or by dropping the future).
+    pub(super) async fn exchange(
+        self: &Arc<Self>,
+        version: &str,
+        request: Request,
+        opts: &RequestOptions,
+        progress: Option<&CallProgress>,
+        cancellable: bool,
+    ) -> Result<Value> {
+        let method = request.method.clone();
+        let timeout = opts.timeout.unwrap_or(self.timeout);
+        let max = opts.max_timeout.unwrap_or(self.max_timeout).max(timeout);
+        let hold = crate::transport::Hold::default();
+        let cx = RequestContext {
+            version: version.to_owned(),
+            timeout: Some(timeout),
+            headers: opts.headers.clone(),
+            idempotent: !matches!(method.as_str(), "tools/call" | "subscriptions/listen"),
+            incoming: self.incoming.clone(),
+            hold: hold.clone(),
+        };
+        let mut guard = CancelGuard {
+            inner: Arc::downgrade(self),
+            id: request.id.clone(),
+            version: version.to_owned(),
+            armed: cancellable,
+            reason: "the client dropped the request",
+        };
+        let fut = self.transport.request(request, cx);
+        tokio::pin!(fut);
+        let start = Instant::now();
+        let mut hard = start + max;
+        let mut deadline = (start + timeout).min(hard);
+        let never = CancellationToken::new();
+        let cancel = opts.cancel.as_ref().unwrap_or(&never);
+        loop {
+            let progressed = async {
+                match progress {
+                    Some(p) => p.notify.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                out = &mut fut => {
+                    guard.armed = false;
+                    return match out {
+                        Ok(Response { outcome: Ok(v), .. }) => Ok(v),
+                        Ok(Response { outcome: Err(e), .. }) => Err(Error::protocol(e.code, e.message, e.data)),
+                        Err(e) => {
+                            if e.is_closed() {
+                                self.reset();
+                            }
+                            Err(e)
+                        }
+                    };
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    if hold.is_held() {
+                        // A person is authorizing: the transport's own deadline applies.
+                        deadline = Instant::now() + timeout;
+                        hard = hard.max(deadline);
+                        continue;
+                    }
+                    guard.reason = "timeout";
+                    let waited = Instant::now() - start;
+                    let setting = match (deadline >= hard, opts.timeout.is_some(), opts.max_timeout.is_some()) {
+                        (true, _, true) => "the request's max_timeout",
+                        (true, _, false) => "ClientBuilder::max_timeout",
+                        (false, true, _) => "the request's timeout",
+                        (false, false, _) => "ClientBuilder::timeout",
+                    };
+                    return Err(Error::timeout_of(method, waited, setting));
+                }
+                () = progressed => {
+                    deadline = (Instant::now() + timeout).min(hard);
+                }
+                () = cancel.cancelled() => {
+                    guard.reason = "cancelled by the client";
+                    return Err(Error::cancelled(method));
+                }
+            }
+        }
+    }
+
+    /// A request of the session: `_meta`, progress, and multi-round input.
+    pub(super) async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        mut params: Map<String, Value>,
+        opts: &RequestOptions,
+    ) -> Result<Value> {
+        let Method {
+            input_rounds: mrtr,
+            progress: always_progress,
+        } = Method::of(method);
+        let mut rounds = 0u32;
+        let mut answers: Option<(Map<String, Value>, Option<Value>)> = match &opts.answers {
+            Some(a) if mrtr && a.pending.task_id().is_none() => {
+                Some((a.responses.clone(), a.pending.state().cloned()))
+            }
+            _ => None,
+        };
+        let wants_progress =
+            always_progress || opts.on_progress.is_some() || !self.on_progress.is_empty();
+        let token = wants_progress.then(|| Id::Number(self.next_id()));
+        let progress = token.as_ref().map(|t| {
+            let p = Arc::new(CallProgress {
+                callback: opts.on_progress.clone(),
+                notify: Notify::new(),
+            });
+            lock(&self.progress).insert(t.clone(), p.clone());
+            p
+        });
+        let _progress_guard = ProgressGuard {
+            inner: self,
+            token: token.clone(),
+        };
+        loop {
+            let details = self.ensure().await?;
+            // Only a request that may ask for input is ever sent twice.
+            let mut p = if mrtr {
+                params.clone()
+            } else {
+                std::mem::take(&mut params)
+            };
+            let mut meta = match details.era {
+                Era::Modern => {
+                    let mut m = self
+                        .modern_meta(&details.protocol_version, opts.log_level.or(self.log_level));
+                    if opts.pause_input || opts.answers.is_some() {
+                        declare_elicitation(&mut m);
+                    }
+                    m
+                }
+                Era::Legacy => Map::new(),
+            };
+            if let Some(t) = &token {
+                meta.insert(
+                    "progressToken".into(),
+                    serde_json::to_value(t).unwrap_or(Value::Null),
+                );
+            }
+            if !meta.is_empty() {
+                p.insert("_meta".into(), Value::Object(meta));
+            }
+            if let Some((responses, state)) = answers.take() {
+                if !responses.is_empty() {
+                    p.insert("inputResponses".into(), Value::Object(responses));
+                }
+                if let Some(s) = state {
+                    p.insert("requestState".into(), s);
+                }
+            }
+            let request = Request {
+                id: Id::Number(self.next_id()),
+                method: method.to_owned(),
+                params: Value::Object(p),
+            };
+            let mut v = self
+                .exchange(
+                    &details.protocol_version,
+                    request,
+                    opts,
+                    progress.as_deref(),
+                    true,
+                )
+                .await?;
+            match v.get("resultType").and_then(Value::as_str) {
+                None | Some("complete") => return Ok(v),
+                Some("input_required") if mrtr => {
+                    rounds += 1;
+                    if rounds > self.max_input_rounds {
+                        return Err(Error::invalid_response(format!(
+                            "`{method}` still asked for input after {} rounds; giving up",
+                            self.max_input_rounds
+                        )));
+                    }
+                    let requests = v
+                        .get_mut("inputRequests")
+                        .map(Value::take)
+                        .unwrap_or(Value::Null);
+                    let state = v.get_mut("requestState").map(Value::take);
+                    if opts.pause_input {
+                        return Err(Error::input_required(PendingInput::new(
+                            &self.name, requests, state, None,
+                        )));
+                    }
+                    let responses = self.answer_all(requests, &[]).await?;
+                    answers = Some((responses, state));
+                }
+                // Some servers mark `tasks/*` answers with it; they are complete.
+                Some("task") if method.starts_with("tasks/") => return Ok(v),
+                Some("task") if method == "tools/call" && self.declares(TASKS_EXTENSION) => {
+                    if opts.keep_task {
+                        return Ok(v);
+                    }
+                    return Box::pin(self.await_task(v, opts)).await;
+                }
+                Some(other) => {
+                    return Err(Error::invalid_response(format!(
+                        "`{method}` returned unknown resultType `{other}`"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Answers every input request of an `inputRequests` object (skipping keys already
+    /// answered).
+    pub(super) async fn answer_all(
+        &self,
+        requests: Value,
+        skip: &[String],
+    ) -> Result<Map<String, Value>> {
+        let mut responses = Map::new();
+        if let Value::Object(reqs) = requests {
+            for (key, req) in reqs {
+                if skip.contains(&key) {
+                    continue;
+                }
+                let m = req
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let params = req.get("params").cloned().unwrap_or(Value::Null);
+                let answer = self.answer_input(&m, params).await.map_err(|e| {
+                    Error::unsupported(format!(
+                        "{} asked for `{m}` input: {}",
+                        self.name, e.message
+                    ))
+                })?;
+                responses.insert(key, answer);
+            }
+        }
+        Ok(responses)
+    }
+
+    pub(super) fn declares(&self, extension: &str) -> bool {
+        self.capabilities
+            .get("extensions")
+            .and_then(|e| e.get(extension))
+            .is_some()
+    }
+
+    /// A `tools/call` the server answered with a task (tasks extension), waited for
+    /// as if the call had answered: see [`Task::wait`]. Cancelling the call (token,
+    /// timeout, drop) cancels the task.
+    pub(super) async fn await_task(
+        self: &Arc<Self>,
+        created: Value,
+        opts: &RequestOptions,
+    ) -> Result<Value> {
+        let status = TaskStatus::from_value(&created)
+            .ok_or_else(|| Error::invalid_response("a task result without `taskId`"))?;
+        let mut guard = TaskGuard {
+            inner: Arc::downgrade(self),
+            task_id: status.id.clone(),
+            armed: true,
+        };
+        let last = Mutex::new(Some(status.clone()));
+        let out = self.wait_task(&status.id, opts, &last).await;
+        // Ended on its own: nothing to cancel. Paused for input its caller answers
+        // later: it must live on.
+        if lock(&last).as_ref().is_some_and(|s| s.state.is_terminal())
+            || out.as_ref().is_err_and(Error::is_input_required)
+        {
+            guard.armed = false;
+        }
+        out
+    }
+
+    /// Answers one input request (an MRTR `inputRequests` entry, or a legacy server
+    /// request).
+    pub(super) async fn answer_input(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> std::result::Result<Value, ErrorObject> {
+        match method {
+            "elicitation/create" => {
+                let Some(handler) = &self.input else {
+                    return Err(ErrorObject::new(
+                        code::METHOD_NOT_FOUND,
+                        "this client takes no input requests (no input handler is set)",
+                    ));
+                };
+                let request = InputRequest::from_params(&self.name, &params)
+                    .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e))?;
+                let accepted = if request.is_form() {
+                    self.input_kinds.form
+                } else {
+                    self.input_kinds.url
+                };
+                if !accepted {
+                    return Ok(InputResponse::Decline.to_value());
+                }
+                Ok(handler.handle(request).await.to_value())
+            }
+            "sampling/createMessage" => {
+                let Some(handler) = &self.sampling else {
+                    return Err(ErrorObject::new(
+                        code::METHOD_NOT_FOUND,
+                        "this client does not do sampling (no sampling handler is set)",
+                    ));
+                };
+                if (params.get("tools").is_some() || params.get("toolChoice").is_some())
+                    && params.get("tools").is_some_and(|t| !t.is_null())
+                {
+                    return Err(ErrorObject::new(
+                        code::INVALID_PARAMS,
+                        "this client did not declare sampling with tools",
+                    ));
+                }
+                handler.create_message(params).await
+            }
+            "roots/list" => {
+                let Some(handler) = &self.roots else {
+                    return Err(ErrorObject::new(
+                        code::METHOD_NOT_FOUND,
+                        "this client exposes no roots (no roots handler is set)",
+                    ));
+                };
+                let roots = handler.roots().await;
+                Ok(json!({ "roots": roots }))
+            }
+            "ping" => Ok(json!({})),
+            other => Err(ErrorObject::new(
+                code::METHOD_NOT_FOUND,
+                format!("method `{other}` is not supported by this client"),
+            )),
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Starting a session: the era probe (`server/discover` alongside `initialize`), the
+//! legacy handshake, and what the server says about itself.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(super) fn discovered(mut v: Value, version: String) -> ServerDetails {
+    let info = v
+        .get_mut("_meta")
+        .and_then(|m| m.get_mut(meta::SERVER_INFO))
+        .map(Value::take)
+        .and_then(|i| serde_json::from_value(i).ok())
+        .unwrap_or_default();
+    ServerDetails {
+        era: Era::Modern,
+        protocol_version: version,
+        capabilities: ServerCapabilities(
+            v.get_mut("capabilities")
+                .map(Value::take)
+                .unwrap_or(Value::Null),
+        ),
+        info,
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+impl Inner {
+    pub(super) async fn ensure(self: &Arc<Self>) -> Result<Arc<ServerDetails>> {
+        if let Some(d) = lock(&self.state).clone() {
+            return Ok(d);
+        }
+        let _connecting = self.connect_lock.lock().await;
+        if let Some(d) = lock(&self.state).clone() {
+            return Ok(d);
+        }
+        let d = Arc::new(self.negotiate().await?);
+        tracing::debug!(server = %self.name, era = ?d.era, version = %d.protocol_version, "session started");
+        *lock(&self.state) = Some(d.clone());
+        Ok(d)
+    }
+
+    pub(super) fn modern_meta(
+        &self,
+        version: &str,
+        log_level: Option<LogLevel>,
+    ) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(meta::VERSION.into(), version.into());
+        meta.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities.clone());
+        meta.insert(meta::CLIENT_INFO.into(), self.client_info.clone());
+        if let Some(l) = log_level {
+            meta.insert(meta::LOG_LEVEL.into(), l.as_str().into());
+        }
+        meta
+    }
+
+    /// Decides the era from what the server answers (see [`negotiate`](super::negotiate)).
+    pub(super) async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
+        // Start the server (a stdio process) before any clock of the probe runs.
+        self.transport.connect(&self.incoming).await?;
+        match self.protocol {
+            ProtocolMode::Legacy => return self.handshake(false).await,
+            ProtocolMode::Modern => return self.probe(false).await,
+            ProtocolMode::Auto => {}
+        }
+        if self.transport.era_hint() == Some(Era::Legacy) {
+            // Known to be an older server: skip the probe, unless that is no longer so.
+            match negotiate::handshake(
+                &self.name,
+                self.initialize_request(LEGACY_VERSIONS[0]).await,
+                LEGACY_VERSIONS[0],
+            ) {
+                Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                Handshake::Modern(version, _) => return self.discover_at(version).await,
+                other => {
+                    tracing::debug!(server = %self.name, outcome = ?other, "initialize failed where it worked before; probing again")
+                }
+            }
+        }
+        self.probe(true).await
+    }
+
+    /// `server/discover`, at the newest version first. With `fallback`, an answer that
+    /// does not make the server modern leads to the handshake, and a probe left
+    /// unanswered for `probe_timeout` sends `initialize` too (see [`Self::race`]).
+    pub(super) async fn probe(self: &Arc<Self>, fallback: bool) -> Result<ServerDetails> {
+        let version = MODERN_VERSIONS[0];
+        // Over transports where a request may go unanswered (a stdio server that
+        // ignores requests before `initialize`), silence must not hang the session.
+        let outcome = if fallback && !self.transport.answers_every_request() {
+            let discover = self.discover(version);
+            tokio::pin!(discover);
+            tokio::select! {
+                biased;
+                answer = &mut discover => negotiate::probe(&self.name, answer, version),
+                () = tokio::time::sleep(self.probe_timeout) => {
+                    return self.race(discover, version).await;
+                }
+            }
+        } else {
+            negotiate::probe(&self.name, self.discover(version).await, version)
+        };
+        self.after_probe(outcome, fallback).await
+    }
+
+    pub(super) async fn after_probe(
+        self: &Arc<Self>,
+        outcome: Probe,
+        fallback: bool,
+    ) -> Result<ServerDetails> {
+        match outcome {
+            Probe::Modern(v, version) => Ok(discovered(v, version)),
+            Probe::Retry(version, _) => self.discover_at(version).await,
+            Probe::NotModern(e) if fallback => {
+                tracing::debug!(server = %self.name, error = %e, "server/discover did not find a 2026-07-28 server; trying the initialize handshake");
+                self.handshake(false).await
+            }
+            // No answer, or no connection: say that, not that the server is old.
+            Probe::NotModern(e) if e.is_timeout() || e.is_transport() => Err(e),
+            Probe::NotModern(e) => Err(Error::unsupported(format!(
+                "{} does not speak the 2026-07-28 protocol (ProtocolMode::Modern): {e}",
+                self.name
+            ))
+            .with_source(e)),
+            Probe::Fail(e) => Err(e),
+        }
+    }
+
+    /// `server/discover` at a version the server listed, asked again while it lists
+    /// another one (a bounded number of times).
+    pub(super) async fn discover_at(
+        self: &Arc<Self>,
+        mut version: String,
+    ) -> Result<ServerDetails> {
+        let mut last = None;
+        for _ in 0..3 {
+            match negotiate::probe(&self.name, self.discover(&version).await, &version) {
+                Probe::Modern(v, version) => return Ok(discovered(v, version)),
+                Probe::Retry(next, e) => {
+                    version = next;
+                    last = Some(e);
+                }
+                Probe::NotModern(e) | Probe::Fail(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            Error::unsupported(format!("{} keeps refusing server/discover", self.name))
+        }))
+    }
+
+    /// `server/discover` has gone unanswered for `probe_timeout`: the server is slow,
+    /// or ignores requests before the handshake. Send `initialize` too and decide by
+    /// whichever answer settles the era; the probe keeps its own, ordinary timeouts.
+    pub(super) async fn race(
+        self: &Arc<Self>,
+        mut discover: std::pin::Pin<&mut impl Future<Output = Result<Value>>>,
+        version: &str,
+    ) -> Result<ServerDetails> {
+        tracing::debug!(server = %self.name, waited = ?self.probe_timeout, "server/discover not answered yet; sending initialize as well");
+        let offered = LEGACY_VERSIONS[0];
+        let init = self.initialize_request(offered);
+        tokio::pin!(init);
+        let mut probe: Option<Probe> = None;
+        let mut shake: Option<Handshake> = None;
+        while probe.is_none() || shake.is_none() {
+            tokio::select! {
+                biased;
+                answer = &mut discover, if probe.is_none() => {
+                    match negotiate::probe(&self.name, answer, version) {
+                        Probe::Modern(v, version) => return Ok(discovered(v, version)),
+                        Probe::Retry(version, _) => return Box::pin(self.discover_at(version)).await,
+                        Probe::Fail(e) => return Err(e),
+                        not_modern => probe = Some(not_modern),
+                    }
+                }
+                answer = &mut init, if shake.is_none() => {
+                    match negotiate::handshake(&self.name, answer, offered) {
+                        Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                        // The server serves the modern era. Ask again at the version it
+                        // named rather than wait on a probe it may have dropped while
+                        // starting; a late answer to the first one is ignored.
+                        Handshake::Modern(version, _) => return Box::pin(self.discover_at(version)).await,
+                        other => shake = Some(other),
+                    }
+                }
+            }
+        }
+        // Neither answer settled the era (a modern answer returned above).
+        match (probe, shake) {
+            (_, Some(Handshake::Retry(version))) => self.handshake_at(version, false).await,
+            (_, Some(Handshake::Fail(e))) => Err(e),
+            (Some(Probe::NotModern(e) | Probe::Fail(e) | Probe::Retry(_, e)), _) => Err(e),
+            _ => Err(Error::unsupported(format!(
+                "{} settled no protocol era",
+                self.name
+            ))),
+        }
+    }
+
+    /// One `server/discover` request at `version`, with the session's ordinary timeouts.
+    pub(super) async fn discover(self: &Arc<Self>, version: &str) -> Result<Value> {
+        let mut params = Map::new();
+        params.insert(
+            "_meta".into(),
+            Value::Object(self.modern_meta(version, None)),
+        );
+        let request = Request {
+            id: Id::Number(self.next_id()),
+            method: "server/discover".into(),
+            params: Value::Object(params),
+        };
+        self.exchange(version, request, &RequestOptions::default(), None, false)
+            .await
+    }
+
+    /// The legacy handshake. With `modern_ok`, a server that refuses it listing a
+    /// 2026-07-28 version is spoken to in that era.
+    pub(super) async fn handshake(self: &Arc<Self>, modern_ok: bool) -> Result<ServerDetails> {
+        self.handshake_at(LEGACY_VERSIONS[0].to_owned(), modern_ok)
+            .await
+    }
+
+    pub(super) async fn handshake_at(
+        self: &Arc<Self>,
+        mut offered: String,
+        modern_ok: bool,
+    ) -> Result<ServerDetails> {
+        for _ in 0..2 {
+            let answer = self.initialize_request(&offered).await;
+            match negotiate::handshake(&self.name, answer, &offered) {
+                Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
+                Handshake::Retry(version) => offered = version,
+                Handshake::Modern(version, _) if modern_ok => {
+                    return Box::pin(self.discover_at(version)).await
+                }
+                Handshake::Modern(version, e) => {
+                    let _ = self.transport.close().await;
+                    let why = if self.protocol == ProtocolMode::Legacy {
+                        "use ProtocolMode::Auto or ProtocolMode::Modern for it"
+                    } else {
+                        "but its server/discover failed"
+                    };
+                    return Err(Error::unsupported(format!(
+                        "{} refused the initialize handshake: it speaks {version}; {why}",
+                        self.name
+                    ))
+                    .with_source(e));
+                }
+                Handshake::Fail(e) => {
+                    if e.is_unsupported() {
+                        let _ = self.transport.close().await;
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Err(Error::unsupported(format!(
+            "{} keeps refusing the initialize handshake",
+            self.name
+        )))
+    }
+
+    /// One `initialize` request offering `version`.
+    pub(super) async fn initialize_request(self: &Arc<Self>, version: &str) -> Result<Value> {
+        let request = Request {
+            id: Id::Number(self.next_id()),
+            method: "initialize".into(),
+            params: json!({
+                "protocolVersion": version,
+                "capabilities": self.capabilities,
+                "clientInfo": self.client_info,
+            }),
+        };
+        self.exchange(version, request, &RequestOptions::default(), None, false)
+            .await
+    }
+
+    /// Completes the handshake after a successful `initialize`.
+    pub(super) async fn finish_handshake(
+        self: &Arc<Self>,
+        v: Value,
+        version: String,
+    ) -> Result<ServerDetails> {
+        let details = ServerDetails {
+            era: Era::Legacy,
+            protocol_version: version.clone(),
+            capabilities: ServerCapabilities(v.get("capabilities").cloned().unwrap_or(Value::Null)),
+            info: v
+                .get("serverInfo")
+                .cloned()
+                .and_then(|i| serde_json::from_value(i).ok())
+                .unwrap_or_default(),
+            instructions: v
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        self.transport
+            .notify(
+                Notification {
+                    method: "notifications/initialized".into(),
+                    params: None,
+                },
+                &version,
+            )
+            .await?;
+        if let Some(level) = self.log_level {
+            if details.capabilities.logging() {
+                let request = Request {
+                    id: Id::Number(self.next_id()),
+                    method: "logging/setLevel".into(),
+                    params: json!({"level": level.as_str()}),
+                };
+                if let Err(e) = self
+                    .exchange(&version, request, &RequestOptions::default(), None, true)
+                    .await
+                {
+                    tracing::warn!(server = %self.name, error = %e, "logging/setLevel failed");
+                }
+            }
+        }
+        Ok(details)
+    }
+}

@@ -1,0 +1,155 @@
+//! What the server sends unasked: notifications and, before 2026-07-28, requests.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(super) struct Inbox {
+    pub(super) inner: Weak<Inner>,
+}
+
+impl IncomingHandler for Inbox {
+    fn notification(&self, n: Notification) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let params = n.params.unwrap_or(Value::Null);
+        match n.method.as_str() {
+            "notifications/progress" => {
+                let token: Option<Id> = params
+                    .get("progressToken")
+                    .cloned()
+                    .and_then(|t| serde_json::from_value(t).ok());
+                let progress = Progress {
+                    progress: params
+                        .get("progress")
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                    total: params.get("total").and_then(Value::as_f64),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                };
+                let call = token.and_then(|t| lock(&inner.progress).get(&t).cloned());
+                match call {
+                    Some(call) => {
+                        call.notify.notify_one();
+                        if let Some(cb) = &call.callback {
+                            cb(&progress);
+                        }
+                        for cb in &inner.on_progress {
+                            cb(&progress);
+                        }
+                    }
+                    None => {
+                        tracing::debug!(server = %inner.name, "progress for no active request ignored")
+                    }
+                }
+            }
+            "notifications/message" => log_message(&inner.name, &params),
+            "notifications/tools/list_changed" => {
+                inner.invalidate("tools/");
+                *lock(&inner.tool_headers) = None;
+                inner.changed(Change::Tools);
+            }
+            "notifications/prompts/list_changed" => {
+                inner.invalidate("prompts/");
+                inner.changed(Change::Prompts);
+            }
+            "notifications/resources/list_changed" => {
+                inner.invalidate("resources/list");
+                inner.invalidate("resources/templates/");
+                inner.changed(Change::Resources);
+            }
+            "notifications/resources/updated" => {
+                if let Some(uri) = params.get("uri").and_then(Value::as_str) {
+                    inner.invalidate(&format!("resources/read {uri}"));
+                    inner.changed(Change::Resource(uri.to_owned()));
+                }
+            }
+            "notifications/subscriptions/acknowledged" => {
+                let id = subscription_id(&params);
+                let mut listens = lock(&inner.listens);
+                match id
+                    .and_then(|id| listens.get_mut(&id))
+                    .and_then(|s| s.ack.take())
+                {
+                    Some(ack) => {
+                        let _ =
+                            ack.send(params.get("notifications").cloned().unwrap_or(Value::Null));
+                    }
+                    None => {
+                        tracing::debug!(server = %inner.name, "acknowledgement for no listen request ignored")
+                    }
+                }
+            }
+            "notifications/tasks" | "notifications/tasks/status" => {
+                inner.task_notified(&params);
+            }
+            "notifications/cancelled" => {
+                // A server ends a listen stream on stdio this way.
+                let id: Option<Id> = params
+                    .get("requestId")
+                    .cloned()
+                    .and_then(|i| serde_json::from_value(i).ok());
+                let ended = id.and_then(|id| {
+                    lock(&inner.listens)
+                        .get_mut(&id)
+                        .and_then(|s| s.ended.take())
+                });
+                if let Some(ended) = ended {
+                    let _ = ended.send(());
+                }
+            }
+            other => tracing::debug!(server = %inner.name, method = other, "notification ignored"),
+        }
+    }
+
+    fn request(&self, request: Request) -> BoxFuture<'static, Response> {
+        let inner = self.inner.upgrade();
+        Box::pin(async move {
+            let outcome = match inner {
+                Some(inner) => inner.answer_input(&request.method, request.params).await,
+                None => Err(ErrorObject::new(code::INTERNAL_ERROR, "the client is gone")),
+            };
+            Response {
+                id: request.id,
+                outcome,
+            }
+        })
+    }
+
+    fn disconnected(&self) {
+        if let Some(inner) = self.inner.upgrade() {
+            inner.reset();
+        }
+    }
+}
+
+pub(super) fn subscription_id(params: &Value) -> Option<Id> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("io.modelcontextprotocol/subscriptionId"))
+        .cloned()
+        .and_then(|i| serde_json::from_value(i).ok())
+}
+
+pub(super) fn log_message(server: &str, params: &Value) {
+    let level = params
+        .get("level")
+        .and_then(Value::as_str)
+        .unwrap_or("info");
+    let logger = params.get("logger").and_then(Value::as_str).unwrap_or("");
+    let data = params.get("data").cloned().unwrap_or(Value::Null);
+    let text = match &data {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    const T: &str = "mcp_runtime::server_log";
+    match level {
+        "debug" => tracing::debug!(target: T, server, logger, "{text}"),
+        "info" | "notice" => tracing::info!(target: T, server, logger, level, "{text}"),
+        "warning" => tracing::warn!(target: T, server, logger, "{text}"),
+        _ => tracing::error!(target: T, server, logger, level, "{text}"),
+    }
+}

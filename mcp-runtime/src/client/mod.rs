@@ -1,0 +1,586 @@
+//! The session: one client talking to one server, in whichever protocol era it speaks.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::{Future, IntoFuture};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::input::{
+    InputAnswers, InputHandler, InputKinds, InputRequest, InputResponse, PendingInput,
+    RootsHandler, SamplingHandler,
+};
+use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
+use crate::model::{
+    self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
+    Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
+};
+use negotiate::{Handshake, Probe};
+use crate::transport::headers::{self, ParamHeader};
+use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
+
+mod builder;
+mod cache;
+mod call;
+mod exchange;
+mod handshake;
+mod inbox;
+mod listen;
+mod negotiate;
+mod options;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+use crate::protocol::{code, meta, Method, APPS_EXTENSION, TASKS_EXTENSION};
+pub use crate::protocol::{Era, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS};
+pub use builder::ClientBuilder;
+use cache::{ttl_of, typed_items};
+pub use call::CallTool;
+use inbox::Inbox;
+use listen::{listen_legacy, listen_modern};
+pub use options::RequestOptions;
+use options::{ChangeCallback, ProgressCallback};
+
+/// The MCP Apps extension.
+pub use tasks::{Started, Task, TaskState, TaskStatus};
+
+/// Which era to speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProtocolMode {
+    /// Probe with `server/discover`, fall back to `initialize` (the default). The era is
+    /// decided by what the server answers, never by how long it takes.
+    #[default]
+    Auto,
+    /// Only the modern protocol: fail if the server does not speak it. The probe waits
+    /// as long as any request would.
+    Modern,
+    /// Only the legacy handshake: go straight to `initialize`.
+    Legacy,
+}
+
+/// Something the server announced as changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The tool list changed (the client has already forgotten the old one).
+    Tools,
+    /// The prompt list changed.
+    Prompts,
+    /// The resource list changed.
+    Resources,
+    /// The contents of this resource changed.
+    Resource(String),
+    /// A task's status changed (pushed by the server, or seen after a reconnect).
+    Task(TaskStatus),
+}
+
+/// What the client learned about the server when the session started.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServerDetails {
+    /// The era the server speaks.
+    pub era: Era,
+    /// The protocol version in use.
+    pub protocol_version: String,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// The server's name and version.
+    pub info: Implementation,
+    /// How to use the server, for a model.
+    pub instructions: Option<String>,
+}
+
+/// A client for one MCP server.
+///
+/// Cheap to clone (clones share the connection). Requests may run concurrently: they
+/// are pipelined on the one connection. The session starts on the first request:
+/// the client probes with `server/discover` and falls back to the `initialize`
+/// handshake for servers before 2026-07-28.
+///
+/// ```no_run
+/// # #[allow(dead_code)]
+/// # async fn run() -> mcp_runtime::Result<()> {
+/// use mcp_runtime::{Client, StdioConfig};
+/// let client = Client::builder().stdio(
+///     StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
+/// )?;
+/// for tool in client.list_tools().await? {
+///     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+/// }
+/// let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+/// println!("{}", result.text());
+/// client.close().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    life: Arc<Life>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.inner.name)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    /// The session's inbox, handed to the transport with each request.
+    incoming: Incoming,
+    transport: Box<dyn Transport>,
+    name: String,
+    client_info: Value,
+    capabilities: Value,
+    timeout: Duration,
+    max_timeout: Duration,
+    probe_timeout: Duration,
+    log_level: Option<LogLevel>,
+    input: Option<Arc<dyn InputHandler>>,
+    input_kinds: InputKinds,
+    sampling: Option<Arc<dyn SamplingHandler>>,
+    roots: Option<Arc<dyn RootsHandler>>,
+    max_input_rounds: u32,
+    on_change: Vec<ChangeCallback>,
+    on_progress: Vec<ProgressCallback>,
+    protocol: ProtocolMode,
+    next_id: AtomicI64,
+    connect_lock: tokio::sync::Mutex<()>,
+    state: Mutex<Option<Arc<ServerDetails>>>,
+    progress: Mutex<HashMap<Id, Arc<CallProgress>>>,
+    cache: Mutex<HashMap<String, CacheEntry>>,
+    cache_generation: AtomicU64,
+    listens: Mutex<HashMap<Id, ListenSlot>>,
+    session_reset: Notify,
+    /// For transports that mirror arguments into headers: each listed tool's
+    /// `x-mcp-header` annotations. `None` until the tools are listed.
+    tool_headers: Mutex<Option<HashMap<String, Vec<ParamHeader>>>>,
+    /// Woken when a task's status arrives, for those waiting on it.
+    task_waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    /// What the last tool list said of each tool beyond its definition.
+    tool_info: Mutex<HashMap<String, ToolInfo>>,
+    /// The last task status reported to `on_change`, per task (state and message), so
+    /// a status pushed and also polled is reported once.
+    task_reported: Mutex<HashMap<String, (TaskState, Option<String>)>>,
+}
+
+/// What the session keeps of a listed tool.
+#[derive(Clone, Default)]
+struct ToolInfo {
+    /// Its MCP Apps UI resource.
+    ui_resource: Option<String>,
+    /// Its `execution.taskSupport` (2025-11-25).
+    task_support: Option<String>,
+}
+
+/// An open `subscriptions/listen` request: told when the server acknowledges it, and
+/// when the server ends it with `notifications/cancelled`.
+struct ListenSlot {
+    ack: Option<tokio::sync::oneshot::Sender<Value>>,
+    ended: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// Owned by every clone of a [`Client`]: when the last one goes, the listener stops.
+#[derive(Default)]
+struct Life {
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Life {
+    fn stop_listener(&self) {
+        if let Some(h) = lock(&self.listener).take() {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        self.stop_listener();
+    }
+}
+
+struct CallProgress {
+    callback: Option<ProgressCallback>,
+    notify: Notify,
+}
+
+struct CacheEntry {
+    expires: Instant,
+    value: Arc<Vec<Value>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Client {
+    /// Starts building a client.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// The name of the server, as configured.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Starts the session now (it otherwise starts on the first request) and returns
+    /// what the server said about itself.
+    pub async fn connect(&self) -> Result<Arc<ServerDetails>> {
+        self.inner.ensure().await
+    }
+
+    /// What the server said about itself, if the session has started.
+    pub fn server(&self) -> Option<Arc<ServerDetails>> {
+        lock(&self.inner.state).clone()
+    }
+
+    /// The server's instructions for using it (starts the session if needed).
+    pub async fn instructions(&self) -> Result<Option<String>> {
+        Ok(self.connect().await?.instructions.clone())
+    }
+
+    /// The version the server reports for itself (starts the session if needed).
+    pub async fn server_version(&self) -> Result<Option<String>> {
+        let d = self.connect().await?;
+        Ok(Some(d.info.version.clone()).filter(|v| !v.is_empty()))
+    }
+
+    /// Every tool the server offers (all pages). Cached while the server's `ttlMs`
+    /// allows, until the server says the list changed.
+    ///
+    /// Over HTTP, a tool whose `x-mcp-header` annotations are invalid is left out, with
+    /// a warning: the server could not be called correctly with it.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        self.inner.list_tools().await
+    }
+
+    /// Calls a tool. `arguments` is a JSON object (or `Value::Null` for none). Await the
+    /// result, or set options on it first (timeout, progress, cancellation).
+    pub fn call_tool(&self, name: impl Into<String>, arguments: Value) -> CallTool<'_> {
+        CallTool {
+            client: self,
+            name: name.into(),
+            arguments,
+            options: RequestOptions::default(),
+        }
+    }
+
+    /// Every prompt the server offers (all pages).
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        let items = self.inner.list("prompts/list", "prompts").await?;
+        Ok(typed_items(&self.inner.name, "prompt", &items))
+    }
+
+    /// Fills in a prompt with arguments and returns its messages.
+    pub async fn get_prompt<I, K, V>(&self, name: &str, arguments: I) -> Result<GetPromptResult>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let args: Map<String, Value> = arguments
+            .into_iter()
+            .map(|(k, v)| (k.into(), Value::String(v.into())))
+            .collect();
+        let mut params = Map::new();
+        params.insert("name".into(), name.into());
+        if !args.is_empty() {
+            params.insert("arguments".into(), Value::Object(args));
+        }
+        let v = self
+            .inner
+            .call("prompts/get", params, &RequestOptions::default())
+            .await?;
+        model::from_value("prompts/get", v)
+    }
+
+    /// Every resource the server lists (all pages).
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        let items = self.inner.list("resources/list", "resources").await?;
+        Ok(typed_items(&self.inner.name, "resource", &items))
+    }
+
+    /// Every resource template the server offers (all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        let items = self
+            .inner
+            .list("resources/templates/list", "resourceTemplates")
+            .await?;
+        Ok(typed_items(&self.inner.name, "resource template", &items))
+    }
+
+    /// Reads a resource. Cached while the server's `ttlMs` allows, until the server
+    /// says it changed.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        let key = format!("resources/read {uri}");
+        if let Some(hit) = self.inner.cached(&key) {
+            if let Some(v) = hit.first() {
+                return model::from_value("resources/read", v.clone());
+            }
+        }
+        let generation = self.inner.cache_generation.load(Ordering::Acquire);
+        let mut params = Map::new();
+        params.insert("uri".into(), uri.into());
+        let v = self
+            .inner
+            .call("resources/read", params, &RequestOptions::default())
+            .await?;
+        let ttl = ttl_of(&v);
+        if ttl > 0 {
+            self.inner
+                .store(key, generation, ttl, Arc::new(vec![v.clone()]));
+        }
+        model::from_value("resources/read", v)
+    }
+
+    /// Reads an MCP App (the UI resource a tool's results are shown with, see
+    /// [`CallToolResult::ui_resource`]) in one call: its HTML and how to frame it.
+    /// Fails when the resource holds no HTML.
+    pub async fn read_ui(&self, uri: &str) -> Result<crate::model::UiResource> {
+        let read = self.read_resource(uri).await?;
+        crate::model::UiResource::from_read(uri, &read).ok_or_else(|| {
+            Error::invalid_response(format!(
+                "{uri} holds no HTML ({} expected)",
+                crate::model::MCP_APP_MIME_TYPE
+            ))
+        })
+    }
+
+    /// Suggests values for an argument of a prompt or resource template.
+    /// `context` holds the values of arguments already chosen.
+    pub async fn complete(
+        &self,
+        reference: CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(&str, &str)],
+    ) -> Result<Completion> {
+        let mut params = Map::new();
+        params.insert("ref".into(), reference.to_value());
+        params.insert("argument".into(), json!({"name": argument, "value": value}));
+        if !context.is_empty() {
+            let args: Map<String, Value> = context
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), Value::String((*v).to_owned())))
+                .collect();
+            params.insert("context".into(), json!({ "arguments": args }));
+        }
+        let mut v = self
+            .inner
+            .call("completion/complete", params, &RequestOptions::default())
+            .await?;
+        let c = v.get_mut("completion").map(Value::take).ok_or_else(|| {
+            Error::invalid_response("completion/complete result has no `completion`")
+        })?;
+        model::from_value("completion/complete", c)
+    }
+
+    /// Sends any request and returns its raw result, with the session's `_meta`,
+    /// timeouts, progress and multi-round input handled. For methods this crate has no
+    /// typed call for.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
+        self.inner.call(method, params, &options).await
+    }
+
+    /// Pings the server (servers before 2026-07-28; newer ones have no `ping`, and get a
+    /// `server/discover` instead).
+    pub async fn ping(&self) -> Result<()> {
+        let d = self.inner.ensure().await?;
+        let method = match d.era {
+            Era::Legacy => "ping",
+            Era::Modern => "server/discover",
+        };
+        self.inner
+            .call(method, Map::new(), &RequestOptions::default())
+            .await
+            .map(|_| ())
+    }
+
+    /// Listens for the server's changes until [`close`](Self::close) (or until the last
+    /// clone of the client is dropped), so `on_change` callbacks run as changes happen
+    /// and cached lists follow the server. `resources` are URIs whose content changes
+    /// to hear about; a later call replaces them. Returns once the server confirmed.
+    ///
+    /// 2026-07-28 servers announce changes only on a `subscriptions/listen` stream,
+    /// which this keeps open and reopens when it breaks (after a restart too); once it
+    /// is back, `on_change` runs for everything listened to, since changes made
+    /// meanwhile are lost. Older servers announce list changes on their own; for them
+    /// this subscribes to the resources (`resources/subscribe`), again after a restart.
+    ///
+    /// Without resources, does nothing for a server that announces no changes. Fails
+    /// when the server cannot be reached, does not send updates for a resource, or has
+    /// no way to send anything between requests (an older HTTP server without a
+    /// standalone event stream): an error for which `is_unsupported()` is true, never
+    /// a silent success.
+    pub async fn listen(&self, resources: &[&str]) -> Result<()> {
+        self.listen_for(resources, &[]).await
+    }
+
+    /// [`listen`](Self::listen) to resources and to tasks (by id, see [`Task::id`]):
+    /// each status change of a task reaches `on_change` as [`Change::Task`], and wakes
+    /// whoever [`wait`](Task::wait)s for it. After a reconnect, every listened task is
+    /// reported with its current status. 2026-07-28 servers push task statuses on the
+    /// listen stream (with the tasks extension declared); for older servers the
+    /// listener asks at each task's poll interval (and takes the statuses they push).
+    pub async fn listen_for(&self, resources: &[&str], tasks: &[&str]) -> Result<()> {
+        self.life.stop_listener();
+        let details = self.inner.ensure().await?;
+        let uris: Vec<String> = resources.iter().map(|s| (*s).to_owned()).collect();
+        let task_ids: Vec<String> = tasks.iter().map(|s| (*s).to_owned()).collect();
+        let caps = &details.capabilities;
+        let announces = caps.tools_list_changed()
+            || caps.prompts_list_changed()
+            || caps.resources_list_changed();
+        if uris.is_empty() && task_ids.is_empty() && !announces {
+            return Ok(());
+        }
+        if !task_ids.is_empty() {
+            let speaks_tasks = match details.era {
+                Era::Modern => self.inner.declares(TASKS_EXTENSION),
+                Era::Legacy => caps.0.get("tasks").is_some_and(Value::is_object),
+            };
+            if !speaks_tasks {
+                return Err(Error::unsupported(format!(
+                    "{} sends no task updates{}",
+                    self.inner.name,
+                    if details.era == Era::Modern {
+                        " (declare the tasks extension, io.modelcontextprotocol/tasks)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        }
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let inner = self.inner.clone();
+        let task = match details.era {
+            Era::Modern => tokio::spawn(listen_modern(
+                inner,
+                uris.clone(),
+                task_ids.clone(),
+                ready_tx,
+            )),
+            Era::Legacy => {
+                if !uris.is_empty() && !caps.resources_subscribe() {
+                    return Err(Error::unsupported(format!(
+                        "{} does not send updates for {}",
+                        self.inner.name,
+                        uris.join(", ")
+                    )));
+                }
+                // Changes reach older servers' clients only on a channel open between
+                // requests (an HTTP server's standalone event stream): make sure there is one.
+                if !uris.is_empty() || announces {
+                    self.inner.transport.listen_ready().await?;
+                }
+                tokio::spawn(listen_legacy(
+                    inner,
+                    uris.clone(),
+                    task_ids.clone(),
+                    ready_tx,
+                ))
+            }
+        };
+        *lock(&self.life.listener) = Some(task.abort_handle());
+        let agreed = match ready_rx.await {
+            Ok(Ok(agreed)) => agreed,
+            Ok(Err(e)) => {
+                self.life.stop_listener();
+                return Err(e);
+            }
+            Err(_) => {
+                self.life.stop_listener();
+                return Err(Error::closed(
+                    "the listener stopped before the server confirmed",
+                ));
+            }
+        };
+        let confirmed: Vec<&str> = agreed
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let confirmed_tasks: Vec<&str> = agreed
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let missing: Vec<&str> = uris
+            .iter()
+            .map(String::as_str)
+            .filter(|u| !confirmed.contains(u))
+            .chain(
+                task_ids
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|t| !confirmed_tasks.contains(t)),
+            )
+            .collect();
+        if !missing.is_empty() {
+            self.life.stop_listener();
+            return Err(Error::unsupported(format!(
+                "{} does not send updates for {}",
+                self.inner.name,
+                missing.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    /// Stops listening (see [`listen`](Self::listen)).
+    pub fn stop_listening(&self) {
+        self.life.stop_listener();
+    }
+
+    /// The OAuth authorization of this server (HTTP servers configured with
+    /// [`HttpConfig::oauth`](crate::HttpConfig::oauth)): for web applications that send
+    /// the user to the authorization server themselves.
+    #[cfg(feature = "http")]
+    pub fn authorization(&self) -> Result<crate::auth::Authorization<'_>> {
+        self.inner.transport.authorization().ok_or_else(|| {
+            Error::config(format!("{} is not configured for OAuth", self.inner.name))
+        })
+    }
+
+    /// Closes the connection: stops a stdio server's process. The next request
+    /// connects again.
+    pub async fn close(&self) -> Result<()> {
+        self.life.stop_listener();
+        let _connecting = self.inner.connect_lock.lock().await;
+        self.inner.reset();
+        self.inner.transport.close().await
+    }
+}
+
+impl Inner {
+    fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn changed(&self, change: Change) {
+        for cb in &self.on_change {
+            cb(&change);
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send(c: &Client) -> impl Future<Output = Result<Vec<Tool>>> + Send + '_ {
+    c.list_tools()
+}

@@ -1,0 +1,480 @@
+//! Protocol paths no real peer shows on demand (version retries, silent probes,
+//! endless input rounds, unknown result types), driven through a scripted
+//! transport. Everything else is tested against real servers in `tests/it`.
+use super::*;
+use crate::jsonrpc::Notification;
+
+type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
+
+enum Step {
+    Reply(Value),
+    Fail(i64, Value),
+    Hang,
+    /// Answers after a while (a slow server).
+    Late(Duration, Box<Step>),
+}
+
+struct Scripted {
+    script: Box<Script>,
+    seen: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Transport for Scripted {
+    fn request(&self, request: Request, _cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        let n = {
+            let mut seen = lock(&self.seen);
+            seen.push(request.clone());
+            seen.len() - 1
+        };
+        let mut step = (self.script)(&request, n);
+        Box::pin(async move {
+            while let Step::Late(after, next) = step {
+                tokio::time::sleep(after).await;
+                step = *next;
+            }
+            match step {
+                Step::Reply(v) => Ok(Response {
+                    id: request.id,
+                    outcome: Ok(v),
+                }),
+                Step::Fail(code, data) => Ok(Response {
+                    id: request.id,
+                    outcome: Err(ErrorObject {
+                        code,
+                        message: "scripted".into(),
+                        data: Some(data),
+                    }),
+                }),
+                Step::Hang | Step::Late(..) => std::future::pending().await,
+            }
+        })
+    }
+    fn notify<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn cancel<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+fn scripted(
+    builder: ClientBuilder,
+    script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
+) -> (Client, Arc<Mutex<Vec<Request>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let t = Scripted {
+        script: Box::new(script),
+        seen: seen.clone(),
+    };
+    (builder.build(t).unwrap(), seen)
+}
+
+fn discover_ok() -> Value {
+    json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "9"}}})
+}
+
+#[tokio::test]
+async fn unsupported_version_is_retried_with_a_listed_version() {
+    let (c, seen) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+        ("server/discover", 0) => Step::Fail(
+            -32022,
+            json!({"supported": ["2026-07-28"], "requested": "x"}),
+        ),
+        ("server/discover", _) => Step::Reply(discover_ok()),
+        _ => Step::Reply(json!({"tools": []})),
+    });
+    let d = c.connect().await.unwrap();
+    assert_eq!(d.era, Era::Modern);
+    assert_eq!(d.info.version, "9");
+    let seen = lock(&seen);
+    assert_eq!(seen.len(), 2);
+    assert_ne!(seen[0].id, seen[1].id);
+    assert_eq!(seen[1].params["_meta"][meta::VERSION], "2026-07-28");
+}
+
+#[tokio::test]
+async fn a_version_error_never_falls_back_to_initialize() {
+    let (c, seen) = scripted(Client::builder(), |_, _| {
+        Step::Fail(-32022, json!({"supported": ["2099-01-01"]}))
+    });
+    let e = c.connect().await.unwrap_err();
+    assert!(e.is_unsupported(), "{e}");
+    assert!(lock(&seen).iter().all(|r| r.method == "server/discover"));
+}
+
+#[tokio::test]
+async fn a_silent_probe_falls_back_to_initialize() {
+    let (c, seen) = scripted(
+        Client::builder().probe_timeout(Duration::from_millis(50)),
+        |r, _| match r.method.as_str() {
+            "server/discover" => Step::Hang,
+            "initialize" => {
+                Step::Reply(json!({"protocolVersion": "2024-11-05", "capabilities": {},
+                                               "serverInfo": {"name": "old", "version": "1"}}))
+            }
+            _ => Step::Reply(json!({})),
+        },
+    );
+    let d = c.connect().await.unwrap();
+    assert_eq!(
+        (d.era, d.protocol_version.as_str()),
+        (Era::Legacy, "2024-11-05")
+    );
+    assert_eq!(lock(&seen)[1].method, "initialize");
+}
+
+fn legacy_ok() -> Value {
+    json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}})
+}
+
+fn late(ms: u64, step: Step) -> Step {
+    Step::Late(Duration::from_millis(ms), Box::new(step))
+}
+
+/// A dual-era server that is slow to start and serves the era of the first request
+/// it reads (the PyPI SDK's rule): its discover answer comes after the probe time,
+/// and the initialize sent meanwhile is refused. The session is modern.
+#[tokio::test(start_paused = true)]
+async fn a_slow_modern_server_is_not_taken_for_an_old_one() {
+    let (c, seen) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+        "server/discover" => late(30_000, Step::Reply(discover_ok())),
+        "initialize" => late(
+            30_001,
+            Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+        ),
+        _ => Step::Reply(json!({})),
+    });
+    let d = c.connect().await.unwrap();
+    assert_eq!(d.era, Era::Modern);
+    let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
+    assert_eq!(methods, ["server/discover", "initialize"]);
+}
+
+/// The same, when the refusal of initialize arrives first: it names a modern
+/// version, so the session waits for (or asks again with) server/discover.
+#[tokio::test(start_paused = true)]
+async fn initialize_refused_for_a_modern_version_means_modern() {
+    let (c, seen) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+        ("server/discover", 0) => Step::Hang,
+        ("server/discover", _) => Step::Reply(discover_ok()),
+        ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+        _ => Step::Reply(json!({})),
+    });
+    // The first probe never answers; the refusal lists a modern version, so the
+    // session asks again at once.
+    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
+    assert_eq!(
+        methods,
+        ["server/discover", "initialize", "server/discover"]
+    );
+    let (c, _) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+        ("server/discover", 0) => late(20_000, Step::Fail(-32601, json!(null))),
+        ("server/discover", _) => Step::Reply(discover_ok()),
+        ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+        _ => Step::Reply(json!({})),
+    });
+    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+}
+
+/// A slow server of the handshake era: discover is refused late, initialize works.
+#[tokio::test(start_paused = true)]
+async fn a_slow_old_server_is_old() {
+    let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+        "server/discover" => late(30_000, Step::Fail(-32601, json!(null))),
+        "initialize" => late(30_001, Step::Reply(legacy_ok())),
+        _ => Step::Reply(json!({})),
+    });
+    let d = c.connect().await.unwrap();
+    assert_eq!(
+        (d.era, d.protocol_version.as_str()),
+        (Era::Legacy, "2025-11-25")
+    );
+}
+
+/// Forced modern waits like any request: no probe clock.
+#[tokio::test(start_paused = true)]
+async fn forced_modern_waits_for_a_slow_server() {
+    let (c, seen) = scripted(
+        Client::builder().protocol(ProtocolMode::Modern),
+        |r, _| match r.method.as_str() {
+            "server/discover" => late(40_000, Step::Reply(discover_ok())),
+            _ => Step::Reply(json!({})),
+        },
+    );
+    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    assert_eq!(lock(&seen).len(), 1);
+    // Past the ordinary timeout it is a timeout that names the setting to raise.
+    let (c, _) = scripted(
+        Client::builder()
+            .protocol(ProtocolMode::Modern)
+            .timeout(Duration::from_secs(10)),
+        |_, _| Step::Hang,
+    );
+    let e = c.connect().await.unwrap_err();
+    assert!(
+        e.is_timeout() && e.to_string().contains("ClientBuilder::timeout"),
+        "{e}"
+    );
+}
+
+/// Where the transport answers every request (HTTP), there is no probe clock at all.
+#[tokio::test(start_paused = true)]
+async fn no_probe_clock_where_every_request_is_answered() {
+    struct Answering(Scripted);
+    impl Transport for Answering {
+        fn request(&self, r: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+            self.0.request(r, cx)
+        }
+        fn notify<'a>(&'a self, n: Notification, v: &'a str) -> BoxFuture<'a, Result<()>> {
+            self.0.notify(n, v)
+        }
+        fn cancel<'a>(&'a self, n: Notification, v: &'a str) -> BoxFuture<'a, Result<()>> {
+            self.0.cancel(n, v)
+        }
+        fn close(&self) -> BoxFuture<'_, Result<()>> {
+            self.0.close()
+        }
+        fn answers_every_request(&self) -> bool {
+            true
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let t = Answering(Scripted {
+        script: Box::new(|r: &Request, _| match r.method.as_str() {
+            "server/discover" => late(45_000, Step::Reply(discover_ok())),
+            _ => Step::Reply(legacy_ok()),
+        }),
+        seen: seen.clone(),
+    });
+    let c = Client::builder().build(t).unwrap();
+    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    assert_eq!(lock(&seen).len(), 1, "no initialize was sent");
+}
+
+/// Forced legacy against a server that only speaks 2026-07-28: an error that says
+/// which setting to change.
+#[tokio::test]
+async fn forced_legacy_against_a_modern_only_server_says_what_to_do() {
+    let (c, _) = scripted(Client::builder().protocol(ProtocolMode::Legacy), |_, _| {
+        Step::Fail(-32022, json!({"supported": ["2026-07-28"]}))
+    });
+    let e = c.connect().await.unwrap_err();
+    assert!(
+        e.is_unsupported() && e.to_string().contains("ProtocolMode::Auto"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_handshake_version_is_refused() {
+    let (c, _) = scripted(Client::builder().protocol(ProtocolMode::Legacy), |_, _| {
+        Step::Reply(json!({"protocolVersion": "1999-01-01", "capabilities": {}}))
+    });
+    let e = c.connect().await.unwrap_err();
+    assert!(
+        e.is_unsupported() && e.to_string().contains("1999-01-01"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn result_types() {
+    let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+        "server/discover" => Step::Reply(discover_ok()),
+        "tools/call" if r.params["name"] == "weird" => {
+            Step::Reply(json!({"resultType": "task", "content": []}))
+        }
+        "tools/call" => {
+            Step::Reply(json!({"content": [{"type": "text", "text": "no resultType"}]}))
+        }
+        _ => Step::Reply(json!({})),
+    });
+    let e = c.call_tool("weird", json!({})).await.unwrap_err();
+    assert!(
+        e.is_invalid_response() && e.to_string().contains("task"),
+        "{e}"
+    );
+    assert_eq!(
+        c.call_tool("plain", json!({})).await.unwrap().text(),
+        "no resultType"
+    );
+}
+
+#[tokio::test]
+async fn input_rounds_are_bounded_and_state_only_retries_at_once() {
+    let (c, seen) = scripted(
+        Client::builder()
+            .max_input_rounds(3)
+            .input_handler(|_r: InputRequest| async { InputResponse::Cancel }),
+        |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            "tools/call" if r.params["name"] == "shed" => match r.params.get("requestState") {
+                None => {
+                    Step::Reply(json!({"resultType": "input_required", "requestState": "s\u{e9}1"}))
+                }
+                Some(_) => Step::Reply(json!({"resultType": "complete", "content": []})),
+            },
+            _ => Step::Reply(json!({"resultType": "input_required",
+                "inputRequests": {"a": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object"}}}},
+                "requestState": "again"})),
+        },
+    );
+    let e = c.call_tool("loop", json!({})).await.unwrap_err();
+    assert!(
+        e.is_invalid_response() && e.to_string().contains("3 rounds"),
+        "{e}"
+    );
+    let calls = lock(&seen)
+        .iter()
+        .filter(|r| r.method == "tools/call")
+        .count();
+    assert_eq!(calls, 4, "the first request and 3 retries");
+    lock(&seen).clear();
+    c.call_tool("shed", json!({})).await.unwrap();
+    let seen = lock(&seen);
+    assert_eq!(seen[1].params["requestState"], "s\u{e9}1");
+    assert!(seen[1].params.get("inputResponses").is_none());
+}
+
+#[tokio::test]
+async fn tasks_are_polled_answered_and_finished() {
+    let polls = Arc::new(Mutex::new(0));
+    let p = polls.clone();
+    let (c, seen) = scripted(
+        Client::builder()
+            .extension("io.modelcontextprotocol/tasks", json!({}))
+            .input_handler(|_r: InputRequest| async { InputResponse::accept(json!({"ok": true})) }),
+        move |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            "tools/call" => Step::Reply(
+                json!({"resultType": "task", "taskId": "t1", "status": "working", "pollIntervalMs": 5}),
+            ),
+            "tasks/get" => {
+                let mut n = lock(&p);
+                *n += 1;
+                Step::Reply(match *n {
+                    1 => json!({"resultType": "complete", "taskId": "t1", "status": "working"}),
+                    2 | 3 => {
+                        json!({"resultType": "complete", "taskId": "t1", "status": "input_required",
+                        "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "ok?", "requestedSchema": {"type": "object"}}}}})
+                    }
+                    _ => {
+                        json!({"resultType": "complete", "taskId": "t1", "status": "completed",
+                        "result": {"content": [{"type": "text", "text": "done"}]}})
+                    }
+                })
+            }
+            _ => Step::Reply(json!({"resultType": "complete"})),
+        },
+    );
+    let r = c.call_tool("long", json!({})).await.unwrap();
+    assert_eq!(r.text(), "done");
+    let seen = lock(&seen);
+    let updates: Vec<&Request> = seen.iter().filter(|r| r.method == "tasks/update").collect();
+    assert_eq!(updates.len(), 1, "each input request is answered once");
+    assert_eq!(
+        updates[0].params["inputResponses"]["confirm"]["action"],
+        "accept"
+    );
+    assert_eq!(updates[0].params["taskId"], "t1");
+}
+
+#[tokio::test]
+async fn a_failed_task_is_an_error_and_a_cancelled_wait_cancels_the_task() {
+    let (c, _) = scripted(
+        Client::builder().extension("io.modelcontextprotocol/tasks", json!({})),
+        |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            "tools/call" => Step::Reply(
+                json!({"resultType": "task", "taskId": "t2", "status": "working", "pollIntervalMs": 5}),
+            ),
+            "tasks/get" => Step::Reply(
+                json!({"taskId": "t2", "status": "failed", "error": {"code": -32000, "message": "disk full"}}),
+            ),
+            _ => Step::Reply(json!({})),
+        },
+    );
+    let e = c.call_tool("x", json!({})).await.unwrap_err();
+    assert!(e.is_protocol() && e.message() == Some("disk full"), "{e}");
+
+    let (c, seen) = scripted(
+        Client::builder().extension("io.modelcontextprotocol/tasks", json!({})),
+        |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            "tools/call" => Step::Reply(
+                json!({"resultType": "task", "taskId": "t3", "status": "working", "pollIntervalMs": 5}),
+            ),
+            "tasks/get" => Step::Reply(json!({"taskId": "t3", "status": "working"})),
+            _ => Step::Reply(json!({})),
+        },
+    );
+    let token = CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        t.cancel();
+    });
+    let e = c
+        .call_tool("x", json!({}))
+        .cancel_on(token)
+        .await
+        .unwrap_err();
+    assert!(e.is_cancelled(), "{e}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(lock(&seen)
+        .iter()
+        .any(|r| r.method == "tasks/cancel" && r.params["taskId"] == "t3"));
+
+    // Without the extension declared, a task answer is invalid.
+    let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+        "server/discover" => Step::Reply(discover_ok()),
+        _ => Step::Reply(json!({"resultType": "task", "taskId": "t4"})),
+    });
+    assert!(c
+        .call_tool("x", json!({}))
+        .await
+        .unwrap_err()
+        .is_invalid_response());
+}
+
+#[tokio::test]
+async fn server_requests_without_handlers_get_errors() {
+    let (c, _) = scripted(
+        Client::builder().roots(vec![crate::input::Root {
+            uri: "file:///p".into(),
+            name: None,
+        }]),
+        |_, _| Step::Reply(json!({})),
+    );
+    let inbox = c.inner.incoming.clone();
+    let ask = |method: &str| {
+        inbox.request(Request {
+            id: Id::Number(1),
+            method: method.into(),
+            params: json!({}),
+        })
+    };
+    assert_eq!(ask("ping").await.outcome, Ok(json!({})));
+    assert_eq!(
+        ask("roots/list").await.outcome,
+        Ok(json!({"roots": [{"uri": "file:///p"}]}))
+    );
+    assert_eq!(
+        ask("sampling/createMessage")
+            .await
+            .outcome
+            .unwrap_err()
+            .code,
+        -32601
+    );
+    assert_eq!(
+        ask("elicitation/create").await.outcome.unwrap_err().code,
+        -32601
+    );
+    assert_eq!(ask("nope/nope").await.outcome.unwrap_err().code, -32601);
+}
