@@ -35,6 +35,8 @@ pub mod __private;
 #[cfg(feature = "http")]
 pub mod auth;
 mod client;
+#[cfg(all(feature = "stdio", feature = "http"))]
+pub mod declared;
 mod error;
 mod hold;
 pub mod input;
@@ -42,8 +44,6 @@ pub mod jsonrpc;
 mod model;
 mod protocol;
 mod secret;
-#[cfg(all(feature = "stdio", feature = "http"))]
-pub mod server;
 mod text;
 pub mod transport;
 pub(crate) mod url_rule;
@@ -56,6 +56,11 @@ pub use client::{
     Started, Task, TaskState, TaskStatus, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS,
     MODERN_VERSIONS,
 };
+#[cfg(all(feature = "stdio", feature = "http"))]
+pub use declared::{
+    expand_template, ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpBuilder, McpTool,
+    ToolShape, Typed,
+};
 pub use error::{Error, Result};
 pub use input::{
     InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput, Root,
@@ -64,11 +69,6 @@ pub use input::{
 pub use mcp_macros::mcp;
 pub use model::*;
 pub use secret::Secret;
-#[cfg(all(feature = "stdio", feature = "http"))]
-pub use server::{
-    expand_template, ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpBuilder, McpTool,
-    ToolShape, Typed,
-};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 pub use transport::http::{HttpConfig, HttpTransport};

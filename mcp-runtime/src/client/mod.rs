@@ -22,9 +22,9 @@ use crate::model::{
     self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
     Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
-use negotiate::{Handshake, Probe};
 use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
+use negotiate::{Handshake, Probe};
 
 mod builder;
 mod cache;

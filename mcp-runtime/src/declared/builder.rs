@@ -1,0 +1,528 @@
+//! Declaring a server: [`McpBuilder`] (how to reach it, how to shape it), checked all
+//! at once when built.
+
+#[allow(unused_imports)]
+use super::*;
+
+pub(super) struct Spec {
+    pub(super) name: String,
+    pub(super) connect: Connect,
+    pub(super) client: Mutex<Option<ClientBuilder>>,
+    pub(super) only: Option<Vec<String>>,
+    pub(super) except: Vec<String>,
+    pub(super) prefix: Option<String>,
+    pub(super) shapes: Vec<ToolShape>,
+    pub(super) local: Vec<Arc<dyn LocalTool>>,
+    pub(super) approvals: Arc<Vec<Approval>>,
+    pub(super) defer: Option<Vec<String>>,
+    pub(super) snapshot: Option<Vec<Tool>>,
+    pub(super) drift: DriftPolicy,
+    pub(super) oauth_with: Option<OAuthFactory>,
+}
+
+pub(super) enum Connect {
+    Stdio(Box<crate::transport::stdio::StdioConfig>),
+    Http(Box<crate::transport::http::HttpConfig>),
+    Custom(TransportFactory),
+    Missing,
+}
+
+/// Builds an [`Mcp`]: the inline form of a declared server.
+///
+/// ```no_run
+/// # #[allow(dead_code)]
+/// # async fn run() -> mcp_runtime::Result<()> {
+/// use mcp_runtime::{Mcp, ToolShape};
+/// let files = Mcp::builder("files")
+///     .command(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])
+///     .prefix("fs")
+///     .only(["read_text_file", "list_directory"])
+///     .tool(ToolShape::new("list_directory").rename("ls").fixed_argument("path", "."))
+///     .build()?;
+/// for tool in files.tools().await? {
+///     println!("{}", tool.name); // fs_read_text_file, ls
+/// }
+/// # Ok(()) }
+/// ```
+pub struct McpBuilder {
+    pub(super) name: String,
+    pub(super) connect: Connect,
+    pub(super) directory: Option<String>,
+    pub(super) env: Vec<(String, ArgEnv)>,
+    pub(super) headers: Vec<(String, Shared<Option<String>>)>,
+    pub(super) bearer: Option<Shared<Option<String>>>,
+    pub(super) timeout: Option<Duration>,
+    pub(super) log_level: Option<LogLevel>,
+    pub(super) input_kinds: Option<InputKinds>,
+    pub(super) extensions: Vec<(String, Value)>,
+    pub(super) only: Option<Vec<String>>,
+    pub(super) except: Vec<String>,
+    pub(super) prefix: Option<String>,
+    pub(super) shapes: Vec<ToolShape>,
+    pub(super) local: Vec<Arc<dyn LocalTool>>,
+    pub(super) approvals: Vec<Approval>,
+    pub(super) defer: Option<Vec<String>>,
+    pub(super) after_change: Vec<ChangeFn>,
+    pub(super) after_progress: Vec<ProgressFn>,
+    pub(super) before_input: Vec<InputFn>,
+    pub(super) context: Context,
+    pub(super) snapshot: Option<String>,
+    pub(super) drift: DriftPolicy,
+    pub(super) oauth: Option<crate::auth::OAuth>,
+    pub(super) oauth_with: Option<OAuthFactory>,
+    pub(super) max_message_size: Option<usize>,
+    pub(super) clean_env: Option<Vec<String>>,
+    pub(super) errors: Vec<String>,
+}
+
+pub(super) enum ArgEnv {
+    Fixed(String),
+    Computed(Shared<String>),
+}
+
+impl fmt::Debug for McpBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpBuilder")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpBuilder {
+    /// The server's Streamable HTTP endpoint.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.connect = Connect::Http(Box::new(crate::transport::http::HttpConfig::new(url)));
+        self
+    }
+    /// The command that starts a local server speaking over stdio (program, then its
+    /// arguments). It starts on the first request.
+    pub fn command<I, S>(mut self, argv: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        match crate::transport::stdio::StdioConfig::from_argv(argv) {
+            Ok(c) => self.connect = Connect::Stdio(Box::new(c)),
+            Err(e) => self.errors.push(e.to_string()),
+        }
+        self
+    }
+    /// A transport of your own, made when the server is first used.
+    pub fn transport<T: Transport>(
+        mut self,
+        make: impl Fn() -> Result<T> + Send + Sync + 'static,
+    ) -> Self {
+        self.connect = Connect::Custom(Arc::new(move || {
+            make().map(|t| Box::new(t) as Box<dyn Transport>)
+        }));
+        self
+    }
+    /// The working directory of a stdio server.
+    pub fn directory(mut self, dir: impl Into<String>) -> Self {
+        self.directory = Some(dir.into());
+        self
+    }
+    /// An environment variable for a stdio server, over the parent's environment.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), ArgEnv::Fixed(value.into())));
+        self
+    }
+    /// Starts a stdio server with a clean environment: of this process's variables only
+    /// the safe default set ([`SAFE_ENV_VARS`](crate::transport::stdio::SAFE_ENV_VARS))
+    /// and those named in `inherit`, plus the declared [`env`](Self::env). Without it
+    /// the server inherits the whole environment.
+    pub fn clean_env<I, S>(mut self, inherit: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.clean_env = Some(inherit.into_iter().map(Into::into).collect());
+        self
+    }
+    /// The largest message the server may send, in bytes (default
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::DEFAULT_MAX_MESSAGE_SIZE), 64 MiB).
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message_size = Some(bytes);
+        self
+    }
+    /// An environment variable computed each time the server starts.
+    pub fn env_with(
+        mut self,
+        key: impl Into<String>,
+        value: impl Fn() -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.env
+            .push((key.into(), ArgEnv::Computed(Arc::new(value))));
+        self
+    }
+    /// An HTTP header sent with every request.
+    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let v = value.into();
+        self.header_with(name, move || Some(v.clone()))
+    }
+    /// An HTTP header computed for every request.
+    pub fn header_with(
+        mut self,
+        name: impl Into<String>,
+        value: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.headers.push((name.into(), Arc::new(value)));
+        self
+    }
+    /// The bearer token.
+    pub fn bearer_token(self, token: impl Into<String>) -> Self {
+        let t = token.into();
+        self.bearer_token_with(move || Some(t.clone()))
+    }
+    /// The bearer token, read for every request (so a rotated token needs no
+    /// reconnect).
+    pub fn bearer_token_with(
+        mut self,
+        token: impl Fn() -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.bearer = Some(Arc::new(token));
+        self
+    }
+    /// How long a request may take.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+    /// Asks the server for log messages at this level and above.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+    /// The kinds of input requests the server may send (default: both, when a
+    /// `before_input_request` callback is set; none otherwise).
+    pub fn input_requests(mut self, kinds: InputKinds) -> Self {
+        self.input_kinds = Some(kinds);
+        self
+    }
+    /// Declares a protocol extension your application supports. `"apps"` and
+    /// `"tasks"` name the MCP Apps and Tasks extensions; others need a vendor prefix.
+    pub fn extension(mut self, name: &str, settings: Value) -> Self {
+        let (full, defaults) = match name {
+            "apps" => (
+                "io.modelcontextprotocol/ui".to_owned(),
+                serde_json::json!({"mimeTypes": ["text/html;profile=mcp-app"]}),
+            ),
+            "tasks" => (
+                "io.modelcontextprotocol/tasks".to_owned(),
+                serde_json::json!({}),
+            ),
+            other => (other.to_owned(), serde_json::json!({})),
+        };
+        let mut merged = defaults;
+        if let (Some(m), Value::Object(s)) = (merged.as_object_mut(), settings) {
+            m.extend(s);
+        }
+        self.extensions.push((full, merged));
+        self
+    }
+    /// Only these server tools reach the model.
+    pub fn only<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.only = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+    /// These server tools are hidden from the model.
+    pub fn except<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        self.except.extend(names.into_iter().map(Into::into));
+        self
+    }
+    /// Prefixes the server's tool names (`search` → `github_search`), except tools
+    /// renamed with [`ToolShape::rename`].
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+    /// Shapes a server tool.
+    pub fn tool(mut self, shape: ToolShape) -> Self {
+        self.shapes.push(shape);
+        self
+    }
+    /// Adds a tool of your own next to the server's.
+    pub fn local_tool(mut self, tool: impl LocalTool) -> Self {
+        self.local.push(Arc::new(tool));
+        self
+    }
+    /// These tools need approval before they run (an empty list: every tool).
+    pub fn requires_approval<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        names: I,
+    ) -> Self {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        self.approvals.push(Approval {
+            names: (!names.is_empty()).then_some(names),
+            predicate: None,
+        });
+        self
+    }
+    /// These tools (an empty list: every tool) need approval when `predicate` says so,
+    /// evaluated for every call.
+    pub fn requires_approval_if<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        names: I,
+        predicate: impl Fn(&Tool) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        self.approvals.push(Approval {
+            names: (!names.is_empty()).then_some(names),
+            predicate: Some(Arc::new(predicate)),
+        });
+        self
+    }
+    /// Keeps these tools (an empty list: every tool) out of the model's context until
+    /// a tool search loads them.
+    pub fn defer<I: IntoIterator<Item = S>, S: Into<String>>(mut self, names: I) -> Self {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        match (&mut self.defer, names.is_empty()) {
+            (_, true) => self.defer = Some(Vec::new()),
+            (Some(existing), false) if !existing.is_empty() => existing.extend(names),
+            (Some(_), false) => {}
+            (None, false) => self.defer = Some(names),
+        }
+        self
+    }
+    /// Runs when the server announces a change (its cached tools are already gone).
+    pub fn after_change(mut self, f: impl Fn(&Change) + Send + Sync + 'static) -> Self {
+        self.after_change.push(Arc::new(f));
+        self
+    }
+    /// Runs with every progress report.
+    pub fn after_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+        self.after_progress.push(Arc::new(f));
+        self
+    }
+    /// Answers the server's requests for input; several may be set, and the first that
+    /// returns an answer wins. A request none answers is declined.
+    pub fn before_input_request<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(InputRequest) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Option<InputResponse>> + Send + 'static,
+    {
+        self.before_input.push(Arc::new(move |r| Box::pin(f(r))));
+        self
+    }
+    /// Authorizes with OAuth when an HTTP server asks for it (see [`crate::auth`]).
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// OAuth settings made when the server is first used (so they can read the
+    /// declaring struct's inputs and methods).
+    pub fn oauth_with(
+        mut self,
+        make: impl Fn() -> Option<crate::auth::OAuth> + Send + Sync + 'static,
+    ) -> Self {
+        self.oauth_with = Some(Arc::new(make));
+        self
+    }
+
+    /// Per-connection configuration (HTTP proxy, request timeout).
+    pub fn context(mut self, context: Context) -> Self {
+        self.context = context;
+        self
+    }
+    /// The committed snapshot of the server's lists (`.mcp/<name>.json`), to report
+    /// drift when the live tool list differs.
+    pub fn snapshot(mut self, json: &str) -> Self {
+        self.snapshot = Some(json.to_owned());
+        self
+    }
+    /// What to do about drift from the snapshot (default: warn).
+    pub fn drift(mut self, policy: DriftPolicy) -> Self {
+        self.drift = policy;
+        self
+    }
+
+    /// Checks the declaration. Nothing connects until the server is first used.
+    pub fn build(self) -> Result<Mcp> {
+        let mut errors = self.errors;
+        let mut client = Client::builder().name(self.name.clone());
+        if let Some(t) = self.timeout.or(self.context.request_timeout) {
+            client = client.timeout(t);
+        }
+        if let Some(l) = self.log_level {
+            client = client.log_level(l);
+        }
+        for (name, settings) in self.extensions {
+            if !name.contains('/') {
+                errors.push(format!(
+                    "extension `{name}` needs a vendor prefix, like `com.example/{name}` (or use \"apps\" or \"tasks\")"
+                ));
+                continue;
+            }
+            client = client.extension(name, settings);
+        }
+        let chain = Arc::new(self.before_input);
+        if !chain.is_empty() {
+            let chain = chain.clone();
+            client = client.input_handler(move |req: InputRequest| {
+                let chain = chain.clone();
+                async move {
+                    for f in chain.iter() {
+                        if let Some(answer) = f(req.clone()).await {
+                            return answer;
+                        }
+                    }
+                    InputResponse::Decline
+                }
+            });
+        }
+        if let Some(k) = self.input_kinds {
+            client = client.input_kinds(k);
+        }
+        let tools_cache: Arc<Mutex<Option<Arc<Vec<McpTool>>>>> = Arc::new(Mutex::new(None));
+        {
+            let cache = tools_cache.clone();
+            let callbacks = self.after_change;
+            client = client.on_change(move |change| {
+                if *change == Change::Tools {
+                    *lock(&cache) = None;
+                }
+                for cb in &callbacks {
+                    cb(change);
+                }
+            });
+        }
+        for cb in self.after_progress {
+            client = client.on_progress(move |p| cb(p));
+        }
+        let connect = match self.connect {
+            Connect::Stdio(c) => {
+                let mut c = *c;
+                if let Some(d) = self.directory {
+                    c = c.directory(d);
+                }
+                if let Some(inherit) = self.clean_env {
+                    c = c.clean_env();
+                    for name in inherit {
+                        c = c.inherit_env(name);
+                    }
+                }
+                if let Some(n) = self.max_message_size {
+                    c = c.max_message_size(n);
+                }
+                let mut fixed = Vec::new();
+                let mut computed = Vec::new();
+                for (k, v) in self.env {
+                    match v {
+                        ArgEnv::Fixed(v) => fixed.push((k, v)),
+                        ArgEnv::Computed(f) => computed.push((k, f)),
+                    }
+                }
+                for (k, v) in fixed {
+                    c = c.env(k, v);
+                }
+                if !computed.is_empty() {
+                    c = c
+                        .env_with(move || computed.iter().map(|(k, f)| (k.clone(), f())).collect());
+                }
+                Connect::Stdio(Box::new(c))
+            }
+            Connect::Http(c) => {
+                let mut c = *c;
+                if let Some(n) = self.max_message_size {
+                    c = c.max_message_size(n);
+                }
+                for (name, f) in self.headers {
+                    c = c.header_with(name, move || f());
+                }
+                if let Some(b) = self.bearer {
+                    c = c.bearer_token_with(move || {
+                        let t = b().map(crate::Secret::new);
+                        async move { Ok(t) }
+                    });
+                }
+                if let Some(p) = self.context.http_proxy {
+                    c = c.proxy(p);
+                }
+                if let Some(t) = self.context.request_timeout {
+                    c = c.request_timeout(t);
+                }
+                if let Some(o) = self.oauth {
+                    c = c.oauth(o);
+                }
+                // Check the URL now: a bad one is a configuration error, not a
+                // surprise on first use.
+                if let Err(e) = crate::transport::http::HttpTransport::new(c.clone()) {
+                    errors.push(e.to_string());
+                }
+                Connect::Http(Box::new(c))
+            }
+            other => other,
+        };
+        if matches!(connect, Connect::Missing) {
+            errors.push(format!(
+                "server `{}` has no `url`, `command` or `transport`",
+                self.name
+            ));
+        }
+        let snapshot = match self.snapshot.as_deref().map(parse_snapshot) {
+            None => None,
+            Some(Ok(t)) => Some(t),
+            Some(Err(e)) => {
+                errors.push(e);
+                None
+            }
+        };
+        if !errors.is_empty() {
+            return Err(Error::config(errors.join("; ")));
+        }
+        Ok(Mcp {
+            spec: Arc::new(Spec {
+                name: self.name,
+                connect,
+                client: Mutex::new(Some(client)),
+                only: self.only,
+                except: self.except,
+                prefix: self.prefix,
+                shapes: self.shapes,
+                local: self.local,
+                approvals: Arc::new(self.approvals),
+                defer: self.defer,
+                snapshot,
+                drift: self.drift,
+                oauth_with: self.oauth_with,
+            }),
+            client: Arc::new(OnceLock::new()),
+            tools: tools_cache,
+        })
+    }
+}
+
+/// Two tools a model would see under one name (a local tool and a server tool, or a
+/// rename that lands on another tool's name) are a configuration error naming both:
+/// a call could only ever reach one of them.
+pub(super) fn check_unique(server: &str, tools: &[McpTool]) -> Result<()> {
+    let what = |t: &McpTool| match &t.server_name {
+        Some(n) if *n == t.name => format!("{server}'s tool `{n}`"),
+        Some(n) => format!("{server}'s tool `{n}` (shown as `{}`)", t.name),
+        None => format!("the local tool `{}`", t.name),
+    };
+    let mut problems = Vec::new();
+    for (i, a) in tools.iter().enumerate() {
+        if let Some(b) = tools[..i].iter().find(|b| b.name == a.name) {
+            problems.push(format!(
+                "two tools would reach the model as `{}`: {} and {}; rename one (`tool(\"…\", as = …)`) or set a `prefix`",
+                a.name,
+                what(b),
+                what(a)
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::config(problems.join("; ")))
+    }
+}
+
+pub(super) fn parse_snapshot(json: &str) -> std::result::Result<Vec<Tool>, String> {
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| format!("the snapshot is not valid JSON: {e}"))?;
+    let tools = v.get("tools").cloned().unwrap_or(Value::Array(Vec::new()));
+    serde_json::from_value(tools).map_err(|e| format!("the snapshot's tools are malformed: {e}"))
+}

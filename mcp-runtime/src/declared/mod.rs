@@ -1,0 +1,657 @@
+//! A declared server used as an object: the runtime model behind `#[mcp(...)]` and
+//! the inline [`Mcp::builder`].
+//!
+//! An [`Mcp`] knows how to reach its server and how to shape what a model sees of it:
+//! which tools (`only`, `except`), under which names (`prefix`, renames), with which
+//! arguments fixed, with which results wrapped, which need approval and which are
+//! deferred, plus tools of your own. It connects on first use.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::client::{Change, Client, ClientBuilder, RequestOptions};
+use crate::error::{Error, Result};
+use crate::input::{InputKinds, InputRequest, InputResponse};
+use crate::model::{
+    CallToolResult, Completion, CompletionRef, GetPromptResult, LogLevel, Progress, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, Tool,
+};
+use crate::transport::{BoxFuture, Transport};
+
+mod builder;
+mod shape;
+#[cfg(test)]
+mod tests;
+mod typed;
+
+pub use builder::McpBuilder;
+use builder::{check_unique, Connect, Spec};
+use shape::Approval;
+pub use shape::{ArgValue, Context, DriftPolicy, LocalTool, McpTool, ToolShape};
+pub use typed::Typed;
+
+type Shared<T> = Arc<dyn Fn() -> T + Send + Sync>;
+type WrapFn =
+    Arc<dyn Fn(CallToolResult, Value) -> BoxFuture<'static, Result<CallToolResult>> + Send + Sync>;
+type InputFn = Arc<dyn Fn(InputRequest) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;
+type Predicate = Arc<dyn Fn(&Tool) -> bool + Send + Sync>;
+type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
+type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+type TransportFactory = Arc<dyn Fn() -> Result<Box<dyn Transport>> + Send + Sync>;
+type OAuthFactory = Arc<dyn Fn() -> Option<crate::auth::OAuth> + Send + Sync>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The closest of `candidates` to `name`, when close enough to be a likely typo.
+pub(crate) fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    /// Edit distance counting a swap of neighbours as one edit (optimal string
+    /// alignment), so `ulr` is one edit from `url`.
+    fn distance(a: &str, b: &str) -> usize {
+        let a: Vec<char> = a.chars().collect();
+        let b: Vec<char> = b.chars().collect();
+        let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+        for (i, row) in d.iter_mut().enumerate() {
+            row[0] = i;
+        }
+        for (j, cell) in d[0].iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
+            for j in 1..=b.len() {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut v = (d[i - 1][j] + 1)
+                    .min(d[i][j - 1] + 1)
+                    .min(d[i - 1][j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    v = v.min(d[i - 2][j - 2] + 1);
+                }
+                d[i][j] = v;
+            }
+        }
+        d[a.len()][b.len()]
+    }
+    candidates
+        .into_iter()
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1) && *d < name.chars().count())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// A declared server, used as an object: tools shaped for a model, prompts,
+/// resources, and the session underneath. Cheap to clone.
+#[derive(Clone)]
+pub struct Mcp {
+    spec: Arc<Spec>,
+    client: Arc<OnceLock<std::result::Result<Client, String>>>,
+    tools: Arc<Mutex<Option<Arc<Vec<McpTool>>>>>,
+}
+
+impl fmt::Debug for Mcp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mcp")
+            .field("name", &self.spec.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Mcp {
+    /// Declares a server inline (without writing a struct).
+    pub fn builder(name: impl Into<String>) -> McpBuilder {
+        McpBuilder {
+            name: name.into(),
+            connect: Connect::Missing,
+            directory: None,
+            env: Vec::new(),
+            headers: Vec::new(),
+            bearer: None,
+            timeout: None,
+            log_level: None,
+            input_kinds: None,
+            extensions: Vec::new(),
+            only: None,
+            except: Vec::new(),
+            prefix: None,
+            shapes: Vec::new(),
+            local: Vec::new(),
+            approvals: Vec::new(),
+            defer: None,
+            after_change: Vec::new(),
+            after_progress: Vec::new(),
+            before_input: Vec::new(),
+            context: Context::default(),
+            snapshot: None,
+            drift: DriftPolicy::Warn,
+            oauth: None,
+            oauth_with: None,
+            max_message_size: None,
+            clean_env: None,
+            errors: Vec::new(),
+        }
+    }
+
+    /// The name that identifies this server (the snake_case of a declared struct).
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The session underneath (connecting happens on its first request).
+    pub fn client(&self) -> Result<&Client> {
+        let made = self.client.get_or_init(|| {
+            let builder = lock(&self.spec.client)
+                .take()
+                .ok_or("the client was already built")?;
+            let built = match &self.spec.connect {
+                Connect::Stdio(c) => builder.stdio((**c).clone()),
+                Connect::Http(c) => {
+                    let mut c = c.as_ref().clone();
+                    if let Some(make) = &self.spec.oauth_with {
+                        if let Some(o) = make() {
+                            c = c.oauth(o);
+                        }
+                    }
+                    builder.http(c)
+                }
+                Connect::Custom(make) => make().and_then(|t| builder.build(BoxedTransport(t))),
+                Connect::Missing => Err(Error::config("no url, command or transport")),
+            };
+            built.map_err(|e| e.to_string())
+        });
+        made.as_ref().map_err(|e| Error::config(e.clone()))
+    }
+
+    /// The tools a model sees, shaped by `only`, `except`, `prefix` and the tool
+    /// declarations, followed by your own tools. Fetched once; fetched again after the
+    /// server says its list changed, or after a call fails because a tool is gone. Tools
+    /// only an MCP App's UI may call are in the list, flagged
+    /// [`app_only`](McpTool::app_only).
+    ///
+    /// Fails with a configuration error when a declaration names a tool the server does
+    /// not offer.
+    pub async fn tools(&self) -> Result<Vec<McpTool>> {
+        if let Some(t) = lock(&self.tools).clone() {
+            return Ok(t.as_ref().clone());
+        }
+        let server_tools = self.client()?.list_tools().await?;
+        self.check_declarations(&server_tools)?;
+        self.check_drift(&server_tools)?;
+        let shaped = Arc::new(self.shape(server_tools)?);
+        *lock(&self.tools) = Some(shaped.clone());
+        Ok(shaped.as_ref().clone())
+    }
+
+    fn check_declarations(&self, tools: &[Tool]) -> Result<()> {
+        let spec = &self.spec;
+        let offered: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let mut named: Vec<(&str, &str)> = Vec::new();
+        for n in spec.only.iter().flatten() {
+            named.push(("only", n));
+        }
+        for n in &spec.except {
+            named.push(("except", n));
+        }
+        for s in &spec.shapes {
+            named.push(("tool", &s.name));
+        }
+        for a in spec.approvals.iter() {
+            for n in a.names.iter().flatten() {
+                named.push(("requires_approval", n));
+            }
+        }
+        for n in spec.defer.iter().flatten() {
+            named.push(("defer", n));
+        }
+        let locals: Vec<String> = spec.local.iter().map(|l| l.definition().name).collect();
+        let mut problems = Vec::new();
+        for (setting, name) in named {
+            if offered.contains(&name) || locals.iter().any(|l| l == name) {
+                continue;
+            }
+            let hint = did_you_mean(name, offered.iter().copied())
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
+            problems.push(format!(
+                "`{setting}` names `{name}`, which {} does not offer{hint}",
+                spec.name
+            ));
+        }
+        for s in &spec.shapes {
+            if let Some(tool) = tools.iter().find(|t| t.name == s.name) {
+                for (k, _) in &s.fixed {
+                    let known = tool
+                        .input_schema
+                        .get("properties")
+                        .and_then(|p| p.get(k))
+                        .is_some();
+                    if !known {
+                        problems.push(format!(
+                            "fixed argument `{k}` is not an argument of `{}`",
+                            s.name
+                        ));
+                    }
+                }
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::config(problems.join("; ")))
+        }
+    }
+
+    fn check_drift(&self, live: &[Tool]) -> Result<()> {
+        let Some(snapshot) = &self.spec.snapshot else {
+            return Ok(());
+        };
+        if self.spec.drift == DriftPolicy::Ignore {
+            return Ok(());
+        }
+        let mut drift = Vec::new();
+        for old in snapshot {
+            match live.iter().find(|t| t.name == old.name) {
+                None => drift.push(format!("tool `{}` was removed", old.name)),
+                Some(new) if new.input_schema != old.input_schema => {
+                    drift.push(format!("the arguments of `{}` changed", old.name))
+                }
+                Some(new) if new.output_schema != old.output_schema => {
+                    drift.push(format!("the output of `{}` changed", old.name))
+                }
+                Some(_) => {}
+            }
+        }
+        if drift.is_empty() {
+            return Ok(());
+        }
+        let msg = format!(
+            "{} differs from its snapshot: {}; refresh it with `mcp snapshot`",
+            self.spec.name,
+            drift.join(", ")
+        );
+        match self.spec.drift {
+            DriftPolicy::Error => Err(Error::config(msg)),
+            _ => {
+                tracing::warn!(server = %self.spec.name, "{msg}");
+                Ok(())
+            }
+        }
+    }
+
+    fn shape(&self, tools: Vec<Tool>) -> Result<Vec<McpTool>> {
+        let spec = &self.spec;
+        let mut out = Vec::new();
+        for tool in tools {
+            if spec.only.as_ref().is_some_and(|o| !o.contains(&tool.name))
+                || spec.except.contains(&tool.name)
+            {
+                continue;
+            }
+            let shape = spec.shapes.iter().find(|s| s.name == tool.name);
+            let name = match (shape.and_then(|s| s.rename.clone()), &spec.prefix) {
+                (Some(r), _) => r,
+                (None, Some(p)) => format!("{p}_{}", tool.name),
+                (None, None) => tool.name.clone(),
+            };
+            let mut input_schema = tool.input_schema.clone();
+            if let Some(shape) = shape {
+                for (k, _) in &shape.fixed {
+                    if let Some(props) = input_schema
+                        .get_mut("properties")
+                        .and_then(Value::as_object_mut)
+                    {
+                        props.shift_remove(k);
+                    }
+                    if let Some(req) = input_schema
+                        .get_mut("required")
+                        .and_then(Value::as_array_mut)
+                    {
+                        req.retain(|r| r.as_str() != Some(k));
+                    }
+                }
+            }
+            let deferred = spec
+                .defer
+                .as_ref()
+                .is_some_and(|d| d.is_empty() || d.contains(&tool.name));
+            out.push(McpTool {
+                name,
+                description: shape
+                    .and_then(|s| s.description.clone())
+                    .or_else(|| tool.description.clone()),
+                input_schema,
+                deferred,
+                app_only: tool.is_app_only(),
+                server_name: Some(tool.name.clone()),
+                definition: Some(tool),
+                approvals: spec.approvals.clone(),
+            });
+        }
+        for local in &spec.local {
+            let def = local.definition();
+            let deferred = spec
+                .defer
+                .as_ref()
+                .is_some_and(|d| d.is_empty() || d.contains(&def.name));
+            out.push(McpTool {
+                name: def.name.clone(),
+                server_name: None,
+                description: def.description.clone(),
+                input_schema: def.input_schema.clone(),
+                deferred,
+                app_only: false,
+                definition: Some(def),
+                approvals: spec.approvals.clone(),
+            });
+        }
+        check_unique(&spec.name, &out)?;
+        Ok(out)
+    }
+
+    /// Calls a tool by the name the model sees (or the server's name), with fixed
+    /// arguments added and the result wrapped as declared. A tool that fails returns a
+    /// result whose `is_error()` is true; a protocol error is an `Err`.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Mcp::call`] with per-call options: a timeout, a progress callback, a
+    /// cancellation token.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let tools = self.tools().await?;
+        let tool = tools.iter().find(|t| t.name == name).or_else(|| {
+            tools
+                .iter()
+                .find(|t| t.server_name.as_deref() == Some(name))
+        });
+        let Some(tool) = tool else {
+            let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
+            return Err(Error::config(format!(
+                "{} has no tool `{name}`{hint}",
+                self.spec.name
+            )));
+        };
+        let Some(server_name) = tool.server_name.clone() else {
+            let local = self
+                .spec
+                .local
+                .iter()
+                .find(|l| l.definition().name == tool.name)
+                .cloned()
+                .ok_or_else(|| Error::config(format!("tool `{name}` is gone")))?;
+            return local.call(self, arguments).await;
+        };
+        let mut args = match arguments {
+            Value::Null => Map::new(),
+            Value::Object(m) => m,
+            _ => return Err(Error::config("tool arguments must be a JSON object")),
+        };
+        let shape = self.spec.shapes.iter().find(|s| s.name == server_name);
+        if let Some(shape) = shape {
+            for (k, v) in &shape.fixed {
+                args.insert(k.clone(), v.get());
+            }
+        }
+        let args = Value::Object(args);
+        let result = match self
+            .client()?
+            .call_tool(&server_name, args.clone())
+            .options(options)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                if e.is_not_found() {
+                    // The tool may be gone: fetch the list again next time.
+                    *lock(&self.tools) = None;
+                }
+                return Err(e);
+            }
+        };
+        match shape.and_then(|s| s.wrap.clone()) {
+            Some(wrap) => wrap(result, args).await,
+            None => Ok(result),
+        }
+    }
+
+    /// The prompts the server offers.
+    pub async fn prompts(&self) -> Result<Vec<Prompt>> {
+        self.client()?.list_prompts().await
+    }
+
+    /// Fills in a prompt; its messages are ready for a chat.
+    pub async fn prompt<I, K, V>(&self, name: &str, arguments: I) -> Result<GetPromptResult>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        self.client()?.get_prompt(name, arguments).await
+    }
+
+    /// The resources the server lists.
+    pub async fn resources(&self) -> Result<Vec<Resource>> {
+        self.client()?.list_resources().await
+    }
+
+    /// Reads a resource.
+    pub async fn resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        let read = self.client()?.read_resource(uri).await?;
+        if read.contents.is_empty() {
+            return Err(Error::invalid_response(format!(
+                "{} returned no content for {uri}",
+                self.spec.name
+            )));
+        }
+        Ok(read)
+    }
+
+    /// Reads a resource from a template (RFC 6570), filling in its variables.
+    pub async fn resource_from_template(
+        &self,
+        template: &str,
+        variables: &[(&str, &str)],
+    ) -> Result<ReadResourceResult> {
+        let uri = expand_template(template, variables)?;
+        self.resource(&uri).await
+    }
+
+    /// The server's resource templates.
+    pub async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        self.client()?.list_resource_templates().await
+    }
+
+    /// Suggests values for an argument of a prompt or resource template.
+    pub async fn complete(
+        &self,
+        reference: CompletionRef,
+        argument: &str,
+        value: &str,
+        context: &[(&str, &str)],
+    ) -> Result<Completion> {
+        self.client()?
+            .complete(reference, argument, value, context)
+            .await
+    }
+
+    /// The server's instructions for using it, if any.
+    pub async fn instructions(&self) -> Result<Option<String>> {
+        self.client()?.instructions().await
+    }
+
+    /// The version the server reports for itself, if any.
+    pub async fn version(&self) -> Result<Option<String>> {
+        self.client()?.server_version().await
+    }
+
+    /// Listens for the server's changes (see [`Client::listen`]).
+    pub async fn listen(&self, resources: &[&str]) -> Result<()> {
+        self.client()?.listen(resources).await
+    }
+
+    /// Listens for changes of resources and of tasks' statuses (see
+    /// [`Client::listen_for`]); task changes reach `after_change` as
+    /// [`Change::Task`](crate::Change::Task).
+    pub async fn listen_for(&self, resources: &[&str], tasks: &[&str]) -> Result<()> {
+        self.client()?.listen_for(resources, tasks).await
+    }
+
+    /// Starts a server tool in the background (see [`Client::start_tool`]), with the
+    /// declaration's fixed arguments; `name` is the model-facing name or the server's.
+    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
+        let tools = self.tools().await?;
+        let tool = tools
+            .iter()
+            .find(|t| t.name == name)
+            .or_else(|| {
+                tools
+                    .iter()
+                    .find(|t| t.server_name.as_deref() == Some(name))
+            })
+            .ok_or_else(|| Error::config(format!("{} has no tool `{name}`", self.spec.name)))?;
+        let server_name = tool.server_name.clone().ok_or_else(|| {
+            Error::config(format!("`{name}` is a local tool: it runs in this process"))
+        })?;
+        let mut args = match arguments {
+            Value::Null => Map::new(),
+            Value::Object(m) => m,
+            _ => return Err(Error::config("tool arguments must be a JSON object")),
+        };
+        if let Some(shape) = self.spec.shapes.iter().find(|s| s.name == server_name) {
+            for (k, v) in &shape.fixed {
+                args.insert(k.clone(), v.get());
+            }
+        }
+        self.client()?
+            .start_tool(&server_name, Value::Object(args))
+            .await
+    }
+
+    /// The task with this id (see [`Client::task`]).
+    pub fn task(&self, id: impl Into<String>) -> Result<crate::Task> {
+        Ok(self.client()?.task(id))
+    }
+
+    /// The tools a model may be offered: [`tools`](Self::tools) without those only an
+    /// MCP App's UI may call.
+    pub async fn model_tools(&self) -> Result<Vec<McpTool>> {
+        Ok(self
+            .tools()
+            .await?
+            .into_iter()
+            .filter(|t| !t.app_only)
+            .collect())
+    }
+
+    /// Reads an MCP App's UI resource (see [`Client::read_ui`]).
+    pub async fn read_ui(&self, uri: &str) -> Result<crate::UiResource> {
+        self.client()?.read_ui(uri).await
+    }
+
+    /// The URL to send the user to so they can authorize this server (OAuth servers).
+    /// The authorization server redirects back to `redirect_uri`; pass the callback's
+    /// parameters to [`authorize`](Self::authorize).
+    pub async fn authorization_url(&self, redirect_uri: &str) -> Result<String> {
+        self.client()?.authorization()?.url(redirect_uri).await
+    }
+
+    /// Completes an authorization with the callback's parameters (a redirect URL or
+    /// its query). Fails when they do not match what `authorization_url` started.
+    pub async fn authorize(&self, callback: &str) -> Result<()> {
+        self.client()?
+            .authorization()?
+            .complete(crate::auth::Callback::from_url(callback))
+            .await
+    }
+
+    /// Whether the owner has authorized this server.
+    pub fn is_authorized(&self) -> bool {
+        self.client()
+            .ok()
+            .and_then(|c| c.authorization().ok())
+            .is_some_and(|a| a.is_authorized())
+    }
+
+    /// Forgets the owner's credentials for this server.
+    pub async fn deauthorize(&self) -> Result<()> {
+        self.client()?.authorization()?.forget().await
+    }
+
+    /// Closes the connection (stops a stdio server); the next request reconnects.
+    pub async fn close(&self) -> Result<()> {
+        *lock(&self.tools) = None;
+        match self.client.get() {
+            Some(Ok(c)) => c.close().await,
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Expands an RFC 6570 URI template.
+pub fn expand_template(template: &str, variables: &[(&str, &str)]) -> Result<String> {
+    use iri_string::spec::UriSpec;
+    use iri_string::template::simple_context::SimpleContext;
+    use iri_string::template::UriTemplateStr;
+    let t = UriTemplateStr::new(template)
+        .map_err(|e| Error::config(format!("`{template}` is not a URI template: {e}")))?;
+    let mut ctx = SimpleContext::new();
+    for (k, v) in variables {
+        ctx.insert(*k, *v);
+    }
+    let expanded = t
+        .expand::<UriSpec, _>(&ctx)
+        .map_err(|e| Error::config(format!("cannot expand `{template}`: {e}")))?;
+    Ok(expanded.to_string())
+}
+
+struct BoxedTransport(Box<dyn Transport>);
+
+impl Transport for BoxedTransport {
+    fn request(
+        &self,
+        r: crate::jsonrpc::Request,
+        cx: crate::RequestContext,
+    ) -> BoxFuture<'_, Result<crate::jsonrpc::Response>> {
+        self.0.request(r, cx)
+    }
+    fn notify<'a>(
+        &'a self,
+        n: crate::jsonrpc::Notification,
+        v: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.0.notify(n, v)
+    }
+    fn cancel<'a>(
+        &'a self,
+        n: crate::jsonrpc::Notification,
+        v: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.0.cancel(n, v)
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        self.0.close()
+    }
+    fn era_hint(&self) -> Option<crate::Era> {
+        self.0.era_hint()
+    }
+    fn mirrors_param_headers(&self) -> bool {
+        self.0.mirrors_param_headers()
+    }
+    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
+        self.0.authorization()
+    }
+}

@@ -1,0 +1,230 @@
+//! How a model sees a declared server's tools: shapes (rename, fixed arguments, wrap),
+//! local tools, approvals, and the resulting [`McpTool`].
+
+#[allow(unused_imports)]
+use super::*;
+
+/// Per-connection configuration shared by many servers (the seed's `context:`): an HTTP
+/// proxy and a request timeout.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    pub(super) http_proxy: Option<String>,
+    pub(super) request_timeout: Option<Duration>,
+}
+
+impl Context {
+    /// An empty context.
+    pub fn new() -> Self {
+        Context::default()
+    }
+    /// An HTTP proxy (`http://host:port`) for `https://` servers.
+    pub fn http_proxy(mut self, proxy: impl Into<String>) -> Self {
+        self.http_proxy = Some(proxy.into());
+        self
+    }
+    /// How long a request may take, for servers that set no `timeout` of their own.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = Some(timeout);
+        self
+    }
+}
+
+/// A value sent for a fixed argument: the same every time, or computed per call.
+#[derive(Clone)]
+pub enum ArgValue {
+    /// The same value every call.
+    Fixed(Value),
+    /// Computed for every call.
+    Computed(Shared<Value>),
+}
+
+impl fmt::Debug for ArgValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgValue::Fixed(v) => write!(f, "Fixed({v})"),
+            ArgValue::Computed(_) => f.write_str("Computed"),
+        }
+    }
+}
+
+impl ArgValue {
+    pub(super) fn get(&self) -> Value {
+        match self {
+            ArgValue::Fixed(v) => v.clone(),
+            ArgValue::Computed(f) => f(),
+        }
+    }
+}
+
+/// How to present one server tool: another name, another description, arguments the
+/// model does not see (always sent), and a wrapper for its results.
+#[derive(Clone)]
+pub struct ToolShape {
+    pub(super) name: String,
+    pub(super) rename: Option<String>,
+    pub(super) description: Option<String>,
+    pub(super) fixed: Vec<(String, ArgValue)>,
+    pub(super) wrap: Option<WrapFn>,
+}
+
+impl fmt::Debug for ToolShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolShape")
+            .field("name", &self.name)
+            .field("rename", &self.rename)
+            .field("description", &self.description)
+            .field(
+                "fixed",
+                &self.fixed.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .field("wrap", &self.wrap.is_some())
+            .finish()
+    }
+}
+
+impl ToolShape {
+    /// Shapes the server tool `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolShape {
+            name: name.into(),
+            rename: None,
+            description: None,
+            fixed: Vec::new(),
+            wrap: None,
+        }
+    }
+    /// The name the model sees (it calls the server's name). A renamed tool is not
+    /// prefixed.
+    pub fn rename(mut self, name: impl Into<String>) -> Self {
+        self.rename = Some(name.into());
+        self
+    }
+    /// What the model reads about the tool.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+    /// An argument removed from the model's view and always sent with this value.
+    pub fn fixed_argument(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.fixed
+            .push((name.into(), ArgValue::Fixed(value.into())));
+        self
+    }
+    /// An argument removed from the model's view, its value computed for every call.
+    pub fn fixed_argument_with(
+        mut self,
+        name: impl Into<String>,
+        value: impl Fn() -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.fixed
+            .push((name.into(), ArgValue::Computed(Arc::new(value))));
+        self
+    }
+    /// Receives the server's result and the call's arguments; returns what the model
+    /// sees.
+    pub fn wrap<F, Fut>(mut self, wrap: F) -> Self
+    where
+        F: Fn(CallToolResult, Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<CallToolResult>> + Send + 'static,
+    {
+        self.wrap = Some(Arc::new(move |r, a| Box::pin(wrap(r, a))));
+        self
+    }
+}
+
+/// A tool of your own, offered next to the server's. It gets the server handle on
+/// every call, so it can call the server.
+pub trait LocalTool: Send + Sync + 'static {
+    /// Its definition (name, description, input schema) as the model sees it.
+    fn definition(&self) -> Tool;
+    /// Runs it.
+    fn call<'a>(
+        &'a self,
+        server: &'a Mcp,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<CallToolResult>>;
+}
+
+/// What to do when the live tool list differs from the committed snapshot.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DriftPolicy {
+    /// Log a warning (the default).
+    #[default]
+    Warn,
+    /// Fail with a configuration error.
+    Error,
+    /// Say nothing.
+    Ignore,
+}
+
+#[derive(Clone)]
+pub(super) struct Approval {
+    /// `None`: every tool.
+    pub(super) names: Option<Vec<String>>,
+    pub(super) predicate: Option<Predicate>,
+}
+
+/// A tool as a model sees it: shaped, with its policy.
+#[derive(Clone)]
+pub struct McpTool {
+    /// The name the model calls it by.
+    pub name: String,
+    /// The server's name for it (`None` for a tool of your own).
+    pub server_name: Option<String>,
+    /// What the model reads about it.
+    pub description: Option<String>,
+    /// Its arguments as the model sees them (fixed arguments removed).
+    pub input_schema: Value,
+    /// The server's definition (annotations, `_meta`), for server tools.
+    pub definition: Option<Tool>,
+    /// Kept out of the model's context until a tool search loads it.
+    pub deferred: bool,
+    /// Only an MCP App's UI may call it: never offer it to a model.
+    pub app_only: bool,
+    pub(super) approvals: Arc<Vec<Approval>>,
+}
+
+impl fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpTool")
+            .field("name", &self.name)
+            .field("server_name", &self.server_name)
+            .field("deferred", &self.deferred)
+            .field("app_only", &self.app_only)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpTool {
+    /// Whether a call needs a person's approval first. Predicates are evaluated now,
+    /// for this call. The application's own direct calls are not gated: this is policy
+    /// for whatever hands tools to a model.
+    pub fn requires_approval(&self) -> bool {
+        let server_name = self.server_name.as_deref().unwrap_or(&self.name);
+        let fallback;
+        let def = match &self.definition {
+            Some(d) => d,
+            None => {
+                fallback = Tool {
+                    name: self.name.clone(),
+                    title: None,
+                    description: self.description.clone(),
+                    input_schema: self.input_schema.clone(),
+                    output_schema: None,
+                    annotations: None,
+                    icons: None,
+                    meta: None,
+                    extra: Map::new(),
+                };
+                &fallback
+            }
+        };
+        self.approvals.iter().any(|a| {
+            let named = match &a.names {
+                None => true,
+                Some(names) => names.iter().any(|n| n == server_name || n == &self.name),
+            };
+            named && a.predicate.as_ref().is_none_or(|p| p(def))
+        })
+    }
+}

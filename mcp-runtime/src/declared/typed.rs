@@ -1,0 +1,87 @@
+//! Typed results for the per-tool methods `#[mcp]` generates from a snapshot.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A tool result with its structured output read as `T` (generated typed methods
+/// return it).
+#[derive(Clone, Debug)]
+pub struct Typed<T> {
+    /// The whole result.
+    pub result: CallToolResult,
+    /// `structuredContent` as `T`, when the tool returned it and it matched.
+    pub output: Option<T>,
+}
+
+impl<T> Typed<T> {
+    /// True when the tool ran and failed.
+    pub fn is_error(&self) -> bool {
+        self.result.is_error()
+    }
+    /// The text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        self.result.text()
+    }
+}
+
+impl McpBuilder {
+    /// Builds, deferring any configuration error to first use (for generated code,
+    /// whose constructors cannot fail).
+    #[doc(hidden)]
+    pub fn build_or_defer(self) -> Mcp {
+        let name = self.name.clone();
+        match self.build() {
+            Ok(m) => m,
+            Err(e) => {
+                let client = OnceLock::new();
+                let _ = client.set(Err(e.to_string()));
+                Mcp {
+                    spec: Arc::new(Spec {
+                        name,
+                        connect: Connect::Missing,
+                        client: Mutex::new(None),
+                        only: None,
+                        except: Vec::new(),
+                        prefix: None,
+                        shapes: Vec::new(),
+                        local: Vec::new(),
+                        approvals: Arc::new(Vec::new()),
+                        defer: None,
+                        snapshot: None,
+                        drift: DriftPolicy::Ignore,
+                        oauth_with: None,
+                    }),
+                    client: Arc::new(client),
+                    tools: Arc::new(Mutex::new(None)),
+                }
+            }
+        }
+    }
+}
+
+impl Mcp {
+    /// Calls a tool with typed arguments and reads its structured output as `T`.
+    pub async fn call_typed<A, T>(&self, name: &str, arguments: &A) -> Result<Typed<T>>
+    where
+        A: serde::Serialize,
+        T: serde::de::DeserializeOwned,
+    {
+        let args = serde_json::to_value(arguments).map_err(|e| {
+            Error::config(format!(
+                "the arguments of `{name}` cannot be serialized: {e}"
+            ))
+        })?;
+        let result = self.call(name, args).await?;
+        let output = match &result.structured_content {
+            Some(v) if !result.is_error() => match serde_json::from_value(v.clone()) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(server = %self.spec.name, tool = name, error = %e, "structured output does not match the snapshot's outputSchema");
+                    None
+                }
+            },
+            _ => None,
+        };
+        Ok(Typed { result, output })
+    }
+}
