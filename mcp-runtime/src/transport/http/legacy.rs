@@ -1,0 +1,348 @@
+//! The legacy session wire (2025-03-26 … 2025-11-25): `initialize` and its session id,
+//! the standalone GET stream, re-initializing an expired session, DELETE on close.
+
+#[allow(unused_imports)]
+use super::*;
+
+/// A legacy Streamable HTTP session.
+pub(super) struct LegacySession {
+    pub(super) session_id: Option<String>,
+    pub(super) version: String,
+    pub(super) init_params: Value,
+    pub(super) get_stream: Option<tokio::task::AbortHandle>,
+}
+
+impl Shared {
+    pub(super) fn legacy_headers(
+        h: &mut HeaderMap,
+        session: Option<&str>,
+        version: Option<&str>,
+    ) -> Result<()> {
+        if let Some(s) = session {
+            insert(h, "mcp-session-id", s)?;
+        }
+        if let Some(v) = version {
+            // 2025-03-26 servers do not know the header; later ones require it.
+            if v >= "2025-06-18" {
+                insert(h, "mcp-protocol-version", v)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn session_snapshot(&self) -> (Option<String>, Option<String>) {
+        match &*lock(&self.mode) {
+            Mode::Streamable(s) => (s.session_id.clone(), Some(s.version.clone())),
+            _ => (None, None),
+        }
+    }
+
+    /// Legacy `initialize`: Streamable HTTP first, then HTTP+SSE.
+    pub(super) async fn initialize(
+        self: &Arc<Self>,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Response> {
+        self.end_session(false).await;
+        if self.cached_era() == Some(Detected::Sse) {
+            match self.sse_initialize(request.clone(), cx.clone()).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    tracing::debug!(origin = %self.origin, error = %e, "HTTP+SSE worked here before but not now; trying Streamable HTTP")
+                }
+            }
+        }
+        let h = self
+            .base_headers("application/json, text/event-stream")
+            .await?;
+        let body = Message::Request(request.clone()).to_vec();
+        let resp = self
+            .send(Method::POST, &self.url, h, Some(body), true)
+            .await?;
+        let status = resp.status();
+        let session_id = resp
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let answerer = Answerer {
+            shared: self.clone(),
+            target: AnswerTarget::Post {
+                session: session_id.clone(),
+                version: None,
+            },
+        };
+        let reply = self
+            .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
+            .await;
+        let r = match reply {
+            Ok(Reply::Answer(r)) => r,
+            Ok(Reply::Broken { .. }) => {
+                return Err(Error::closed(
+                    "the server closed the stream before answering initialize",
+                ))
+            }
+            Err(e)
+                if matches!(
+                    status,
+                    StatusCode::BAD_REQUEST
+                        | StatusCode::NOT_FOUND
+                        | StatusCode::METHOD_NOT_ALLOWED
+                ) && e.is_http() =>
+            {
+                tracing::debug!(origin = %self.origin, %status, "initialize refused; trying the 2024-11-05 HTTP+SSE transport");
+                return match self.sse_initialize(request, cx).await {
+                    Ok(r) => Ok(r),
+                    Err(sse_error) => {
+                        tracing::debug!(origin = %self.origin, error = %sse_error, "HTTP+SSE failed too");
+                        Err(e)
+                    }
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        if let Ok(result) = &r.outcome {
+            let version = result
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            self.remember(Detected::Streamable);
+            let get_stream = self.clone().spawn_get_stream(
+                cx.incoming.clone(),
+                session_id.clone(),
+                version.clone(),
+            );
+            *lock(&self.mode) = Mode::Streamable(LegacySession {
+                session_id,
+                version,
+                init_params: request.params.clone(),
+                get_stream: Some(get_stream),
+            });
+        }
+        Ok(r)
+    }
+
+    /// The standalone GET stream of a legacy session: messages not tied to a request.
+    /// Reopened when it ends (resuming after the last event id), never faster than the
+    /// reconnect floor, backing off while reopening brings nothing. Its state is in
+    /// `get_stream` for [`Transport::listen_ready`].
+    pub(super) fn spawn_get_stream(
+        self: Arc<Self>,
+        incoming: Incoming,
+        session: Option<String>,
+        version: String,
+    ) -> tokio::task::AbortHandle {
+        let shared = self;
+        shared.get_stream.send_replace(GetStream::Starting);
+        tokio::spawn(async move {
+            let mut parser = shared.parser();
+            let mut failures = 0u32;
+            let mut fruitless = 0u32;
+            let unavailable = |why: String| {
+                tracing::debug!(origin = %shared.origin, %why, "no standalone event stream");
+                shared.get_stream.send_replace(GetStream::Unavailable(why));
+            };
+            loop {
+                let mut h = match shared.base_headers("text/event-stream").await {
+                    Ok(h) => h,
+                    Err(e) => return unavailable(e.to_string()),
+                };
+                if let Err(e) = Self::legacy_headers(&mut h, session.as_deref(), Some(&version)) {
+                    return unavailable(e.to_string());
+                }
+                if let Some(id) = parser.last_id.clone() {
+                    if let Err(e) = insert(&mut h, "last-event-id", &id) {
+                        return unavailable(e.to_string());
+                    }
+                }
+                let resp = match shared.send(Method::GET, &shared.url, h, None, true).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failures += 1;
+                        if failures > 5 {
+                            return unavailable(format!("opening it failed: {e}"));
+                        }
+                        tokio::time::sleep(sse::reconnect_delay(None, failures)).await;
+                        continue;
+                    }
+                };
+                if !resp.status().is_success() {
+                    // 405: the server offers no such stream.
+                    return unavailable(format!("GET answered HTTP {}", resp.status()));
+                }
+                failures = 0;
+                shared.get_stream.send_replace(GetStream::Open);
+                let answerer = Answerer {
+                    shared: shared.clone(),
+                    target: AnswerTarget::Post { session: session.clone(), version: Some(version.clone()) },
+                };
+                let read = shared
+                    .read_stream(resp.into_body(), None, &incoming, Some(&answerer), parser.resume())
+                    .await;
+                match read {
+                    Ok(Reply::Broken { parser: p, delivered }) => {
+                        parser = p.resume();
+                        fruitless = if delivered { 0 } else { fruitless + 1 };
+                    }
+                    Ok(Reply::Answer(_)) => fruitless = 0,
+                    Err(e) => {
+                        tracing::warn!(origin = %shared.origin, error = %e, "the standalone event stream was dropped");
+                        fruitless += 1;
+                    }
+                }
+                tokio::time::sleep(sse::reconnect_delay(parser.retry, fruitless)).await;
+            }
+        })
+        .abort_handle()
+    }
+
+    /// Waits until the GET stream of a legacy session is open or known to be missing.
+    pub(super) async fn get_stream_ready(&self) -> Result<()> {
+        let mut rx = self.get_stream.subscribe();
+        let state = tokio::time::timeout(
+            self.config.connect_timeout + Duration::from_secs(20),
+            rx.wait_for(|s| *s != GetStream::Starting),
+        )
+        .await;
+        let why = match state {
+            Ok(Ok(s)) => match &*s {
+                GetStream::Unavailable(why) => why.clone(),
+                _ => return Ok(()),
+            },
+            Ok(Err(_)) => "the stream stopped".to_owned(),
+            Err(_) => "the server did not answer the GET that opens it".to_owned(),
+        };
+        Err(Error::unsupported(format!(
+            "{} sends nothing between requests: it offers no standalone event stream ({why}), so its changes cannot be heard",
+            self.origin
+        )))
+    }
+
+    /// A request in a legacy Streamable HTTP session.
+    pub(super) async fn legacy(
+        self: &Arc<Self>,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Response> {
+        let mut reinitialized = false;
+        loop {
+            let (session, version) = self.session_snapshot();
+            let version = version.or_else(|| Some(cx.version.clone()));
+            let mut h = self
+                .base_headers("application/json, text/event-stream")
+                .await?;
+            Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+            let body = Message::Request(request.clone()).to_vec();
+            let resp = self
+                .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
+                .await?;
+            if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !reinitialized {
+                // The session expired (or the server restarted): start a new one, once.
+                reinitialized = true;
+                self.reinitialize(&cx).await?;
+                continue;
+            }
+            let answerer = Answerer {
+                shared: self.clone(),
+                target: AnswerTarget::Post {
+                    session: session.clone(),
+                    version: version.clone(),
+                },
+            };
+            let mut reply = self
+                .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
+                .await?;
+            let mut resumes = 0;
+            loop {
+                match reply {
+                    Reply::Answer(r) => return Ok(r),
+                    Reply::Broken { parser, delivered } if resumes < 10 && parser.last_id.is_some() => {
+                        resumes += 1;
+                        let last = parser.last_id.clone().unwrap_or_default();
+                        // The server asked us to wait `retry` ms before reconnecting.
+                        let fruitless = if delivered { 0 } else { resumes };
+                        tokio::time::sleep(sse::reconnect_delay(parser.retry, fruitless)).await;
+                        let mut h = self.base_headers("text/event-stream").await?;
+                        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+                        insert(&mut h, "last-event-id", &last)?;
+                        let resp = self.send(Method::GET, &self.url, h, None, true).await?;
+                        if !resp.status().is_success() {
+                            return Err(status_error(resp.status(), "resuming the event stream failed"));
+                        }
+                        reply = self
+                            .read_stream(resp.into_body(), Some(&request.id), &cx.incoming, Some(&answerer), parser.resume())
+                            .await?;
+                    }
+                    Reply::Broken { .. } => {
+                        return Err(Error::closed(format!(
+                            "the server closed the reply stream of `{}` before answering, and it cannot be resumed",
+                            request.method
+                        )))
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) async fn reinitialize(self: &Arc<Self>, cx: &RequestContext) -> Result<()> {
+        let params = match &*lock(&self.mode) {
+            Mode::Streamable(s) => s.init_params.clone(),
+            _ => return Err(Error::closed("the session expired")),
+        };
+        let n = self.reinit.fetch_add(1, Ordering::Relaxed);
+        let request = Request {
+            id: Id::String(format!("reinitialize-{n}")),
+            method: "initialize".into(),
+            params,
+        };
+        tracing::debug!(origin = %self.origin, "session expired (404); initializing a new one");
+        let r = self.initialize(request, cx.clone()).await?;
+        if let Err(e) = r.outcome {
+            return Err(Error::protocol(e.code, e.message, e.data));
+        }
+        let (session, version) = self.session_snapshot();
+        let mut h = self
+            .base_headers("application/json, text/event-stream")
+            .await?;
+        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+        let n = Notification {
+            method: "notifications/initialized".into(),
+            params: None,
+        };
+        self.post_message(&self.url, h, &Message::Notification(n), true, "")
+            .await
+    }
+
+    pub(super) async fn end_session(&self, delete: bool) {
+        let mode = std::mem::replace(&mut *lock(&self.mode), Mode::Fresh);
+        match mode {
+            Mode::Fresh => {}
+            Mode::Streamable(s) => {
+                if let Some(h) = s.get_stream {
+                    h.abort();
+                }
+                if let (true, Some(id)) = (delete, s.session_id) {
+                    if let Ok(mut h) = self.base_headers("application/json").await {
+                        if insert(&mut h, "mcp-session-id", &id).is_ok() {
+                            // 405 means the server does not let clients end sessions.
+                            if let Ok(resp) =
+                                self.send(Method::DELETE, &self.url, h, None, true).await
+                            {
+                                self.drain(resp).await;
+                            }
+                        }
+                    }
+                }
+            }
+            Mode::Sse(s) => {
+                s.task.abort();
+                s.dead.store(true, Ordering::Release);
+                let drained: Vec<_> = lock(&s.pending).drain().collect();
+                for (_, tx) in drained {
+                    let _ = tx.send(Err(Error::closed("the transport was closed")));
+                }
+            }
+        }
+    }
+}

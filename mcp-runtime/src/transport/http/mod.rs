@@ -1,0 +1,346 @@
+//! Streamable HTTP — the stateless 2026-07-28 wire and the legacy session wire
+//! (2025-03-26 … 2025-11-25) — and the 2024-11-05 HTTP+SSE transport, on hyper with
+//! rustls and pooled keep-alive connections (HTTP/1.1, or h2 where the server offers it).
+//!
+//! * `https://` always; plain `http://` only to loopback addresses, refused before any
+//!   byte is sent otherwise.
+//! * Headers and the bearer token are evaluated for every request, so a rotated token
+//!   is used on the next request without reconnecting. Their values never appear in
+//!   `Debug`, errors or logs.
+//! * Redirects are not followed (credentials are never sent to another place): a 3xx
+//!   is an error naming the new location's origin.
+//! * 2026-07-28: every request is a POST with `MCP-Protocol-Version`, `Mcp-Method`,
+//!   `Mcp-Name` and the `Mcp-Param-*` headers the session computed. Replies are JSON or
+//!   SSE. Cancelling drops the response stream. A reply stream that breaks before the
+//!   answer is re-issued on a new id only for requests the session marks idempotent
+//!   (everything but `tools/call`): a tool call is never run twice behind your back.
+//! * Legacy: `initialize` (capturing `Mcp-Session-Id`), `MCP-Protocol-Version` after it,
+//!   server requests on reply streams answered by POST, a standalone GET stream for
+//!   unrelated messages, resumption by GET with `Last-Event-ID` after the server's
+//!   `retry:` delay, one transparent re-initialize on 404 (expired session), and DELETE
+//!   on close.
+//! * When `initialize` gets 400/404/405 without a JSON-RPC body, the 2024-11-05
+//!   HTTP+SSE transport is tried: GET the URL, wait for the `endpoint` event, POST to it,
+//!   read every answer from the event stream.
+//! * The era detected is remembered per endpoint (origin and path) for the life of the
+//!   process; when the remembered answer stops working, detection starts over.
+//! * Every read is bounded by [`HttpConfig::max_message_size`] (64 MiB by default): a
+//!   JSON body (refused from its `Content-Length` when that says too much), an event of
+//!   a reply stream, of the standalone GET stream or of the 2024-11-05 stream. Past it
+//!   the request fails with an error for which
+//!   [`Error::is_too_large`](crate::Error::is_too_large) is true and the connection is
+//!   dropped. Reconnecting event streams wait at least 250 ms whatever `retry:` says,
+//!   and back off while reconnections bring nothing.
+//! * `localhost` and names under `.localhost` count as loopback only when every address
+//!   they resolve to is a loopback address; otherwise the connection is refused before
+//!   anything is sent.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use http::{HeaderMap, Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming as Body;
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as Pool;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::sse;
+use super::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::protocol::{Era, MODERN_VERSIONS};
+use crate::secret::Secret;
+
+use crate::url_rule::is_localhost_name;
+
+mod config;
+mod connect;
+mod legacy;
+mod sse2024;
+mod streamable;
+
+use config::HeaderSource;
+pub use config::HttpConfig;
+use connect::{insert, origin_of, resolve, status_error, tls, CheckedResolver, Clients};
+use legacy::LegacySession;
+use sse2024::SseSession;
+use streamable::{sse_reader, AnswerTarget, Answerer, PendingGuard};
+#[cfg(test)]
+mod tests;
+
+/// What this process learned about an origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Detected {
+    Modern,
+    Streamable,
+    Sse,
+}
+
+fn era_cache() -> &'static Mutex<HashMap<String, Detected>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Detected>>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
+
+enum Mode {
+    Fresh,
+    Streamable(LegacySession),
+    Sse(Arc<SseSession>),
+}
+
+/// The HTTP transport. Create it with [`HttpTransport::new`] or
+/// [`ClientBuilder::http`](crate::ClientBuilder::http).
+pub struct HttpTransport {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    auth: Option<crate::auth::Session>,
+    config: HttpConfig,
+    url: Uri,
+    origin: String,
+    clients: Clients,
+    mode: Mutex<Mode>,
+    reinit: AtomicU64,
+    get_stream: tokio::sync::watch::Sender<GetStream>,
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpTransport {
+    /// Checks the URL and settings and builds the connection pool. Nothing is sent yet.
+    pub fn new(config: HttpConfig) -> Result<Self> {
+        crate::url_rule::check(&config.url).map_err(Error::config)?;
+        let url: Uri = config.url.parse().map_err(|e| {
+            Error::config(format!(
+                "`{}` is not a valid URL: {e}",
+                crate::url_rule::redact(&config.url)
+            ))
+        })?;
+        for (name, _) in &config.headers {
+            HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::config(format!("`{name}` is not a valid HTTP header name")))?;
+        }
+        let mut http = HttpConnector::new_with_resolver(CheckedResolver(GaiResolver::new()));
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(config.connect_timeout));
+        let pool = || {
+            Pool::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(90))
+                .clone()
+        };
+        let direct = pool().build(tls(http.clone())?);
+        let clients = match &config.proxy {
+            None => Clients::Direct(direct),
+            Some(p) => {
+                let proxy: Uri = p
+                    .parse()
+                    .map_err(|e| Error::config(format!("proxy `{p}` is not a valid URL: {e}")))?;
+                if proxy.scheme_str() != Some("http") {
+                    return Err(Error::config(format!(
+                        "proxy `{p}` must be an http:// URL (CONNECT proxies)"
+                    )));
+                }
+                let tunnel = Tunnel::new(proxy, http);
+                Clients::Proxied {
+                    direct,
+                    tunnel: Box::new(pool().build(tls(tunnel)?)),
+                }
+            }
+        };
+        Ok(HttpTransport {
+            inner: Arc::new(Shared {
+                auth: config
+                    .oauth
+                    .clone()
+                    .map(|o| crate::auth::Session::new(o, config.url.clone())),
+                origin: origin_of(&url),
+                url,
+                clients,
+                config,
+                mode: Mutex::new(Mode::Fresh),
+                reinit: AtomicU64::new(0),
+                get_stream: tokio::sync::watch::Sender::new(GetStream::Starting),
+            }),
+        })
+    }
+}
+
+/// How a reply (JSON body or event stream) ended.
+enum Reply {
+    Answer(Response),
+    /// The event stream ended before the answer: the parser holds the last event id
+    /// and `retry:` for resuming; `delivered` says whether any message came.
+    Broken {
+        parser: sse::Parser,
+        delivered: bool,
+    },
+}
+
+/// Whether the standalone GET stream of a legacy session is there, for `listen`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum GetStream {
+    /// Not asked yet, or no answer yet.
+    Starting,
+    /// Open (or reconnecting).
+    Open,
+    /// The server offers none, or it failed for good: why.
+    Unavailable(String),
+}
+
+impl Shared {
+    /// What was detected at this endpoint before (keyed by origin and path).
+    fn cached_era(&self) -> Option<Detected> {
+        lock(era_cache()).get(&self.config.url).copied()
+    }
+
+    fn remember(&self, d: Detected) {
+        lock(era_cache()).insert(self.config.url.clone(), d);
+    }
+}
+
+impl Shared {
+    /// An authorization server's reply, bounded like every other read.
+    async fn reply(&self, resp: http::Response<Body>) -> Result<crate::auth::HttpReply> {
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let bytes = self.read_body(resp, "OAuth reply").await?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok(crate::auth::HttpReply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+impl Transport for HttpTransport {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        let hold = cx.hold.clone();
+        Box::pin(super::with_hold(hold, async move {
+            let shared = &self.inner;
+            if MODERN_VERSIONS.contains(&cx.version.as_str()) {
+                return shared.modern(request, cx).await;
+            }
+            if request.method == "initialize" {
+                return shared.initialize(request, cx).await;
+            }
+            let sse = match &*lock(&shared.mode) {
+                Mode::Sse(s) => Some(s.clone()),
+                _ => None,
+            };
+            match sse {
+                Some(s) => shared.sse_request(&s, request, cx.idempotent).await,
+                None => shared.legacy(request, cx).await,
+            }
+        }))
+    }
+
+    fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let shared = &self.inner;
+            let sse = match &*lock(&shared.mode) {
+                Mode::Sse(s) => Some(s.clone()),
+                _ => None,
+            };
+            if let Some(s) = sse {
+                return shared.sse_post(&s, Message::Notification(n), true).await;
+            }
+            let mut h = shared
+                .base_headers("application/json, text/event-stream")
+                .await?;
+            if MODERN_VERSIONS.contains(&version) {
+                insert(&mut h, "mcp-protocol-version", version)?;
+                insert(&mut h, "mcp-method", &n.method)?;
+            } else {
+                let (session, v) = shared.session_snapshot();
+                Shared::legacy_headers(&mut h, session.as_deref(), v.as_deref().or(Some(version)))?;
+            }
+            shared
+                .post_message(
+                    &shared.url,
+                    h,
+                    &Message::Notification(n),
+                    true,
+                    "the server refused a notification",
+                )
+                .await
+        })
+    }
+
+    fn cancel<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            if MODERN_VERSIONS.contains(&version) {
+                // Dropping the request closed its stream: that is the cancellation.
+                return Ok(());
+            }
+            // Legacy: a dropped stream is not a cancellation; say it.
+            self.notify(n, version).await
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.inner.end_session(true).await;
+            Ok(())
+        })
+    }
+
+    fn era_hint(&self) -> Option<Era> {
+        match self.inner.cached_era()? {
+            Detected::Modern => Some(Era::Modern),
+            Detected::Streamable | Detected::Sse => Some(Era::Legacy),
+        }
+    }
+
+    fn mirrors_param_headers(&self) -> bool {
+        true
+    }
+
+    fn answers_every_request(&self) -> bool {
+        true
+    }
+
+    fn listen_ready(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            match &*lock(&self.inner.mode) {
+                Mode::Streamable(_) => {}
+                // The 2024-11-05 stream carries everything; modern servers answer
+                // `subscriptions/listen` on its own request.
+                Mode::Sse(_) | Mode::Fresh => return Ok(()),
+            }
+            self.inner.get_stream_ready().await
+        })
+    }
+
+    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
+        let session = self.inner.auth.as_ref()?;
+        Some(crate::auth::Authorization {
+            session,
+            http: self.inner.as_ref(),
+        })
+    }
+}
