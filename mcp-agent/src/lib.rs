@@ -63,3 +63,25 @@ pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{MemoryRunStore, RunStore};
+
+/// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
+/// as doc tests, so they cannot drift from the API.
+#[cfg(doctest)]
+mod doc_files {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/agent.md")]
+    struct Agent;
+    #[doc = include_str!("../../docs/apps.md")]
+    struct Apps;
+    #[doc = include_str!("../../docs/declaring-servers.md")]
+    struct DeclaringServers;
+    #[doc = include_str!("../../docs/http.md")]
+    struct Http;
+    #[doc = include_str!("../../docs/oauth.md")]
+    struct OAuth;
+    #[doc = include_str!("../../docs/runtime.md")]
+    struct Runtime;
+    #[doc = include_str!("../../docs/tasks.md")]
+    struct Tasks;
+}
