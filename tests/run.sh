@@ -16,6 +16,13 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "feature combinations users pick: stdio only, HTTP only, each with macros"
+for features in stdio stdio,macros http http,macros; do
+  cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
+done
+cargo run -q --locked -p mcp-runtime --no-default-features --features stdio,macros --example stdio_only
+cargo run -q --locked -p mcp-runtime --no-default-features --features http,macros --example http_only
+
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked

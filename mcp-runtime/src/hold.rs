@@ -2,7 +2,6 @@
 //! a person (an OAuth sign-in in a browser), the session must not time the request out.
 //! Below the transports and auth, so both can use it without importing each other.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -41,7 +40,7 @@ tokio::task_local! {
 
 /// Runs `f` with `hold` as the current request's hold.
 #[cfg(feature = "http")]
-pub(crate) async fn with_hold<F: Future>(hold: Hold, f: F) -> F::Output {
+pub(crate) async fn with_hold<F: std::future::Future>(hold: Hold, f: F) -> F::Output {
     CURRENT_HOLD.scope(hold, f).await
 }
 

@@ -35,7 +35,7 @@ pub mod __private;
 #[cfg(feature = "http")]
 pub mod auth;
 mod client;
-#[cfg(all(feature = "stdio", feature = "http"))]
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub mod declared;
 mod error;
 mod hold;
@@ -56,7 +56,7 @@ pub use client::{
     Started, Task, TaskState, TaskStatus, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS,
     MODERN_VERSIONS,
 };
-#[cfg(all(feature = "stdio", feature = "http"))]
+#[cfg(any(feature = "stdio", feature = "http"))]
 pub use declared::{
     expand_template, ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpBuilder, McpTool,
     ToolShape, Typed,

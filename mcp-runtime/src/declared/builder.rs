@@ -17,11 +17,14 @@ pub(super) struct Spec {
     pub(super) defer: Option<Vec<String>>,
     pub(super) snapshot: Option<Vec<Tool>>,
     pub(super) drift: DriftPolicy,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(super) oauth_with: Option<OAuthFactory>,
 }
 
 pub(super) enum Connect {
+    #[cfg(feature = "stdio")]
     Stdio(Box<crate::transport::stdio::StdioConfig>),
+    #[cfg(feature = "http")]
     Http(Box<crate::transport::http::HttpConfig>),
     Custom(TransportFactory),
     Missing,
@@ -68,13 +71,15 @@ pub struct McpBuilder {
     pub(super) context: Context,
     pub(super) snapshot: Option<String>,
     pub(super) drift: DriftPolicy,
-    pub(super) oauth: Option<crate::auth::OAuth>,
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(super) oauth: Option<OAuthConfig>,
     pub(super) oauth_with: Option<OAuthFactory>,
     pub(super) max_message_size: Option<usize>,
     pub(super) clean_env: Option<Vec<String>>,
     pub(super) errors: Vec<String>,
 }
 
+#[cfg_attr(not(feature = "stdio"), allow(dead_code))]
 pub(super) enum ArgEnv {
     Fixed(String),
     Computed(Shared<String>),
@@ -91,7 +96,15 @@ impl fmt::Debug for McpBuilder {
 impl McpBuilder {
     /// The server's Streamable HTTP endpoint.
     pub fn url(mut self, url: impl Into<String>) -> Self {
-        self.connect = Connect::Http(Box::new(crate::transport::http::HttpConfig::new(url)));
+        #[cfg(feature = "http")]
+        {
+            self.connect = Connect::Http(Box::new(crate::transport::http::HttpConfig::new(url)));
+        }
+        #[cfg(not(feature = "http"))]
+        self.errors.push(format!(
+            "`url = {:?}` needs mcp-runtime's `http` feature (this build has only stdio)",
+            url.into()
+        ));
         self
     }
     /// The command that starts a local server speaking over stdio (program, then its
@@ -101,9 +114,17 @@ impl McpBuilder {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        #[cfg(feature = "stdio")]
         match crate::transport::stdio::StdioConfig::from_argv(argv) {
             Ok(c) => self.connect = Connect::Stdio(Box::new(c)),
             Err(e) => self.errors.push(e.to_string()),
+        }
+        #[cfg(not(feature = "stdio"))]
+        {
+            let program = argv.into_iter().next().map(Into::into).unwrap_or_default();
+            self.errors.push(format!(
+                "`command = {program:?}` needs mcp-runtime's `stdio` feature (this build has only HTTP)"
+            ));
         }
         self
     }
@@ -305,6 +326,7 @@ impl McpBuilder {
         self
     }
     /// Authorizes with OAuth when an HTTP server asks for it (see [`crate::auth`]).
+    #[cfg(feature = "http")]
     pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
@@ -312,6 +334,7 @@ impl McpBuilder {
 
     /// OAuth settings made when the server is first used (so they can read the
     /// declaring struct's inputs and methods).
+    #[cfg(feature = "http")]
     pub fn oauth_with(
         mut self,
         make: impl Fn() -> Option<crate::auth::OAuth> + Send + Sync + 'static,
@@ -391,6 +414,7 @@ impl McpBuilder {
             client = client.on_progress(move |p| cb(p));
         }
         let connect = match self.connect {
+            #[cfg(feature = "stdio")]
             Connect::Stdio(c) => {
                 let mut c = *c;
                 if let Some(d) = self.directory {
@@ -422,6 +446,7 @@ impl McpBuilder {
                 }
                 Connect::Stdio(Box::new(c))
             }
+            #[cfg(feature = "http")]
             Connect::Http(c) => {
                 let mut c = *c;
                 if let Some(n) = self.max_message_size {

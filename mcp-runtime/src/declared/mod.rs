@@ -41,7 +41,12 @@ type Predicate = Arc<dyn Fn(&Tool) -> bool + Send + Sync>;
 type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
 type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 type TransportFactory = Arc<dyn Fn() -> Result<Box<dyn Transport>> + Send + Sync>;
-type OAuthFactory = Arc<dyn Fn() -> Option<crate::auth::OAuth> + Send + Sync>;
+type OAuthFactory = Arc<dyn Fn() -> Option<OAuthConfig> + Send + Sync>;
+/// OAuth settings (HTTP only: without the `http` feature there are none to give).
+#[cfg(feature = "http")]
+type OAuthConfig = crate::auth::OAuth;
+#[cfg(not(feature = "http"))]
+type OAuthConfig = std::convert::Infallible;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -150,7 +155,9 @@ impl Mcp {
                 .take()
                 .ok_or("the client was already built")?;
             let built = match &self.spec.connect {
+                #[cfg(feature = "stdio")]
                 Connect::Stdio(c) => builder.stdio((**c).clone()),
+                #[cfg(feature = "http")]
                 Connect::Http(c) => {
                     let mut c = c.as_ref().clone();
                     if let Some(make) = &self.spec.oauth_with {
@@ -565,12 +572,14 @@ impl Mcp {
     /// The URL to send the user to so they can authorize this server (OAuth servers).
     /// The authorization server redirects back to `redirect_uri`; pass the callback's
     /// parameters to [`authorize`](Self::authorize).
+    #[cfg(feature = "http")]
     pub async fn authorization_url(&self, redirect_uri: &str) -> Result<String> {
         self.client()?.authorization()?.url(redirect_uri).await
     }
 
     /// Completes an authorization with the callback's parameters (a redirect URL or
     /// its query). Fails when they do not match what `authorization_url` started.
+    #[cfg(feature = "http")]
     pub async fn authorize(&self, callback: &str) -> Result<()> {
         self.client()?
             .authorization()?
@@ -579,6 +588,7 @@ impl Mcp {
     }
 
     /// Whether the owner has authorized this server.
+    #[cfg(feature = "http")]
     pub fn is_authorized(&self) -> bool {
         self.client()
             .ok()
@@ -587,6 +597,7 @@ impl Mcp {
     }
 
     /// Forgets the owner's credentials for this server.
+    #[cfg(feature = "http")]
     pub async fn deauthorize(&self) -> Result<()> {
         self.client()?.authorization()?.forget().await
     }
@@ -651,6 +662,7 @@ impl Transport for BoxedTransport {
     fn mirrors_param_headers(&self) -> bool {
         self.0.mirrors_param_headers()
     }
+    #[cfg(feature = "http")]
     fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
         self.0.authorization()
     }
