@@ -10,11 +10,12 @@
 //!   redirect) and keeps the credentials (`~/.config/mcp/credentials.json`, 0600) for
 //!   the other commands.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use mcp_runtime::auth::{FileStore, LoopbackAuthorizer, OAuth};
+use mcp_runtime::snapshot::{self, Snapshot};
 use mcp_runtime::{Client, HttpConfig, StdioConfig};
 use serde_json::{json, Value};
 
@@ -99,13 +100,11 @@ fn snapshot_dir(m: &ArgMatches, create: bool) -> Result<PathBuf, Failure> {
         return Ok(PathBuf::from(d));
     }
     let cwd = std::env::current_dir()?;
-    for dir in cwd.ancestors() {
-        if dir.join(".mcp").is_dir() {
-            return Ok(dir.join(".mcp"));
-        }
+    if let Some(dir) = snapshot::dir_above(&cwd) {
+        return Ok(dir);
     }
     if create {
-        return Ok(cwd.join(".mcp"));
+        return Ok(cwd.join(snapshot::DIR));
     }
     Err("no .mcp/ folder here or above; add a server with `mcp snapshot NAME --url URL` or `mcp snapshot NAME -- COMMAND`".into())
 }
@@ -197,20 +196,8 @@ fn json_shown(json: &str) -> String {
     out
 }
 
-fn read(path: &Path) -> Result<Value, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not valid JSON: {e}", path.display()))?)
-}
-
-fn sorted(mut items: Vec<Value>, key: &str) -> Vec<Value> {
-    items.sort_by(|a, b| a[key].as_str().cmp(&b[key].as_str()));
-    items
-}
-
 /// What a server offers now, in snapshot form.
-async fn capture(name: &str, server: &Value) -> Result<Value, Failure> {
+async fn capture(name: &str, server: &Value) -> Result<Snapshot, Failure> {
     let c = client(name, server)?;
     let details = c.connect().await?;
     let tools = c.list_tools().await?;
@@ -225,23 +212,22 @@ async fn capture(name: &str, server: &Value) -> Result<Value, Failure> {
         Vec::new()
     };
     c.close().await?;
-    Ok(json!({
-        "format": 1,
-        "name": name,
-        "server": server,
-        "tools": sorted(tools.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "name"),
-        "prompts": sorted(prompts.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "name"),
-        "resourceTemplates": sorted(templates.iter().map(serde_json::to_value).collect::<Result<_, _>>()?, "uriTemplate"),
-    }))
-}
-
-fn write(path: &Path, v: &Value) -> Result<(), Failure> {
-    let mut text = serde_json::to_string_pretty(v)?;
-    text.push('\n');
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    Ok(Snapshot::new(
+        name,
+        server.clone(),
+        tools
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?,
+        prompts
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?,
+        templates
+            .iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?,
+    ))
 }
 
 async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
@@ -272,11 +258,11 @@ async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
     for name in names {
         let path = dir.join(format!("{name}.json"));
         let old = if path.exists() {
-            Some(read(&path)?)
+            Some(Snapshot::read(&path)?)
         } else {
             None
         };
-        let server = connection(m, old.as_ref().and_then(|o| o.get("server")))?;
+        let server = connection(m, old.as_ref().map(|o| &o.server))?;
         let new = match capture(&name, &server).await {
             Ok(n) => n,
             Err(e) => {
@@ -297,8 +283,8 @@ async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
                 stale += 1;
             }
         } else {
-            write(&path, &new)?;
-            let tools = new["tools"].as_array().map_or(0, Vec::len);
+            new.write(&path)?;
+            let tools = new.tools.len();
             println!(
                 "{name}: {} ({tools} tools){}",
                 path.display(),
@@ -326,9 +312,7 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
 fn server_for(m: &ArgMatches, name: &str) -> Result<Value, Failure> {
     let stored = match snapshot_dir(m, false) {
         Ok(dir) if dir.join(format!("{name}.json")).exists() => {
-            read(&dir.join(format!("{name}.json")))?
-                .get("server")
-                .cloned()
+            Some(Snapshot::read(&dir.join(format!("{name}.json")))?.server)
         }
         _ => None,
     };

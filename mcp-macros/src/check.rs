@@ -20,37 +20,6 @@ pub const LOG_LEVELS: &[&str] = &[
     "emergency",
 ];
 pub const PREDICATES: &[&str] = &["destructive", "open_world", "not_read_only"];
-/// Methods every declared server has (through `Deref` to `Mcp`): tools must not
-/// shadow them.
-pub const HANDLE_METHODS: &[&str] = &[
-    "name",
-    "client",
-    "tools",
-    "call",
-    "call_typed",
-    "prompts",
-    "prompt",
-    "resources",
-    "resource",
-    "resource_from_template",
-    "resource_templates",
-    "complete",
-    "instructions",
-    "version",
-    "listen",
-    "listen_for",
-    "start",
-    "task",
-    "model_tools",
-    "read_ui",
-    "close",
-    "new",
-    "with_context",
-    "authorization_url",
-    "authorize",
-    "is_authorized",
-    "deauthorize",
-];
 
 pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
     for e in &d.errors {
@@ -314,7 +283,7 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
                 ),
             );
         }
-        if HANDLE_METHODS.contains(&method.as_str()) {
+        if crate::snapshot::HANDLE_METHODS.contains(&method.as_str()) {
             cx.error(
                 span,
                 format!("tool `{name}` would become the method `{method}`, which every server handle already has; rename it with `tool(\"{name}\", as = …)` or set a `prefix`"),

@@ -68,7 +68,7 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         }
     };
     let planned = match &snap {
-        Some(s) => check::against_snapshot(&decl, &s.tools, &mut cx),
+        Some(s) => check::against_snapshot(&decl, &s.snapshot.tools, &mut cx),
         None => Vec::new(),
     };
     if let Err(e) = cx.finish() {
@@ -121,7 +121,7 @@ fn generate(
     input: &DeriveInput,
     fields: &[(syn::Ident, syn::Type)],
     name: &str,
-    snap: Option<&snapshot::Snapshot>,
+    snap: Option<&snapshot::Found>,
     planned: &[Planned],
 ) -> TokenStream {
     let krate: TokenStream = match &d.krate {

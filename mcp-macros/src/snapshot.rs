@@ -1,14 +1,21 @@
 //! Finds and reads the committed snapshot of a server (`.mcp/<name>.json`). This is the
 //! only place the macro reads the environment or the file system; it never touches the
-//! network.
+//! network. The format itself is the runtime's (`format`: the same file, compiled here).
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+/// The snapshot format, owned by the runtime: the very same file.
+#[allow(dead_code)]
+#[path = "../../mcp-runtime/src/snapshot.rs"]
+mod format;
 
-pub struct Snapshot {
+pub use format::{did_you_mean, Snapshot, HANDLE_METHODS};
+
+/// A snapshot and where it was found (the generated code includes the file, so a
+/// changed snapshot rebuilds the crate).
+pub struct Found {
     pub path: PathBuf,
-    pub tools: Vec<Value>,
+    pub snapshot: Snapshot,
 }
 
 fn env(key: &str) -> Option<String> {
@@ -19,37 +26,18 @@ fn env(key: &str) -> Option<String> {
 /// Looks in `$MCP_OFFLINE_DIR`, then `<crate>/.mcp/`, then each parent folder's
 /// `.mcp/` (the workspace's). `Ok(None)`: there is none, and the server is checked at
 /// run time only.
-pub fn find(name: &str) -> Result<Option<Snapshot>, String> {
-    let file = format!("{name}.json");
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = env("MCP_OFFLINE_DIR") {
-        candidates.push(Path::new(&dir).join(&file));
-    }
-    if let Some(manifest) = env("CARGO_MANIFEST_DIR") {
-        for dir in Path::new(&manifest).ancestors() {
-            candidates.push(dir.join(".mcp").join(&file));
-        }
-    }
-    let Some(path) = candidates.into_iter().find(|p| p.is_file()) else {
-        return Ok(None);
+pub fn find(name: &str) -> Result<Option<Found>, String> {
+    let offline = env("MCP_OFFLINE_DIR").map(PathBuf::from);
+    let path = match env("CARGO_MANIFEST_DIR") {
+        Some(manifest) => format::locate(name, offline.as_deref(), Path::new(&manifest)),
+        None => offline
+            .map(|d| d.join(format!("{name}.json")))
+            .filter(|p| p.is_file()),
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read the snapshot {}: {e}", path.display()))?;
-    let v: Value = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "the snapshot {} is not valid JSON ({e}); refresh it with `mcp snapshot`",
-            path.display()
-        )
-    })?;
-    let tools = v
-        .get("tools")
-        .and_then(Value::as_array)
-        .cloned()
-        .ok_or_else(|| {
-            format!(
-                "the snapshot {} has no `tools` list; refresh it with `mcp snapshot`",
-                path.display()
-            )
-        })?;
-    Ok(Some(Snapshot { path, tools }))
+    path.map(read).transpose()
+}
+
+fn read(path: PathBuf) -> Result<Found, String> {
+    let snapshot = Snapshot::read(&path).map_err(|e| e.to_string())?;
+    Ok(Found { path, snapshot })
 }

@@ -44,6 +44,7 @@ pub mod jsonrpc;
 mod model;
 mod protocol;
 mod secret;
+pub mod snapshot;
 mod text;
 pub mod transport;
 pub(crate) mod url_rule;

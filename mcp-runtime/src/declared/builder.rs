@@ -546,8 +546,7 @@ pub(super) fn check_unique(server: &str, tools: &[McpTool]) -> Result<()> {
 }
 
 pub(super) fn parse_snapshot(json: &str) -> std::result::Result<Vec<Tool>, String> {
-    let v: Value =
-        serde_json::from_str(json).map_err(|e| format!("the snapshot is not valid JSON: {e}"))?;
-    let tools = v.get("tools").cloned().unwrap_or(Value::Array(Vec::new()));
-    serde_json::from_value(tools).map_err(|e| format!("the snapshot's tools are malformed: {e}"))
+    let snapshot = crate::snapshot::Snapshot::parse(json).map_err(|e| e.to_string())?;
+    serde_json::from_value(Value::Array(snapshot.tools))
+        .map_err(|e| format!("the snapshot's tools are malformed: {e}"))
 }

@@ -27,6 +27,8 @@ mod shape;
 mod tests;
 mod typed;
 
+pub(crate) use crate::snapshot::did_you_mean;
+
 pub use builder::McpBuilder;
 use builder::{check_unique, Connect, Spec};
 use shape::Approval;
@@ -50,45 +52,6 @@ type OAuthConfig = std::convert::Infallible;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The closest of `candidates` to `name`, when close enough to be a likely typo.
-pub(crate) fn did_you_mean<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    /// Edit distance counting a swap of neighbours as one edit (optimal string
-    /// alignment), so `ulr` is one edit from `url`.
-    fn distance(a: &str, b: &str) -> usize {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-        for (i, row) in d.iter_mut().enumerate() {
-            row[0] = i;
-        }
-        for (j, cell) in d[0].iter_mut().enumerate() {
-            *cell = j;
-        }
-        for i in 1..=a.len() {
-            for j in 1..=b.len() {
-                let cost = usize::from(a[i - 1] != b[j - 1]);
-                let mut v = (d[i - 1][j] + 1)
-                    .min(d[i][j - 1] + 1)
-                    .min(d[i - 1][j - 1] + cost);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    v = v.min(d[i - 2][j - 2] + 1);
-                }
-                d[i][j] = v;
-            }
-        }
-        d[a.len()][b.len()]
-    }
-    candidates
-        .into_iter()
-        .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1) && *d < name.chars().count())
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
 }
 
 /// A declared server, used as an object: tools shaped for a model, prompts,
