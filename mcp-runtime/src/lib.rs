@@ -45,6 +45,8 @@ mod model;
 mod protocol;
 mod secret;
 pub mod snapshot;
+#[cfg(test)]
+pub(crate) mod testing;
 mod text;
 pub mod transport;
 pub(crate) mod url_rule;

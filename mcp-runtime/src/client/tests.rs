@@ -3,79 +3,7 @@
 //! transport. Everything else is tested against real servers in `tests/it`.
 use super::*;
 use crate::jsonrpc::Notification;
-
-type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
-
-enum Step {
-    Reply(Value),
-    Fail(i64, Value),
-    Hang,
-    /// Answers after a while (a slow server).
-    Late(Duration, Box<Step>),
-}
-
-struct Scripted {
-    script: Box<Script>,
-    seen: Arc<Mutex<Vec<Request>>>,
-}
-
-impl Transport for Scripted {
-    fn request(&self, request: Request, _cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
-        let n = {
-            let mut seen = lock(&self.seen);
-            seen.push(request.clone());
-            seen.len() - 1
-        };
-        let mut step = (self.script)(&request, n);
-        Box::pin(async move {
-            while let Step::Late(after, next) = step {
-                tokio::time::sleep(after).await;
-                step = *next;
-            }
-            match step {
-                Step::Reply(v) => Ok(Response {
-                    id: request.id,
-                    outcome: Ok(v),
-                }),
-                Step::Fail(code, data) => Ok(Response {
-                    id: request.id,
-                    outcome: Err(ErrorObject {
-                        code,
-                        message: "scripted".into(),
-                        data: Some(data),
-                    }),
-                }),
-                Step::Hang | Step::Late(..) => std::future::pending().await,
-            }
-        })
-    }
-    fn notify<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn cancel<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-    fn close(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-}
-
-fn scripted(
-    builder: ClientBuilder,
-    script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
-) -> (Client, Arc<Mutex<Vec<Request>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let t = Scripted {
-        script: Box::new(script),
-        seen: seen.clone(),
-    };
-    (builder.build(t).unwrap(), seen)
-}
-
-fn discover_ok() -> Value {
-    json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "9"}}})
-}
+use crate::testing::{discover_ok, scripted, Scripted, Step};
 
 #[tokio::test]
 async fn unsupported_version_is_retried_with_a_listed_version() {
@@ -477,4 +405,32 @@ async fn server_requests_without_handlers_get_errors() {
         -32601
     );
     assert_eq!(ask("nope/nope").await.outcome.unwrap_err().code, -32601);
+}
+
+/// Every page is fetched (following `nextCursor`), and the list is served from the
+/// cache while the server's `ttlMs` allows.
+#[tokio::test]
+async fn lists_follow_every_page_and_are_cached_for_their_ttl() {
+    let (c, seen) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+        "server/discover" => Step::Reply(discover_ok()),
+        "tools/list" => match r.params.get("cursor").and_then(Value::as_str) {
+            None => Step::Reply(json!({"resultType": "complete", "ttlMs": 60_000,
+                "tools": [{"name": "a", "inputSchema": {"type": "object"}}], "nextCursor": "p2"})),
+            Some("p2") => Step::Reply(json!({"resultType": "complete", "ttlMs": 60_000,
+                "tools": [{"name": "b", "inputSchema": {"type": "object"}}]})),
+            Some(other) => Step::Fail(-32602, json!({"cursor": other})),
+        },
+        _ => Step::Reply(json!({})),
+    });
+    let names = |tools: Vec<Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    assert_eq!(names(c.list_tools().await.unwrap()), ["a", "b"]);
+    assert_eq!(names(c.list_tools().await.unwrap()), ["a", "b"]);
+    let lists = lock(&seen)
+        .iter()
+        .filter(|r| r.method == "tools/list")
+        .count();
+    assert_eq!(
+        lists, 2,
+        "two pages once; the second listing came from the cache"
+    );
 }

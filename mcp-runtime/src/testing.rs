@@ -1,0 +1,94 @@
+//! Test support: a scripted transport, so protocol paths (negotiation, input rounds,
+//! pagination, cache, tasks) are tested without spawning a peer. Real servers are
+//! tested in `tests/it`.
+//!
+//! A script sees each request (and how many came before it) and says what happens:
+//! an answer, an error, silence, or an answer after a while.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::client::{Client, ClientBuilder};
+use crate::error::Result;
+use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
+use crate::transport::{RequestContext, Transport};
+use crate::BoxFuture;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
+
+pub(crate) enum Step {
+    Reply(Value),
+    Fail(i64, Value),
+    Hang,
+    /// Answers after a while (a slow server).
+    Late(Duration, Box<Step>),
+}
+
+pub(crate) struct Scripted {
+    pub(crate) script: Box<Script>,
+    pub(crate) seen: Arc<Mutex<Vec<Request>>>,
+}
+
+impl Transport for Scripted {
+    fn request(&self, request: Request, _cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        let n = {
+            let mut seen = lock(&self.seen);
+            seen.push(request.clone());
+            seen.len() - 1
+        };
+        let mut step = (self.script)(&request, n);
+        Box::pin(async move {
+            while let Step::Late(after, next) = step {
+                tokio::time::sleep(after).await;
+                step = *next;
+            }
+            match step {
+                Step::Reply(v) => Ok(Response {
+                    id: request.id,
+                    outcome: Ok(v),
+                }),
+                Step::Fail(code, data) => Ok(Response {
+                    id: request.id,
+                    outcome: Err(ErrorObject {
+                        code,
+                        message: "scripted".into(),
+                        data: Some(data),
+                    }),
+                }),
+                Step::Hang | Step::Late(..) => std::future::pending().await,
+            }
+        })
+    }
+    fn notify<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn cancel<'a>(&'a self, _n: Notification, _v: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+pub(crate) fn scripted(
+    builder: ClientBuilder,
+    script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
+) -> (Client, Arc<Mutex<Vec<Request>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let t = Scripted {
+        script: Box::new(script),
+        seen: seen.clone(),
+    };
+    (builder.build(t).unwrap(), seen)
+}
+
+pub(crate) fn discover_ok() -> Value {
+    json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+           "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "9"}}})
+}
