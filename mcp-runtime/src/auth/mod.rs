@@ -166,33 +166,46 @@ impl Session {
         http: &dyn AuthHttp,
         method: &str,
         url: &str,
-    ) -> Result<Vec<(String, String)>> {
+    ) -> Result<http::HeaderMap> {
         let token = lock(&self.current).clone();
         let token = match token {
             Some(t) if t.due() => self.refresh(http, Some(&t)).await?.or(Some(t)),
             other => other,
         };
         let Some(t) = token else {
-            return Ok(Vec::new());
+            return Ok(http::HeaderMap::new());
         };
-        Ok(self.token_headers(&t, method, url))
+        self.token_headers(&t, method, url)
     }
 
-    fn token_headers(&self, t: &Token, method: &str, url: &str) -> Vec<(String, String)> {
+    /// `Authorization` (and `DPoP`) for a token, marked sensitive so no `Debug` or log
+    /// of the request shows them.
+    fn token_headers(&self, t: &Token, method: &str, url: &str) -> Result<http::HeaderMap> {
+        let value = |v: String| {
+            let mut v = http::HeaderValue::try_from(v)
+                .map_err(|_| Error::invalid_response("the token is not a valid header value"))?;
+            v.set_sensitive(true);
+            Ok::<_, Error>(v)
+        };
+        let mut h = http::HeaderMap::new();
         match &t.dpop {
             Some(key) => {
                 let nonce = lock(&self.rs_nonce).clone();
                 let proof = dpop_proof(key, method, url, Some(t.value.expose()), nonce.as_deref());
-                vec![
-                    ("authorization".into(), format!("DPoP {}", t.value.expose())),
-                    ("dpop".into(), proof),
-                ]
+                h.insert(
+                    http::header::AUTHORIZATION,
+                    value(format!("DPoP {}", t.value.expose()))?,
+                );
+                h.insert("dpop", value(proof)?);
             }
-            None => vec![(
-                "authorization".into(),
-                format!("Bearer {}", t.value.expose()),
-            )],
+            None => {
+                h.insert(
+                    http::header::AUTHORIZATION,
+                    value(format!("Bearer {}", t.value.expose()))?,
+                );
+            }
         }
+        Ok(h)
     }
 
     /// Handles a 401 or 403 from the MCP server: what to do next.

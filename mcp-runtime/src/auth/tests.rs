@@ -156,7 +156,8 @@ async fn concurrent_requests_during_expiry_refresh_once() {
     }
     for t in tasks {
         let h = t.await.unwrap();
-        assert_eq!(h[0].1, "Bearer at-1");
+        assert_eq!(h["authorization"], "Bearer at-1");
+        assert!(h["authorization"].is_sensitive());
     }
     assert_eq!(
         fake.token_requests

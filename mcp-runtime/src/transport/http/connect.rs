@@ -268,14 +268,8 @@ impl Shared {
                 .headers(self, method.as_str(), &url_text)
                 .await
                 .map_err(Error::in_authorization)?;
-            for (k, v) in auth_headers {
-                let mut v = HeaderValue::try_from(v).map_err(|_| {
-                    Error::invalid_response("the token is not a valid header value")
-                })?;
-                v.set_sensitive(true);
-                if let Ok(k) = HeaderName::try_from(k) {
-                    h.insert(k, v);
-                }
+            for (k, v) in auth_headers.iter() {
+                h.insert(k, v.clone());
             }
             let resp = self
                 .send_plain(method.clone(), url, h, body.clone(), retry_stale)
