@@ -1081,7 +1081,7 @@ impl Agent {
             let requests = match input.requests() {
                 Ok(r) => r,
                 Err(why) => {
-                    end = CallEnd::Done(json!({ "error": why }).to_string(), true);
+                    end = CallEnd::Done(json!({ "error": why.to_string() }).to_string(), true);
                     break;
                 }
             };

@@ -313,20 +313,24 @@ impl PendingInput {
 
     /// The requests, by the server's key for each. Only elicitations are requests a
     /// person answers; anything else (a request this client cannot parse) is an error
-    /// naming the key.
-    pub fn requests(&self) -> Result<Vec<(String, InputRequest)>, String> {
+    /// naming the key, for which `is_invalid_response()` is true.
+    pub fn requests(&self) -> crate::Result<Vec<(String, InputRequest)>> {
         let mut out = Vec::with_capacity(self.requests.len());
         for (key, req) in &self.requests {
             let method = req.get("method").and_then(Value::as_str).unwrap_or("");
             if method != "elicitation/create" {
-                return Err(format!(
+                return Err(crate::Error::invalid_response(format!(
                     "{} asked for `{method}` under `{key}`, which a person cannot answer",
                     self.server
-                ));
+                )));
             }
             let params = req.get("params").unwrap_or(&Value::Null);
-            let r = InputRequest::from_params(&self.server, params)
-                .map_err(|e| format!("{} asked for input under `{key}`: {e}", self.server))?;
+            let r = InputRequest::from_params(&self.server, params).map_err(|e| {
+                crate::Error::invalid_response(format!(
+                    "{} asked for input under `{key}`: {e}",
+                    self.server
+                ))
+            })?;
             out.push((key.clone(), r));
         }
         Ok(out)

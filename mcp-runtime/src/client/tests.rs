@@ -434,3 +434,38 @@ async fn lists_follow_every_page_and_are_cached_for_their_ttl() {
         "two pages once; the second listing came from the cache"
     );
 }
+
+/// Input left to the caller carries what the server sent, unanswered; what a person
+/// cannot answer (a sampling request) is an error when read, not a panic or a wait.
+#[tokio::test]
+async fn paused_input_is_returned_unanswered_and_checked_when_read() {
+    let (c, seen) = scripted(
+        Client::builder().input_handler(|_r: InputRequest| async { panic!("must not be asked") }),
+        |r, _| match r.method.as_str() {
+            "server/discover" => Step::Reply(discover_ok()),
+            _ => Step::Reply(json!({"resultType": "input_required", "requestState": "s1",
+                "inputRequests": {
+                    "form": {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {"type": "object"}}},
+                    "llm": {"method": "sampling/createMessage", "params": {}}}})),
+        },
+    );
+    let e = c
+        .call_tool("t", json!({}))
+        .options(RequestOptions::default().pause_on_input())
+        .await
+        .unwrap_err();
+    assert!(e.is_input_required(), "{e}");
+    let pending = e.pending_input().unwrap();
+    assert_eq!(pending.keys().collect::<Vec<_>>(), ["form", "llm"]);
+    assert!(pending.task_id().is_none());
+    let bad = pending.requests().unwrap_err();
+    assert!(
+        bad.is_invalid_response() && bad.to_string().contains("llm"),
+        "{bad}"
+    );
+    // The request declared elicitation although pausing, and was sent once.
+    let seen = lock(&seen);
+    let calls: Vec<_> = seen.iter().filter(|r| r.method == "tools/call").collect();
+    assert_eq!(calls.len(), 1);
+    assert!(calls[0].params["_meta"][meta::CLIENT_CAPABILITIES]["elicitation"]["form"].is_object());
+}
