@@ -89,7 +89,8 @@ pub enum Event {
         server: String,
         /// The tool whose call asked.
         tool: String,
-        /// What the server says it needs, one message per request.
+        /// What the server says it needs, one message per request (at most 1000
+        /// characters each kept).
         messages: Vec<String>,
         /// The background task waiting for the input, when the call runs as one.
         task: Option<String>,
@@ -813,7 +814,11 @@ impl Agent {
             Event::InputRequested {
                 server: server.clone(),
                 tool: call.name.clone(),
-                messages: requests.iter().map(|(_, r)| r.message.clone()).collect(),
+                // Server text: kept short in the run, like progress messages.
+                messages: requests
+                    .iter()
+                    .map(|(_, r)| r.message.chars().take(1000).collect())
+                    .collect(),
                 task: input.task_id().map(str::to_owned),
             },
         );
