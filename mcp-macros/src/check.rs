@@ -6,7 +6,7 @@ use serde_json::Value;
 use syn::spanned::Spanned;
 
 use crate::ctxt::{hint, Ctxt};
-use crate::parse::{Decl, Name, Predicate};
+use crate::parse::{Decl, Name, Predicate, Timeout};
 use crate::schema::snake;
 
 pub const LOG_LEVELS: &[&str] = &[
@@ -27,6 +27,8 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
     }
     let connections = [d.url.is_some(), d.command.is_some(), d.transport.is_some()];
     match connections.iter().filter(|c| **c).count() {
+        // A setting that did not parse may be the connection: its error says enough.
+        0 if !d.errors.is_empty() => {}
         0 => cx.error(
             item_span,
             "an MCP server needs `url = \"…\"`, `command(\"…\")` or `transport = Self::method`",
@@ -56,22 +58,47 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
             );
         }
     }
-    if d.directory.is_some() && d.command.is_none() {
+    // Settings of one kind of connection on another are mistakes, not no-ops.
+    let stdio_only = "applies to a `command` server only (a `url` server takes `header(...)` and `bearer_token`)";
+    let http_only = "applies to a `url` server only (a `command` server takes `env(...)`)";
+    if d.command.is_none() {
         if let Some(dir) = &d.directory {
-            cx.error(dir.span(), "`directory` applies to a `command` server only");
+            cx.error(dir.span(), format!("`directory` {stdio_only}"));
+        }
+        for (name, _) in &d.env {
+            cx.error(name.span, format!("`env` {stdio_only}"));
         }
     }
-    if let Some(t) = &d.timeout {
-        match t.base10_parse::<u64>() {
-            Ok(0) | Err(_) => cx.error(t.span(), "`timeout` is a number of seconds above zero"),
-            Ok(_) => {}
+    if d.url.is_none() {
+        for (name, _) in &d.headers {
+            cx.error(name.span(), format!("`header` {http_only}"));
         }
+        if let Some(t) = &d.bearer_token {
+            cx.error(source_span(t), format!("`bearer_token` {http_only}"));
+        }
+    }
+    match &d.timeout {
+        Some((_, Timeout::Secs(t))) => match t.base10_parse::<u64>() {
+            Ok(0) | Err(_) => cx.error(
+                t.span(),
+                "`timeout` is seconds above zero (`30`, `2.5`) or a `Duration` (`Duration::from_millis(500)`)",
+            ),
+            Ok(_) => {}
+        },
+        Some((_, Timeout::Float(t))) => match t.base10_parse::<f64>() {
+            Ok(v) if v > 0.0 && v.is_finite() => {}
+            _ => cx.error(
+                t.span(),
+                "`timeout` is seconds above zero (`30`, `2.5`) or a `Duration` (`Duration::from_millis(500)`)",
+            ),
+        },
+        _ => {}
     }
     if let Some(l) = &d.log_level {
-        let s = l.to_string();
+        let s = l.value.clone();
         if !LOG_LEVELS.contains(&s.as_str()) {
             cx.error(
-                l.span(),
+                l.span,
                 format!(
                     "unknown MCP log level `{s}`: use one of {}{}",
                     LOG_LEVELS.join(", "),
@@ -120,10 +147,10 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
         }
     }
     if let Some(drift) = &d.drift {
-        let s = drift.to_string();
+        let s = drift.value.clone();
         if !matches!(s.as_str(), "warn" | "error" | "ignore") {
             cx.error(
-                drift.span(),
+                drift.span,
                 format!("unknown drift policy `{s}`: use `warn`, `error` or `ignore`"),
             );
         }
@@ -301,4 +328,12 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
         });
     }
     planned
+}
+
+/// Where a value was written.
+fn source_span(s: &crate::parse::Source) -> proc_macro2::Span {
+    match s {
+        crate::parse::Source::Lit(l) => l.span(),
+        crate::parse::Source::Method(p) => p.span(),
+    }
 }

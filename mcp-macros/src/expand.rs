@@ -8,7 +8,7 @@ use syn::{Data, DeriveInput, Fields, Lit, Path};
 
 use crate::check::{self, Planned};
 use crate::ctxt::Ctxt;
-use crate::parse::{Decl, Predicate, Source};
+use crate::parse::{Decl, Predicate, Source, Timeout};
 use crate::schema::{ident, pascal, snake, Gen};
 use crate::snapshot;
 
@@ -22,6 +22,9 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return fallback(item, e),
     };
     let mut cx = Ctxt::default();
+    // Only a struct with named fields (or none) can get the handle's shape; anything
+    // else is given back as written.
+    let mut shape_ok = input.generics.params.is_empty();
     let fields: Vec<(syn::Ident, syn::Type)> = match &input.data {
         Data::Struct(s) => match &s.fields {
             Fields::Named(n) => n
@@ -35,11 +38,13 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
                     u.span(),
                     "an MCP server struct has named fields (its inputs), or none",
                 );
+                shape_ok = false;
                 Vec::new()
             }
         },
         _ => {
             cx.error(input.ident.span(), "`#[mcp]` goes on a struct");
+            shape_ok = false;
             Vec::new()
         }
     };
@@ -71,18 +76,25 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         Some(s) => check::against_snapshot(&decl, &s.snapshot.tools, &mut cx),
         None => Vec::new(),
     };
-    if let Err(e) = cx.finish() {
-        return fallback(item, e);
-    }
+    let errors = match cx.finish() {
+        Ok(()) => None,
+        Err(e) if !shape_ok => return fallback(item, e),
+        Err(e) => Some(e.to_compile_error()),
+    };
     let server_name = snake(&input.ident.to_string());
-    generate(
+    // With errors, the struct still gets everything the rest of the program uses
+    // (`new`, `with_context`, the handle, typed methods), so the declaration's own
+    // errors are the only ones reported.
+    let out = generate(
         &decl,
         &input,
         &fields,
         &server_name,
         snap.as_ref(),
         &planned,
-    )
+        errors.is_some(),
+    );
+    quote! { #out #errors }
 }
 
 /// The user's item, unchanged, next to the errors: the rest of the crate still sees it.
@@ -123,6 +135,7 @@ fn generate(
     name: &str,
     snap: Option<&snapshot::Found>,
     planned: &[Planned],
+    broken: bool,
 ) -> TokenStream {
     let krate: TokenStream = match &d.krate {
         Some(p) => p.to_token_stream(),
@@ -193,11 +206,26 @@ fn generate(
         }
         None => {}
     }
-    if let Some(t) = &d.timeout {
-        chain.extend(quote! { .timeout(::std::time::Duration::from_secs(#t)) });
+    match &d.timeout {
+        Some((_, Timeout::Secs(t))) => {
+            chain.extend(quote! { .timeout(::std::time::Duration::from_secs(#t)) });
+        }
+        Some((_, Timeout::Float(t))) => {
+            chain.extend(quote! { .timeout(::std::time::Duration::from_secs_f64(#t)) });
+        }
+        Some((_, Timeout::Expr(e))) => {
+            // As written: rustc says so at the user's tokens if it is not a `Duration`.
+            let span = e
+                .clone()
+                .into_iter()
+                .next()
+                .map_or(Span::call_site(), |t| t.span());
+            chain.extend(quote_spanned! { span=> .timeout({ let __mcp_timeout: ::std::time::Duration = #e; __mcp_timeout }) });
+        }
+        None => {}
     }
     if let Some(l) = &d.log_level {
-        let v = format_ident!("{}", pascal(&l.to_string()));
+        let v = format_ident!("{}", pascal(&l.value));
         chain.extend(quote! { .log_level(#krate::LogLevel::#v) });
     }
     if let Some((_, kinds)) = &d.input_requests {
@@ -301,6 +329,10 @@ fn generate(
                 chain.extend(
                     quote! { .requires_approval_if(#names, |__mcp_tool: &#krate::Tool| #body) },
                 );
+            }
+            Some(Predicate::Closure(c)) => {
+                // Passed as written: the builder's bound types its parameter (`&Tool`).
+                chain.extend(quote! { .requires_approval_if(#names, #c) });
             }
             Some(Predicate::Method(p)) => {
                 chain.extend(quote_spanned! { p.span()=>
@@ -466,7 +498,7 @@ fn generate(
         });
     }
     if let Some(drift) = &d.drift {
-        let v = format_ident!("{}", pascal(&drift.to_string()));
+        let v = format_ident!("{}", pascal(&drift.value));
         chain.extend(quote! { .drift(#krate::DriftPolicy::#v) });
     }
     if let Some(s) = snap {
@@ -479,7 +511,13 @@ fn generate(
     let mut gen = Gen::new(krate.clone());
     let module = format_ident!("{}_tools", snake(&ty.to_string()));
     let mut methods = Vec::new();
+    let mut emitted: Vec<&str> = Vec::new();
     for p in planned {
+        // Two tools on one method name is reported by the check; emit one of them.
+        if emitted.contains(&p.method.as_str()) {
+            continue;
+        }
+        emitted.push(&p.method);
         let method = ident(&p.method);
         let model_name = &p.model_name;
         let description = p.tool.get("description").and_then(Value::as_str);
@@ -565,6 +603,15 @@ fn generate(
     let new_doc = format!(
         " Declares the `{name}` server with these inputs. Nothing connects until it is first used."
     );
+    // A declaration with errors never runs (the crate does not compile): its handle is
+    // a placeholder that keeps the rest of the program checking cleanly.
+    let make = if broken {
+        quote! {
+            let __mcp: #krate::Mcp = ::core::unreachable!("the #[mcp] declaration has errors");
+        }
+    } else {
+        quote! { let __mcp = #chain; }
+    };
     let span = Span::call_site();
     quote_spanned! { span=>
         #(#attrs)*
@@ -584,10 +631,10 @@ fn generate(
             }
 
             /// Like `new`, with per-connection configuration (HTTP proxy, request timeout).
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, unreachable_code, unused_variables, unused_assignments)]
             pub fn with_context(__mcp_context: #krate::Context #(, #field_params)*) -> ::std::sync::Arc<Self> {
                 ::std::sync::Arc::new_cyclic(|__mcp_weak: &::std::sync::Weak<Self>| {
-                    let __mcp = #chain;
+                    #make
                     Self { #(#field_names,)* __mcp }
                 })
             }

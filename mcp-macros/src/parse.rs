@@ -1,10 +1,10 @@
 //! Parses `#[mcp(...)]` into a typed model. Parsing emits no tokens.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
-use syn::{Ident, Lit, LitInt, LitStr, Path, Token};
+use syn::{Ident, Lit, LitFloat, LitInt, LitStr, Path, Token};
 
 use crate::ctxt::hint;
 
@@ -64,6 +64,52 @@ pub struct ToolDecl {
 pub enum Predicate {
     Builtin(Ident),
     Method(Path),
+    /// `if = |tool| …`: a closure given the `&Tool`.
+    Closure(TokenStream),
+}
+
+/// `timeout = 30`, `timeout = 2.5` (seconds) or `timeout = Duration::from_millis(500)`.
+pub enum Timeout {
+    Secs(LitInt),
+    Float(LitFloat),
+    /// Any other expression, emitted as written (rustc checks it is a `Duration`).
+    Expr(TokenStream),
+}
+
+/// A word written as an identifier or a string: `log_level = warning` or `"warning"`.
+#[derive(Clone)]
+pub struct Word {
+    pub value: String,
+    pub span: Span,
+}
+
+impl Parse for Word {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        if input.peek(LitStr) {
+            let s: LitStr = input.parse()?;
+            return Ok(Word {
+                value: s.value(),
+                span: s.span(),
+            });
+        }
+        let i = Ident::parse_any(input).map_err(|e| {
+            syn::Error::new(e.span(), "expected a word, like `warning` or \"warning\"")
+        })?;
+        Ok(Word {
+            value: i.unraw().to_string(),
+            span: i.span(),
+        })
+    }
+}
+
+/// The tokens up to the next `,` at this level (an expression, a closure).
+fn until_comma(input: ParseStream) -> syn::Result<TokenStream> {
+    let mut out = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![,]) {
+        let tt: proc_macro2::TokenTree = input.parse()?;
+        out.extend(std::iter::once(tt));
+    }
+    Ok(out)
 }
 
 pub struct Approval {
@@ -108,8 +154,8 @@ pub struct Decl {
     pub transport: Option<Path>,
     pub headers: Vec<(LitStr, Source)>,
     pub bearer_token: Option<Source>,
-    pub timeout: Option<LitInt>,
-    pub log_level: Option<Ident>,
+    pub timeout: Option<(Ident, Timeout)>,
+    pub log_level: Option<Word>,
     pub input_requests: Option<(Ident, Vec<Ident>)>,
     pub extensions: Vec<Extension>,
     pub only: Option<Vec<Name>>,
@@ -123,7 +169,7 @@ pub struct Decl {
     pub after_progress: Vec<Path>,
     pub before_input_request: Vec<Path>,
     pub snapshot: Option<LitStr>,
-    pub drift: Option<Ident>,
+    pub drift: Option<Word>,
     pub oauth: Option<OAuthDecl>,
     /// Errors found while parsing that do not stop parsing (duplicates).
     pub errors: Vec<syn::Error>,
@@ -176,9 +222,51 @@ fn once<T>(slot: &mut Option<T>, value: T, key: &Ident, errors: &mut Vec<syn::Er
 }
 
 impl Parse for Decl {
+    /// Every setting is parsed on its own (the attribute is split at its top-level
+    /// commas first): a mistake in one is recorded and the others are still read, so
+    /// all mistakes of an attribute are reported together.
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        use syn::parse::Parser as _;
+        let tokens: TokenStream = input.parse()?;
         let mut d = Decl::default();
-        while !input.is_empty() {
+        let mut chunk = TokenStream::new();
+        let mut chunks = Vec::new();
+        for tt in tokens {
+            match &tt {
+                proc_macro2::TokenTree::Punct(p) if p.as_char() == ',' => {
+                    chunks.push(std::mem::take(&mut chunk));
+                }
+                _ => chunk.extend(std::iter::once(tt)),
+            }
+        }
+        chunks.push(chunk);
+        for chunk in chunks {
+            if chunk.is_empty() {
+                continue;
+            }
+            let parsed = (|input: ParseStream| {
+                d.setting(input)?;
+                if !input.is_empty() {
+                    return Err(input.error(
+                        "unexpected tokens after this setting; separate settings with `,`",
+                    ));
+                }
+                Ok(())
+            })
+            .parse2(chunk);
+            if let Err(e) = parsed {
+                d.errors.push(e);
+            }
+        }
+        Ok(d)
+    }
+}
+
+impl Decl {
+    /// One `key = value` or `key(...)` setting.
+    fn setting(&mut self, input: ParseStream) -> syn::Result<()> {
+        let d = self;
+        {
             let key = Ident::parse_any(input)?;
             let k = key.to_string();
             match k.as_str() {
@@ -231,12 +319,34 @@ impl Parse for Decl {
                 }
                 "timeout" => {
                     input.parse::<Token![=]>()?;
-                    let v = input.parse()?;
-                    once(&mut d.timeout, v, &key, &mut d.errors);
+                    if input.peek(LitStr) || input.peek(syn::LitBool) {
+                        return Err(input.error(
+                            "`timeout` is seconds (`30`, `2.5`) or a `Duration` (`Duration::from_millis(500)`), not a string",
+                        ));
+                    }
+                    let v = if input.peek(LitInt)
+                        && (input.peek2(Token![,]) || {
+                            let f = input.fork();
+                            f.parse::<LitInt>().is_ok() && f.is_empty()
+                        }) {
+                        Timeout::Secs(input.parse()?)
+                    } else if input.peek(LitFloat) {
+                        Timeout::Float(input.parse()?)
+                    } else {
+                        let e = until_comma(input)?;
+                        if e.is_empty() {
+                            return Err(syn::Error::new(
+                                key.span(),
+                                "`timeout` needs a value: seconds (`30`, `2.5`) or a `Duration` (`Duration::from_millis(500)`)",
+                            ));
+                        }
+                        Timeout::Expr(e)
+                    };
+                    once(&mut d.timeout, (key.clone(), v), &key, &mut d.errors);
                 }
                 "log_level" => {
                     input.parse::<Token![=]>()?;
-                    let v = Ident::parse_any(input)?;
+                    let v: Word = input.parse()?;
                     once(&mut d.log_level, v, &key, &mut d.errors);
                 }
                 "input_requests" => {
@@ -293,8 +403,7 @@ impl Parse for Decl {
                         if upper && fork.is_empty() {
                             content.parse::<Path>()?;
                             d.local_tools.push(path);
-                            continue_after(input)?;
-                            continue;
+                            return Ok(());
                         }
                     }
                     let name: Name = content.parse()?;
@@ -359,17 +468,39 @@ impl Parse for Decl {
                         syn::parenthesized!(content in input);
                         while !content.is_empty() {
                             if content.peek(Token![if]) {
-                                content.parse::<Token![if]>()?;
-                                content.parse::<Token![=]>()?;
-                                let p: Path = content.parse()?;
-                                a.predicate =
-                                    Some(if p.segments.len() == 1 && p.leading_colon.is_none() {
-                                        Predicate::Builtin(p.segments[0].ident.clone())
+                                let kw = content.parse::<Token![if]>()?;
+                                content.parse::<Token![=]>().map_err(|_| {
+                                    syn::Error::new(kw.span, "write `if = predicate`: `destructive`, `open_world`, `not_read_only`, a method like `Self::needs_approval`, or a closure `|tool| …`")
+                                })?;
+                                a.predicate = Some(
+                                    if content.peek(Token![|])
+                                        || content.peek(Token![||])
+                                        || content.peek(Token![move])
+                                    {
+                                        Predicate::Closure(until_comma(&content)?)
                                     } else {
-                                        Predicate::Method(p)
-                                    });
+                                        let p: Path = content.parse().map_err(|e| {
+                                        syn::Error::new(e.span(), "expected a predicate: `destructive`, `open_world`, `not_read_only`, a method like `Self::needs_approval`, or a closure `|tool| …`")
+                                    })?;
+                                        if p.segments.len() == 1 && p.leading_colon.is_none() {
+                                            Predicate::Builtin(p.segments[0].ident.clone())
+                                        } else {
+                                            Predicate::Method(p)
+                                        }
+                                    },
+                                );
                             } else {
-                                a.names.push(content.parse()?);
+                                let name: Name = content.parse()?;
+                                if content.peek(Token![=]) {
+                                    return Err(syn::Error::new(
+                                        name.span,
+                                        format!(
+                                            "`requires_approval` has no option `{}`: list tool names, and optionally `if = predicate`",
+                                            name.value
+                                        ),
+                                    ));
+                                }
+                                a.names.push(name);
                             }
                             if !content.is_empty() {
                                 content.parse::<Token![,]>()?;
@@ -458,7 +589,7 @@ impl Parse for Decl {
                 }
                 "drift" => {
                     input.parse::<Token![=]>()?;
-                    let v = Ident::parse_any(input)?;
+                    let v: Word = input.parse()?;
                     once(&mut d.drift, v, &key, &mut d.errors);
                 }
                 "crate" => {
@@ -474,15 +605,7 @@ impl Parse for Decl {
                     ))
                 }
             }
-            continue_after(input)?;
         }
-        Ok(d)
+        Ok(())
     }
-}
-
-fn continue_after(input: ParseStream) -> syn::Result<()> {
-    if !input.is_empty() {
-        input.parse::<Token![,]>()?;
-    }
-    Ok(())
 }

@@ -184,6 +184,15 @@ impl Error {
         })
     }
 
+    /// What a configuration error says, without the "configuration error:" prefix (to
+    /// gather several into one); any other error's text.
+    pub(crate) fn config_detail(&self) -> String {
+        match &self.inner.kind {
+            Kind::Config { detail } => detail.clone(),
+            _ => self.to_string(),
+        }
+    }
+
     pub(crate) fn unsupported(detail: impl Into<String>) -> Self {
         Self::new(Kind::Unsupported {
             detail: detail.into(),

@@ -30,6 +30,23 @@ pub(super) enum Connect {
     Missing,
 }
 
+impl Connect {
+    fn is_stdio(&self) -> bool {
+        #[cfg(feature = "stdio")]
+        if let Connect::Stdio(_) = self {
+            return true;
+        }
+        false
+    }
+    fn is_http(&self) -> bool {
+        #[cfg(feature = "http")]
+        if let Connect::Http(_) = self {
+            return true;
+        }
+        false
+    }
+}
+
 /// Builds an [`Mcp`]: the inline form of a declared server.
 ///
 /// ```no_run
@@ -117,7 +134,7 @@ impl McpBuilder {
         #[cfg(feature = "stdio")]
         match crate::transport::stdio::StdioConfig::from_argv(argv) {
             Ok(c) => self.connect = Connect::Stdio(Box::new(c)),
-            Err(e) => self.errors.push(e.to_string()),
+            Err(e) => self.errors.push(e.config_detail()),
         }
         #[cfg(not(feature = "stdio"))]
         {
@@ -413,6 +430,47 @@ impl McpBuilder {
         for cb in self.after_progress {
             client = client.on_progress(move |p| cb(p));
         }
+        // Settings of one kind of connection on another are mistakes, not no-ops.
+        let is_stdio = self.connect.is_stdio();
+        let is_http = self.connect.is_http();
+        if !is_stdio && !matches!(self.connect, Connect::Missing) {
+            let what = if is_http {
+                "a `url` server"
+            } else {
+                "a custom transport"
+            };
+            for (set, name) in [
+                (self.directory.is_some(), "directory"),
+                (!self.env.is_empty(), "env"),
+                (self.clean_env.is_some(), "clean_env"),
+            ] {
+                if set {
+                    errors.push(format!(
+                        "server `{}`: `{name}` applies to a `command` server only, not {what}",
+                        self.name
+                    ));
+                }
+            }
+        }
+        if !is_http && !matches!(self.connect, Connect::Missing) {
+            let what = if is_stdio {
+                "a `command` server"
+            } else {
+                "a custom transport"
+            };
+            for (set, name) in [
+                (!self.headers.is_empty(), "header"),
+                (self.bearer.is_some(), "bearer_token"),
+                (self.oauth.is_some() || self.oauth_with.is_some(), "oauth"),
+            ] {
+                if set {
+                    errors.push(format!(
+                        "server `{}`: `{name}` applies to a `url` server only, not {what}",
+                        self.name
+                    ));
+                }
+            }
+        }
         let connect = match self.connect {
             #[cfg(feature = "stdio")]
             Connect::Stdio(c) => {
@@ -473,7 +531,7 @@ impl McpBuilder {
                 // Check the URL now: a bad one is a configuration error, not a
                 // surprise on first use.
                 if let Err(e) = crate::transport::http::HttpTransport::new(c.clone()) {
-                    errors.push(e.to_string());
+                    errors.push(e.config_detail());
                 }
                 Connect::Http(Box::new(c))
             }

@@ -133,7 +133,7 @@ impl Mcp {
                 Connect::Custom(make) => make().and_then(|t| builder.build(BoxedTransport(t))),
                 Connect::Missing => Err(Error::config("no url, command or transport")),
             };
-            built.map_err(|e| e.to_string())
+            built.map_err(|e| e.config_detail())
         });
         made.as_ref().map_err(|e| Error::config(e.clone()))
     }

@@ -34,7 +34,7 @@ impl McpBuilder {
             Ok(m) => m,
             Err(e) => {
                 let client = OnceLock::new();
-                let _ = client.set(Err(e.to_string()));
+                let _ = client.set(Err(e.config_detail()));
                 Mcp {
                     spec: Arc::new(Spec {
                         name,

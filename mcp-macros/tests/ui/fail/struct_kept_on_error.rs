@@ -14,6 +14,6 @@ impl Linear {
 }
 
 fn main() {
-    let l = Linear { team: "core".into() };
+    let l = Linear::new("core".into());
     println!("{}", l.team());
 }
