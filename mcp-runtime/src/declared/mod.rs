@@ -202,8 +202,17 @@ impl Mcp {
                         .and_then(|p| p.get(k))
                         .is_some();
                     if !known {
+                        let args = tool
+                            .input_schema
+                            .get("properties")
+                            .and_then(Value::as_object)
+                            .map(|p| p.keys().map(String::as_str).collect::<Vec<_>>())
+                            .unwrap_or_default();
+                        let hint = did_you_mean(k, args.iter().copied())
+                            .map(|m| format!(" (did you mean `{m}`?)"))
+                            .unwrap_or_default();
                         problems.push(format!(
-                            "fixed argument `{k}` is not an argument of `{}`",
+                            "fixed argument `{k}` is not an argument of `{}`{hint}",
                             s.name
                         ));
                     }
@@ -492,7 +501,12 @@ impl Mcp {
                     .iter()
                     .find(|t| t.server_name.as_deref() == Some(name))
             })
-            .ok_or_else(|| Error::config(format!("{} has no tool `{name}`", self.spec.name)))?;
+            .ok_or_else(|| {
+                let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                Error::config(format!("{} has no tool `{name}`{hint}", self.spec.name))
+            })?;
         let server_name = tool.server_name.clone().ok_or_else(|| {
             Error::config(format!("`{name}` is a local tool: it runs in this process"))
         })?;

@@ -317,6 +317,26 @@ async fn drift_from_the_snapshot_is_reported() {
     let e = wrong.tools().await.unwrap_err();
     assert!(e.to_string().contains("did you mean `echo`"), "{e}");
     wrong.close().await.unwrap();
+
+    // Without a snapshot, every run-time name error carries the same hint as the
+    // compile-time check: fixed arguments, calls, starts.
+    let wrong = mcp_runtime::Mcp::builder("pyserver")
+        .command(support::pyserver_argv())
+        .tool(mcp_runtime::ToolShape::new("echo").fixed_argument("mesage", json!("hi")))
+        .build()
+        .unwrap();
+    let e = wrong.tools().await.unwrap_err();
+    assert!(e.to_string().contains("did you mean `message`"), "{e}");
+    wrong.close().await.unwrap();
+    let plain = mcp_runtime::Mcp::builder("pyserver")
+        .command(support::pyserver_argv())
+        .build()
+        .unwrap();
+    let e = plain.call("ecko", json!({})).await.unwrap_err();
+    assert!(e.to_string().contains("did you mean `echo`"), "{e}");
+    let e = plain.start("ecko", json!({})).await.unwrap_err();
+    assert!(e.to_string().contains("did you mean `echo`"), "{e}");
+    plain.close().await.unwrap();
 }
 
 /// server-filesystem through npx, with a working directory and environment.
