@@ -288,15 +288,114 @@ async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
             println!(
                 "{name}: {} ({tools} tools){}",
                 path.display(),
-                if same { ", unchanged" } else { "" }
+                if same {
+                    ", unchanged".to_owned()
+                } else {
+                    format!("; {}", changes(old.as_ref(), &new))
+                }
             );
         }
+    }
+    if !check {
+        reindex(&dir)?;
     }
     Ok(if stale == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What changed from the old snapshot to the new one, in a line.
+fn changes(old: Option<&Snapshot>, new: &Snapshot) -> String {
+    let Some(old) = old else {
+        return "new".to_owned();
+    };
+    let by_name = |s: &Snapshot| -> std::collections::BTreeMap<String, Value> {
+        s.tools
+            .iter()
+            .filter_map(|t| Some((t.get("name")?.as_str()?.to_owned(), t.clone())))
+            .collect()
+    };
+    let (before, after) = (by_name(old), by_name(new));
+    let added: Vec<&str> = after
+        .keys()
+        .filter(|k| !before.contains_key(*k))
+        .map(String::as_str)
+        .collect();
+    let removed: Vec<&str> = before
+        .keys()
+        .filter(|k| !after.contains_key(*k))
+        .map(String::as_str)
+        .collect();
+    let changed: Vec<&str> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k).is_some_and(|b| b != *v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let mut parts = Vec::new();
+    for (what, names) in [("added", added), ("removed", removed), ("changed", changed)] {
+        if !names.is_empty() {
+            parts.push(format!("tools {what}: {}", names.join(", ")));
+        }
+    }
+    if old.prompts != new.prompts {
+        parts.push("prompts changed".to_owned());
+    }
+    if old.resource_templates != new.resource_templates {
+        parts.push("resource templates changed".to_owned());
+    }
+    if old.server != new.server {
+        parts.push("connection changed".to_owned());
+    }
+    if parts.is_empty() {
+        "rewritten".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Rewrites `.mcp/.index`, which crates declaring a server without a snapshot depend
+/// on, so an added, changed or removed snapshot takes effect on their next build. The
+/// first time, those crates depended on their `Cargo.toml` instead: it is touched.
+fn reindex(dir: &std::path::Path) -> Result<(), Failure> {
+    let path = dir.join(snapshot::INDEX);
+    let text = snapshot::index(dir);
+    let existed = path.exists();
+    if existed && std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(());
+    }
+    std::fs::write(&path, text)?;
+    if !existed {
+        if let Some(root) = dir.parent() {
+            touch_manifests(root, 0);
+        }
+    }
+    Ok(())
+}
+
+/// Marks every package's `Cargo.toml` under `root` as modified (build outputs,
+/// hidden folders and `node_modules` skipped).
+fn touch_manifests(root: &std::path::Path, depth: usize) {
+    if depth > 6 {
+        return;
+    }
+    let manifest = root.join("Cargo.toml");
+    if manifest.is_file() {
+        if let Ok(f) = std::fs::File::options().append(true).open(&manifest) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
+    for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "target" || name == "node_modules" {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            touch_manifests(&entry.path(), depth + 1);
+        }
+    }
 }
 
 async fn open(m: &ArgMatches) -> Result<Client, Failure> {

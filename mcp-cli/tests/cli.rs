@@ -320,3 +320,102 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
     assert!(!seen.contains(&token), "another server got the token");
     assert!(seen.contains("POST"), "the other server was asked: {seen}");
 }
+
+/// Snapshots take effect on the next `cargo build`, with nothing touched by hand: a
+/// scratch crate declares server-everything with a misspelled tool name, builds (no
+/// snapshot: checked at run time only), gets its first snapshot from `mcp snapshot`,
+/// and the next build fails at the name; a snapshot changed or removed as a `git pull`
+/// would is picked up the same way.
+#[test]
+fn snapshots_take_effect_on_the_next_build() {
+    let peers = peers();
+    let server = peers.join("npm/node_modules/.bin/mcp-server-everything");
+    let dir = std::env::temp_dir().join(format!("mcp-stale-snapshot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"stale-snapshot\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nmcp-runtime = {{ path = {:?} }}\n\n[workspace]\n",
+            repo_root().join("mcp-runtime").display().to_string()
+        ),
+    )
+    .unwrap();
+    // The workspace's lock: the same versions, already downloaded.
+    std::fs::copy(repo_root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let source = |only: &str| {
+        format!(
+            "use mcp_runtime::mcp;\n\n#[mcp(command({:?}, \"stdio\"), only({only}))]\npub struct Everything;\n\nfn main() {{\n    let _ = Everything::new();\n}}\n",
+            server.display().to_string()
+        )
+    };
+    std::fs::write(dir.join("src/main.rs"), source("ecko")).unwrap();
+    let check = || {
+        let out = Command::new(env!("CARGO"))
+            .args(["check", "--offline", "--quiet"])
+            .current_dir(&dir)
+            .env(
+                "CARGO_TARGET_DIR",
+                repo_root().join("target/stale-snapshot"),
+            )
+            .env_remove("MCP_OFFLINE_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, err) = check();
+    assert!(
+        ok,
+        "without a snapshot the name is checked at run time: {err}"
+    );
+
+    // The first snapshot, from the CLI.
+    let out = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["snapshot", "everything", "--"])
+        .arg(&server)
+        .arg("stdio")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("everything:") && said.contains("new"),
+        "{said}"
+    );
+    let (ok, err) = check();
+    assert!(!ok, "the new snapshot must be read on the next build");
+    assert!(
+        err.contains("`only` names `ecko`") && err.contains("did you mean `echo`"),
+        "{err}"
+    );
+
+    std::fs::write(dir.join("src/main.rs"), source("echo")).unwrap();
+    let (ok, err) = check();
+    assert!(ok, "{err}");
+
+    // The snapshot changes (as a pull would bring): `echo` is gone.
+    let path = dir.join(".mcp/everything.json");
+    let mut snap: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    snap["tools"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|t| t["name"] != "echo");
+    std::fs::write(&path, serde_json::to_string_pretty(&snap).unwrap()).unwrap();
+    let (ok, err) = check();
+    assert!(!ok && err.contains("`only` names `echo`"), "{err}");
+
+    // And is removed: back to the run-time check.
+    std::fs::remove_file(&path).unwrap();
+    let (ok, err) = check();
+    assert!(ok, "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -572,6 +572,17 @@ fn generate(
             },
         });
     }
+    // What this build depends on besides the source: the snapshot, or (without one) the
+    // file that changes when a snapshot is added — so snapshots take effect on the next
+    // build, whatever the declaration's state.
+    let watched = match snap {
+        Some(s) => Some(s.path.clone()),
+        None => snapshot::watched_without_snapshot(),
+    }
+    .map(|p| {
+        let p = p.display().to_string();
+        quote! { const _: &[u8] = ::core::include_bytes!(#p); }
+    });
     let types = &gen.items;
     let types_module = if types.is_empty() {
         quote! {}
@@ -651,5 +662,7 @@ fn generate(
         }
 
         #types_module
+
+        #watched
     }
 }

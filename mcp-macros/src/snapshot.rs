@@ -11,6 +11,24 @@ mod format;
 
 pub use format::{did_you_mean, Snapshot, HANDLE_METHODS};
 
+/// The file a declaration's build depends on when its server has no snapshot, so that
+/// adding one rebuilds it: the nearest `.mcp/.index` (which `mcp snapshot` rewrites on
+/// every change), else the crate's own `Cargo.toml` (which `mcp snapshot` touches when
+/// it creates the first index).
+pub fn watched_without_snapshot() -> Option<PathBuf> {
+    if let Some(dir) = env("MCP_OFFLINE_DIR") {
+        let index = Path::new(&dir).join(format::INDEX);
+        if index.is_file() {
+            return Some(index);
+        }
+    }
+    let manifest = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+    format::dir_above(&manifest)
+        .map(|d| d.join(format::INDEX))
+        .filter(|i| i.is_file())
+        .or_else(|| Some(manifest.join("Cargo.toml")).filter(|m| m.is_file()))
+}
+
 /// A snapshot and where it was found (the generated code includes the file, so a
 /// changed snapshot rebuilds the crate).
 pub struct Found {

@@ -203,6 +203,38 @@ impl Snapshot {
     }
 }
 
+/// The file in `.mcp/` that changes whenever a snapshot there is added, changed or
+/// removed (`mcp snapshot` keeps it). A crate declaring a server that has no snapshot
+/// yet depends on it, so adding one takes effect on the next build.
+pub const INDEX: &str = ".index";
+
+/// The index of the snapshots in `dir`: one line per `<name>.json`, with a hash of its
+/// contents, sorted.
+pub fn index(dir: &Path) -> String {
+    let mut lines: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let file = e.file_name().to_str()?.to_owned();
+            let name = file.strip_suffix(".json")?.to_owned();
+            let bytes = std::fs::read(e.path()).ok()?;
+            Some(format!("{name} {:016x}", fnv1a(&bytes)))
+        })
+        .collect();
+    lines.sort();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+/// FNV-1a, 64 bits: enough to tell one snapshot's text from another's.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 /// The `.mcp/` folder at `start` or the nearest above it.
 pub fn dir_above(start: &Path) -> Option<PathBuf> {
     start.ancestors().map(|d| d.join(DIR)).find(|d| d.is_dir())
