@@ -5,7 +5,7 @@ handshake (2024-11-05 .. 2025-11-25) and the stateless 2026-07-28 era
 
 Usage:
     .peers/venv/bin/python tests/peers/pyserver.py stdio
-    .peers/venv/bin/python tests/peers/pyserver.py http <port> [stateless] [json]
+    .peers/venv/bin/python tests/peers/pyserver.py http <port> [stateless] [json] [headers] [headers]
         (binds 127.0.0.1, endpoint path /mcp)
 
 Environment:
@@ -1136,12 +1136,23 @@ async def _run_stdio_single_era() -> None:
                 await write_stream.aclose()
 
 
+def request_headers(ctx: Context) -> str:
+    """What a client sent over HTTP, for tests of headers and tokens."""
+    import json
+
+    request = ctx.request_context.request
+    if request is None:
+        return "{}"
+    seen = {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-") or k.lower() == "authorization"}
+    return json.dumps(seen, sort_keys=True)
+
+
 # --------------------------------------------------------------------------- main
 
 
 def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[1] not in ("stdio", "http"):
-        print("usage: pyserver.py stdio | http <port> [stateless] [json]", file=sys.stderr)
+        print("usage: pyserver.py stdio | http <port> [stateless] [json] [headers]", file=sys.stderr)
         sys.exit(2)
     if argv[1] == "stdio":
         if ERA:
@@ -1150,14 +1161,20 @@ def main(argv: list[str]) -> None:
             server.run("stdio")
         return
     if len(argv) < 3:
-        print("usage: pyserver.py http <port> [stateless] [json]", file=sys.stderr)
+        print("usage: pyserver.py http <port> [stateless] [json] [headers]", file=sys.stderr)
         sys.exit(2)
     port = int(argv[2])
     flags = set(argv[3:])
-    unknown = flags - {"stateless", "json"}
+    unknown = flags - {"stateless", "json", "headers"}
     if unknown:
         print(f"unknown flags: {sorted(unknown)}", file=sys.stderr)
         sys.exit(2)
+    if "headers" in flags:
+        # Only with the flag, so the default tool list (and .mcp/pyserver.json) stays.
+        server.tool(
+            description="The HTTP request's `X-*` and `Authorization` headers, as JSON.",
+            structured_output=False,
+        )(request_headers)
     server.run(
         "streamable-http",
         host="127.0.0.1",

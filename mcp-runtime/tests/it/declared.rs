@@ -417,3 +417,66 @@ async fn environment_values_come_from_the_declaration_and_the_instance() {
     );
     ev.close().await.unwrap();
 }
+
+/// A fixed loopback port: a declaration's `url` is a literal.
+const HEADERS_PORT: u16 = 47213;
+
+/// An HTTP server declared with headers (a literal and one from the instance), a
+/// bearer token from the instance, and a timeout.
+#[mcp(
+    url = "http://127.0.0.1:47213/mcp",
+    header("X-Team", "core"),
+    header("X-User", Self::user),
+    bearer_token = Self::token,
+    timeout = 1,
+    only(request_headers, slow),
+)]
+pub struct WithHeaders {
+    user: String,
+    token: String,
+}
+
+impl WithHeaders {
+    fn user(&self) -> String {
+        self.user.clone()
+    }
+    fn token(&self) -> String {
+        self.token.clone()
+    }
+}
+
+/// The same server, nothing declared but the URL: the context sets its limits.
+#[mcp(url = "http://127.0.0.1:47213/mcp", only(slow))]
+pub struct Bare;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn declared_headers_token_timeout_and_context_reach_the_server() {
+    let _server = support::HttpServer::python_on(HEADERS_PORT, &["headers"]);
+    let h = WithHeaders::new("ann".into(), "tok-1".into());
+    let r = h.call("request_headers", json!({})).await.unwrap();
+    let seen: Value = serde_json::from_str(&r.text()).unwrap();
+    assert_eq!(seen["x-team"], "core", "{seen}");
+    assert_eq!(seen["x-user"], "ann", "{seen}");
+    assert_eq!(seen["authorization"], "Bearer tok-1", "{seen}");
+    // The declared timeout (1 s, no progress until the end): the call gives up.
+    let e = h
+        .call("slow", json!({"seconds": 30, "steps": 1}))
+        .await
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    h.close().await.unwrap();
+
+    // `with_context`: a request timeout for a server that declares none.
+    let b = Bare::with_context(
+        mcp_runtime::Context::new().request_timeout(std::time::Duration::from_millis(300)),
+    );
+    let e = b
+        .call("slow", json!({"seconds": 30, "steps": 1}))
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_timeout() && e.to_string().contains("HttpConfig::request_timeout"),
+        "{e}"
+    );
+    b.close().await.unwrap();
+}
