@@ -157,11 +157,16 @@ impl Hostile {
 
 /// A browser that follows redirects (plain GETs) until the redirect URI.
 async fn browser(url: String) -> mcp_runtime::Result<Callback> {
+    Ok(Callback::from_url(&follow_to_callback(url).await))
+}
+
+/// Follows redirects (plain GETs) until the redirect URI, and returns it.
+async fn follow_to_callback(url: String) -> String {
     tokio::task::spawn_blocking(move || {
         let mut url = url;
         for _ in 0..10 {
             if url.starts_with("http://127.0.0.1:8765/callback") {
-                return Ok(Callback::from_url(&url));
+                return url;
             }
             let rest = url.strip_prefix("http://").expect("http");
             let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
@@ -807,4 +812,48 @@ async fn four_processes_share_one_credential_file() {
     let content: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(content["credentials"].as_array().unwrap().len(), 400);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A declared server's OAuth by hand (an application that shows the person the URL
+/// itself): `authorization_url`, `authorize`, `is_authorized`, `deauthorize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declared_server_is_authorized_by_hand() {
+    let (_, jwks) = p256_key();
+    let peers = start(&jwks);
+    let store: Arc<dyn CredentialStore> = Arc::new(MemoryStore::default());
+    let oauth = OAuth::new()
+        .client("code-client", Some("code-client-secret".into()))
+        .redirect_uri("http://127.0.0.1:8765/callback")
+        .store(store)
+        .authorizer(nobody);
+    let m = mcp_runtime::Mcp::builder("guarded")
+        .url(&peers.mcp_url)
+        .oauth(oauth)
+        .build()
+        .unwrap();
+    assert!(!m.is_authorized());
+    let url = m
+        .authorization_url("http://127.0.0.1:8765/callback")
+        .await
+        .unwrap();
+    let callback = follow_to_callback(url).await;
+    // A callback that does not belong to this authorization is refused, and ends it:
+    // the person starts again.
+    let forged = callback.replace("state=", "state=x");
+    assert!(m.authorize(&forged).await.is_err());
+    assert!(m.authorize(&callback).await.is_err());
+    let url = m
+        .authorization_url("http://127.0.0.1:8765/callback")
+        .await
+        .unwrap();
+    let callback = follow_to_callback(url).await;
+    m.authorize(&callback).await.unwrap();
+    assert!(m.is_authorized());
+    let who = whoami(&m.call("whoami", json!({})).await.unwrap().text());
+    assert_eq!(who["sub"], "test-user", "{who}");
+    m.deauthorize().await.unwrap();
+    assert!(!m.is_authorized());
+    // Forgotten: the next call needs a person, and nobody is there.
+    assert!(m.call("whoami", json!({})).await.is_err());
+    m.close().await.unwrap();
 }
