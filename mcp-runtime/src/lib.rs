@@ -61,8 +61,8 @@ pub use client::{
 };
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub use declared::{
-    expand_template, ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpBuilder, McpTool,
-    ToolShape, Typed,
+    expand_template, ArgValue, Context, Declaration, DriftPolicy, LocalTool, Mcp, McpBuilder,
+    McpTool, ToolShape, Typed,
 };
 pub use error::{Error, Result};
 pub use input::{

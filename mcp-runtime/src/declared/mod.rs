@@ -22,6 +22,7 @@ use crate::model::{
 use crate::transport::{BoxFuture, Transport};
 
 mod builder;
+mod declaration;
 mod shape;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ pub(crate) use crate::snapshot::did_you_mean;
 
 pub use builder::McpBuilder;
 use builder::{check_unique, Connect, Spec};
+pub use declaration::Declaration;
 use shape::Approval;
 pub use shape::{ArgValue, Context, DriftPolicy, LocalTool, McpTool, ToolShape};
 pub use typed::Typed;

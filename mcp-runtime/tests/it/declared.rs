@@ -82,6 +82,21 @@ impl Everything {
 async fn a_declared_server_is_an_object() {
     let ev = Everything::new(40, Arc::default(), Arc::default());
     assert_eq!(ev.name(), "everything");
+    // The declaration, readable without connecting.
+    let d = Everything::DECLARATION;
+    assert_eq!(d.name, "everything");
+    assert!(d.custom_transport && d.url.is_none() && d.command.is_empty());
+    assert_eq!(d.prefix, Some("ev"));
+    assert_eq!(d.except, ["get-tiny-image"]);
+    assert_eq!(d.renames, [("get-sum", "add")]);
+    assert_eq!(d.fixed_arguments, [("get-sum", "b"), ("echo", "message")]);
+    assert_eq!(d.requires_approval, ["get-sum"]);
+    assert!(d.approval_for_all && d.approval_predicates);
+    assert_eq!(d.defer, Some(&["get-env"][..]));
+    assert!(
+        d.snapshot.is_some_and(|p| p.ends_with("everything.json")),
+        "{d:?}"
+    );
     let tools = ev.tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert!(
@@ -452,6 +467,15 @@ pub struct Bare;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn declared_headers_token_timeout_and_context_reach_the_server() {
     let _server = support::HttpServer::python_on(HEADERS_PORT, &["headers"]);
+    assert_eq!(
+        WithHeaders::DECLARATION.url,
+        Some("http://127.0.0.1:47213/mcp")
+    );
+    assert_eq!(
+        WithHeaders::DECLARATION.only,
+        Some(&["request_headers", "slow"][..])
+    );
+    assert_eq!(Bare::DECLARATION.snapshot, None);
     let h = WithHeaders::new("ann".into(), "tok-1".into());
     let r = h.call("request_headers", json!({})).await.unwrap();
     let seen: Value = serde_json::from_str(&r.text()).unwrap();
