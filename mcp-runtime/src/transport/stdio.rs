@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::{watchdog, BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, Result};
@@ -227,27 +227,86 @@ impl fmt::Debug for StdioTransport {
 
 type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
 
-enum WriterCmd {
-    Write(Vec<u8>),
-    Close,
-}
+/// The server's stdin, written by whichever task sends: no writer task, no hop to
+/// another thread per message. `None` once closed.
+type Stdin = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
 
 struct Conn {
     pid: Option<u32>,
-    writer: mpsc::UnboundedSender<WriterCmd>,
+    stdin: Stdin,
     pending: Arc<Pending>,
     dead: Arc<AtomicBool>,
     close_tx: Mutex<Option<oneshot::Sender<oneshot::Sender<()>>>>,
 }
 
 impl Conn {
-    fn send(&self, message: &Message) -> Result<()> {
+    async fn send(&self, message: &Message) -> Result<()> {
         let mut bytes = message.to_vec();
         bytes.push(b'\n');
-        self.writer
-            .send(WriterCmd::Write(bytes))
-            .map_err(|_| Error::closed("the server's stdin is closed"))
+        write_line(&self.stdin, bytes).await
     }
+}
+
+/// One line being written. A line is never left half-written: if the sender goes away
+/// (a cancelled request) after part of it reached the pipe, the rest is written by a
+/// task that keeps the pipe until it is done.
+struct LineWrite {
+    guard: Option<tokio::sync::OwnedMutexGuard<Option<ChildStdin>>>,
+    bytes: Vec<u8>,
+    written: usize,
+}
+
+impl Drop for LineWrite {
+    fn drop(&mut self) {
+        if self.written == 0 || self.written >= self.bytes.len() {
+            return;
+        }
+        let (Some(mut guard), Ok(handle)) =
+            (self.guard.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let rest = self.bytes.split_off(self.written);
+        handle.spawn(async move {
+            if let Some(stdin) = guard.as_mut() {
+                let _ = stdin.write_all(&rest).await;
+            }
+        });
+    }
+}
+
+/// Writes one line to the server's stdin from the calling task; lines of concurrent
+/// senders queue in order (the lock is fair).
+async fn write_line(stdin: &Stdin, bytes: Vec<u8>) -> Result<()> {
+    let guard = stdin.clone().lock_owned().await;
+    let mut line = LineWrite {
+        guard: Some(guard),
+        bytes,
+        written: 0,
+    };
+    while line.written < line.bytes.len() {
+        let LineWrite {
+            guard: Some(guard),
+            bytes,
+            written,
+        } = &mut line
+        else {
+            break;
+        };
+        let Some(pipe) = guard.as_mut() else {
+            return Err(Error::closed("the server's stdin is closed"));
+        };
+        // A pipe write is cancel-safe: bytes count as written only once it returns.
+        match pipe.write(&bytes[*written..]).await {
+            Ok(0) | Err(_) => {
+                // The pipe is broken: whatever is left cannot be written.
+                *written = bytes.len();
+                return Err(Error::closed("the server's stdin is closed"));
+            }
+            Ok(n) => *written += n,
+        }
+    }
+    Ok(())
 }
 
 impl StdioTransport {
@@ -340,11 +399,10 @@ impl StdioTransport {
                 (Some(i), Some(o), Some(e)) => (i, o, e),
                 _ => return Err(Error::transport("the server process has no stdio pipes")),
             };
-        let (wtx, wrx) = mpsc::unbounded_channel();
+        let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
         let pending: Arc<Pending> = Arc::new(Mutex::new(HashMap::new()));
         let dead = Arc::new(AtomicBool::new(false));
         let (close_tx, close_rx) = oneshot::channel();
-        tokio::spawn(writer_loop(stdin, wrx));
         tokio::spawn(drain_stderr(stderr, cfg.name.clone()));
         tokio::spawn(
             Supervisor {
@@ -355,7 +413,7 @@ impl StdioTransport {
                 pending: pending.clone(),
                 dead: dead.clone(),
                 incoming,
-                writer: wtx.clone(),
+                stdin: stdin.clone(),
                 grace: cfg.close_grace,
                 max_message_size: cfg.max_message_size,
             }
@@ -363,24 +421,12 @@ impl StdioTransport {
         );
         Ok(Conn {
             pid,
-            writer: wtx,
+            stdin,
             pending,
             dead,
             close_tx: Mutex::new(Some(close_tx)),
         })
     }
-}
-
-async fn writer_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<WriterCmd>) {
-    while let Some(WriterCmd::Write(bytes)) = rx.recv().await {
-        if stdin.write_all(&bytes).await.is_err() {
-            break;
-        }
-        if rx.is_empty() && stdin.flush().await.is_err() {
-            break;
-        }
-    }
-    // Dropping stdin closes the pipe: the server sees end of input.
 }
 
 struct Supervisor {
@@ -391,7 +437,7 @@ struct Supervisor {
     pending: Arc<Pending>,
     dead: Arc<AtomicBool>,
     incoming: Incoming,
-    writer: mpsc::UnboundedSender<WriterCmd>,
+    stdin: Stdin,
     grace: Duration,
     max_message_size: usize,
 }
@@ -603,7 +649,11 @@ impl Supervisor {
         }
         // Leftovers of the group (a launcher's children) go too.
         drop(group);
-        drop(self.writer);
+        // The process is gone: a write still holding the pipe fails at once.
+        if let Ok(mut pipe) = tokio::time::timeout(Duration::from_secs(1), self.stdin.lock()).await
+        {
+            pipe.take();
+        }
         if let Some(done) = closing {
             let _ = done.send(());
         }
@@ -612,8 +662,11 @@ impl Supervisor {
     /// Stops the process: close stdin and wait, then SIGTERM and wait, then SIGKILL.
     async fn stop(&mut self, group: &GroupGuard, gentle: bool) {
         if gentle {
-            // Closing stdin: the writer task ends and drops it.
-            let _ = self.writer.send(WriterCmd::Close);
+            // Closing stdin: the server sees end of input (after any line being
+            // written, which holds the pipe until it is done — within the grace time).
+            if let Ok(mut pipe) = tokio::time::timeout(self.grace, self.stdin.lock()).await {
+                pipe.take();
+            }
             if tokio::time::timeout(self.grace, self.child.wait())
                 .await
                 .is_ok()
@@ -664,14 +717,14 @@ impl Supervisor {
                 Ok(Message::Notification(n)) => self.incoming.notification(n),
                 Ok(Message::Request(req)) => {
                     let incoming = self.incoming.clone();
-                    let writer = self.writer.clone();
+                    let stdin = self.stdin.clone();
                     // Server requests are rare and may wait on a person: answer them off
                     // the reading loop.
                     tokio::spawn(async move {
                         let resp = incoming.request(req).await;
                         let mut bytes = Message::Response(resp).to_vec();
                         bytes.push(b'\n');
-                        let _ = writer.send(WriterCmd::Write(bytes));
+                        let _ = write_line(&stdin, bytes).await;
                     });
                 }
                 Err(e) => {
@@ -718,7 +771,7 @@ impl Transport for StdioTransport {
                 pending: &conn.pending,
                 id: Some(id),
             };
-            conn.send(&Message::Request(request))?;
+            conn.send(&Message::Request(request)).await?;
             let out = rx
                 .await
                 .map_err(|_| Error::closed("the server process exited"))?;
@@ -730,7 +783,7 @@ impl Transport for StdioTransport {
     fn notify<'a>(&'a self, n: Notification, _version: &'a str) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
             match self.live_conn() {
-                Some(conn) => conn.send(&Message::Notification(n)),
+                Some(conn) => conn.send(&Message::Notification(n)).await,
                 None => Err(Error::closed("the server is not running")),
             }
         })
@@ -741,7 +794,7 @@ impl Transport for StdioTransport {
             // Only meaningful on the connection the request went to; after a restart
             // there is nothing to cancel.
             if let Some(conn) = self.live_conn() {
-                let _ = conn.send(&Message::Notification(n));
+                let _ = conn.send(&Message::Notification(n)).await;
             }
             Ok(())
         })
