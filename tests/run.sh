@@ -52,4 +52,7 @@ cargo run -q --locked -p examples --example apps -- .peers/venv/bin/python tests
 step "the agent example, end to end (scripted model, real filesystem server)"
 bash tests/agent-example.sh
 
+step "the side-by-side benchmark, smoke mode (every client runs; no timing asserted)"
+bash tests/bench/run.sh --smoke --reps 1
+
 step "all checks passed"

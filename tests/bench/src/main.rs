@@ -551,6 +551,7 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
         .filter(|c| only.as_ref().is_none_or(|o| o.iter().any(|x| x == c)))
         .collect();
     let me = std::env::current_exe()?;
+    let mut failed = 0usize;
     let mut lines = Vec::new();
     let head: Vec<String> = clients.iter().map(|c| c.to_string()).collect();
     lines.push(format!("| cell (legacy; modern in parentheses) | {} | ours-mt ÷ raw | ours-ct ÷ raw |", head.join(" | ")));
@@ -578,7 +579,10 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
                     let text = String::from_utf8_lossy(&out.stdout);
                     match (out.status.success(), text.lines().last().map(serde_json::from_str::<Value>)) {
                         (true, Some(Ok(v))) => values.entry(c).or_default().push(v),
-                        _ => eprintln!("mcp-bench: {c} {} {} {era} failed", row.transport, row.kind),
+                        _ => {
+                            failed += 1;
+                            eprintln!("mcp-bench: {c} {} {} {era} failed", row.transport, row.kind)
+                        }
                     }
                 }
             }
@@ -640,6 +644,9 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
     );
     for l in lines {
         println!("{l}");
+    }
+    if failed > 0 {
+        return Err(format!("{failed} measurements failed (see above)").into());
     }
     Ok(())
 }
