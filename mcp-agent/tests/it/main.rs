@@ -42,28 +42,58 @@ fn scratch(tag: &str) -> PathBuf {
     dir
 }
 
-/// The scripted model, killed when dropped.
-struct FakeModel {
-    child: Child,
-    port: u16,
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
-impl Drop for FakeModel {
+/// A peer process, killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
+}
+
+/// Runs one of this binary's `#[ignore]`d helper tests as a process of its own with
+/// `env`, and returns its `suspended run=…` line.
+fn suspended_line(helper: &str, env: &[(&str, String)]) -> String {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([helper, "--exact", "--ignored", "--nocapture"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .find(|l| l.starts_with("suspended run="))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_owned()
+}
+
+/// The scripted model, killed when dropped.
+struct FakeModel {
+    _child: Killed,
+    port: u16,
 }
 
 impl FakeModel {
     fn start(dir: &Path, script: Value) -> FakeModel {
         let path = dir.join("script.json");
         std::fs::write(&path, script.to_string()).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let mut child = Command::new(peers().join("venv/bin/python"))
             .arg(repo_root().join("tests/peers/fake_model.py"))
             .args([port.to_string(), path.display().to_string()])
@@ -76,7 +106,10 @@ impl FakeModel {
             .read_line(&mut line)
             .unwrap();
         assert!(line.contains("READY"), "the fake model did not start");
-        FakeModel { child, port }
+        FakeModel {
+            _child: Killed(child),
+            port,
+        }
     }
 
     fn url(&self) -> String {
@@ -208,11 +241,7 @@ struct Postgres {
 impl Postgres {
     fn start() -> Postgres {
         peers();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let data = std::env::temp_dir().join(format!("mcp-agent-pg-{}-{port}", std::process::id()));
         let out = Command::new("bash")
             .arg(repo_root().join("tests/peers/postgres.sh"))
@@ -287,24 +316,14 @@ async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
         ]),
     );
     let suspend = || {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args(["suspending_process", "--exact", "--ignored", "--nocapture"])
-            .env("MCP_TEST_DIR", &dir)
-            .env("MCP_TEST_MODEL", model.url())
-            .env("MCP_TEST_STORE", store)
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
+        let line = suspended_line(
+            "suspending_process",
+            &[
+                ("MCP_TEST_DIR", dir.display().to_string()),
+                ("MCP_TEST_MODEL", model.url()),
+                ("MCP_TEST_STORE", store.to_owned()),
+            ],
         );
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with("suspended run="))
-            .unwrap_or_else(|| panic!("{stdout}"))
-            .to_owned();
         assert!(line.ends_with(" tool=write_file"), "{line}");
         line["suspended run=".len()..line.find(" tool=").unwrap()].to_owned()
     };
@@ -894,24 +913,13 @@ async fn chat_completions_streamed_round_trip() {
 
 /// The project's PyPI server over loopback HTTP (both eras), killed when dropped.
 struct PyServer {
-    child: Child,
+    _child: Killed,
     port: u16,
-}
-
-impl Drop for PyServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl PyServer {
     fn start() -> PyServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let child = Command::new(peers().join("venv/bin/python"))
             .arg(repo_root().join("tests/peers/pyserver.py"))
             .args(["http", &port.to_string()])
@@ -919,7 +927,10 @@ impl PyServer {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let server = PyServer { child, port };
+        let server = PyServer {
+            _child: Killed(child),
+            port,
+        };
         // However slowly it starts: only a listening socket ends the wait.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -1014,29 +1025,15 @@ async fn input_requests_suspend_and_resume_across_processes(store: &str) {
             {"echo_tools": true}
         ]),
     );
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "input_suspending_process",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env("MCP_TEST_DIR", &dir)
-        .env("MCP_TEST_MODEL", model.url())
-        .env("MCP_TEST_SERVER", py.url())
-        .env("MCP_TEST_STORE", store)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
+    let line = suspended_line(
+        "input_suspending_process",
+        &[
+            ("MCP_TEST_DIR", dir.display().to_string()),
+            ("MCP_TEST_MODEL", model.url()),
+            ("MCP_TEST_SERVER", py.url()),
+            ("MCP_TEST_STORE", store.to_owned()),
+        ],
     );
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("suspended run="))
-        .unwrap_or_else(|| panic!("{stdout}"));
     let fields: Vec<&str> = line.split(' ').collect();
     let run = fields[1].trim_start_matches("run=").to_owned();
     assert_eq!(fields[2], "tool=ask_name", "{line}");
