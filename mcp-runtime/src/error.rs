@@ -70,6 +70,14 @@ enum Kind {
     Http { status: u16, detail: String },
     /// The server asked for input the caller chose to answer itself.
     InputRequired(Box<crate::input::PendingInput>),
+    /// A skill file failed its check against the held entry.
+    SkillChanged {
+        skill: String,
+        detail: String,
+        refreshed: Option<Box<crate::skills::Skill>>,
+    },
+    /// A skill was not loaded because of what its entry says (a limit).
+    SkillDeclined { skill: String, detail: String },
 }
 
 impl Error {
@@ -230,6 +238,50 @@ impl Error {
         }
     }
 
+    /// A skill file failed its check (unlisted, size, digest or frontmatter):
+    /// `refreshed` is the entry `skills/get` gave afterwards, when it answered.
+    pub(crate) fn skill_changed(
+        skill: &str,
+        detail: impl Into<String>,
+        refreshed: Option<crate::skills::Skill>,
+    ) -> Self {
+        Self::new(Kind::SkillChanged {
+            skill: skill.to_owned(),
+            detail: detail.into(),
+            refreshed: refreshed.map(Box::new),
+        })
+    }
+
+    pub(crate) fn skill_declined(skill: &str, detail: impl Into<String>) -> Self {
+        Self::new(Kind::SkillDeclined {
+            skill: skill.to_owned(),
+            detail: detail.into(),
+        })
+    }
+
+    /// True when a skill's file did not match the entry the skill was loaded (or is
+    /// being loaded) from: a file not listed, a size, digest or frontmatter that
+    /// differs. The content was not used. The skill changed and needs re-approval;
+    /// [`refreshed_skill`](Self::refreshed_skill) has its current entry when the
+    /// server gave one.
+    pub fn is_skill_changed(&self) -> bool {
+        matches!(self.inner.kind, Kind::SkillChanged { .. })
+    }
+
+    /// The skill's entry as `skills/get` gave it after a failed check.
+    pub fn refreshed_skill(&self) -> Option<&crate::skills::Skill> {
+        match &self.inner.kind {
+            Kind::SkillChanged { refreshed, .. } => refreshed.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// True when a skill was declined before anything was fetched, because its entry
+    /// exceeds the per-skill limits (512 files, 16 MiB). The message says which.
+    pub fn is_skill_declined(&self) -> bool {
+        matches!(self.inner.kind, Kind::SkillDeclined { .. })
+    }
+
     /// True when the request was cancelled by the caller.
     pub fn is_cancelled(&self) -> bool {
         matches!(self.inner.kind, Kind::Cancelled { .. })
@@ -312,8 +364,16 @@ impl Error {
                 data,
             } => {
                 let m = message.to_ascii_lowercase();
-                m.contains("not found")
-                    || m.contains("unknown")
+                [
+                    "not found",
+                    "unknown",
+                    "no such",
+                    "not served",
+                    "does not exist",
+                    "no skill",
+                ]
+                .iter()
+                .any(|w| m.contains(w))
                     || data.as_ref().is_some_and(|d| d.get("uri").is_some())
             }
             _ => false,
@@ -402,6 +462,16 @@ impl fmt::Display for Error {
                 "{} asked for input ({}) that this call leaves to its caller; answer it with RequestOptions::with_input_answers",
                 p.server(),
                 p.keys().collect::<Vec<_>>().join(", ")
+            ),
+            Kind::SkillChanged { skill, detail, .. } => write!(
+                f,
+                "skill {} changed and needs re-approval: {detail}; its content was not used",
+                crate::text::clip(skill, 200)
+            ),
+            Kind::SkillDeclined { skill, detail } => write!(
+                f,
+                "skill {} was not loaded: {detail}",
+                crate::text::clip(skill, 200)
             ),
             Kind::Http { status, detail } => {
                 write!(f, "the server answered HTTP {status}")?;

@@ -44,6 +44,7 @@ pub mod jsonrpc;
 mod model;
 mod protocol;
 mod secret;
+pub mod skills;
 pub mod snapshot;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -72,6 +73,7 @@ pub use input::{
 pub use mcp_macros::mcp;
 pub use model::*;
 pub use secret::Secret;
+pub use skills::{LoadedSkill, Skill, SkillContent};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 pub use transport::http::{HttpConfig, HttpTransport};

@@ -30,6 +30,16 @@ pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
     escape(text, false)
 }
 
+/// Server text for one line of a message: at most `max` characters (then `…`), with
+/// controls escaped.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    let cut = match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    };
+    escape_controls(&cut).into_owned()
+}
+
 /// A byte count for people: `64 MiB`, `1.5 KiB`, `300 bytes`.
 pub(crate) fn size(bytes: usize) -> String {
     const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];

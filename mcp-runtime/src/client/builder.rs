@@ -137,6 +137,13 @@ impl ClientBuilder {
         }
         self
     }
+    /// Declares that the application loads skills itself (the skills extension,
+    /// `io.modelcontextprotocol/skills`, with no settings), so a server may leave out a
+    /// fallback "load skill" tool. Listing and loading skills work without it: they
+    /// depend on the server's declaration.
+    pub fn skills(self) -> Self {
+        self.extension(crate::skills::SKILLS_EXTENSION, json!({}))
+    }
     /// The most rounds of input a request may ask for before it fails (default 8).
     pub fn max_input_rounds(mut self, rounds: u32) -> Self {
         self.max_input_rounds = rounds;
@@ -254,6 +261,7 @@ impl ClientBuilder {
             task_waiters: Mutex::new(HashMap::new()),
             tool_info: Mutex::new(HashMap::new()),
             task_reported: Mutex::new(HashMap::new()),
+            skill_files: Mutex::new(crate::skills::FileCache::default()),
         });
         Ok(Client {
             inner,

@@ -35,6 +35,7 @@ mod inbox;
 mod listen;
 mod negotiate;
 mod options;
+mod skills;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -171,6 +172,8 @@ struct Inner {
     /// The last task status reported to `on_change`, per task (state and message), so
     /// a status pushed and also polled is reported once.
     task_reported: Mutex<HashMap<String, (TaskState, Option<String>)>>,
+    /// Verified files of this server's skills (see [`crate::skills`]).
+    skill_files: Mutex<crate::skills::FileCache>,
 }
 
 /// What the session keeps of a listed tool.

@@ -178,6 +178,11 @@ impl ServerCapabilities {
     pub fn resources_subscribe(&self) -> bool {
         self.flag("resources", Some("subscribe"))
     }
+    /// The settings the server declared for an extension (`capabilities.extensions`),
+    /// when it declared it.
+    pub fn extension(&self, name: &str) -> Option<&Value> {
+        self.0.get("extensions").and_then(|e| e.get(name))
+    }
     /// The extensions the server supports (`capabilities.extensions`).
     pub fn extensions(&self) -> Vec<String> {
         self.0

@@ -17,4 +17,5 @@ mod lifecycle;
 mod malformed;
 mod oauth;
 mod python;
+mod skills;
 mod tasks;

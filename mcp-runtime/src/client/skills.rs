@@ -1,0 +1,245 @@
+//! The skills extension on a session: listing, getting and loading skills, reading
+//! their files with every check (see [`crate::skills`]).
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::*;
+use crate::skills::{check, extract, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION};
+
+impl Client {
+    /// True when the server declares the skills extension (connecting first).
+    pub async fn skills_supported(&self) -> Result<bool> {
+        let d = self.inner.ensure().await?;
+        Ok(d.capabilities.extension(SKILLS_EXTENSION).is_some())
+    }
+
+    async fn require_skills(&self) -> Result<Arc<ServerDetails>> {
+        let d = self.inner.ensure().await?;
+        if d.capabilities.extension(SKILLS_EXTENSION).is_none() {
+            return Err(Error::unsupported(format!(
+                "{} does not declare the skills extension ({SKILLS_EXTENSION})",
+                self.inner.name
+            )));
+        }
+        Ok(d)
+    }
+
+    /// Every skill the server lists (`skills/list`, all pages), checked: an invalid
+    /// entry (no `resources`, a path that does not end in its name, a malformed
+    /// digest, …) is left out with a warning. Nothing else is fetched. A listing may
+    /// be partial: a skill named elsewhere (the server's instructions, another skill)
+    /// is found with [`get_skill`](Self::get_skill).
+    ///
+    /// Fails with [`Error::is_unsupported`] when the server does not declare the
+    /// skills extension.
+    pub async fn list_skills(&self) -> Result<Vec<Skill>> {
+        self.require_skills().await?;
+        let items = self.inner.list("skills/list", "skills").await?;
+        let mut skills: Vec<Skill> = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            match Skill::from_value(item.clone()) {
+                Ok(s) if skills.iter().any(|k| k.uri() == s.uri()) => tracing::warn!(
+                    server = %self.inner.name,
+                    uri = %crate::text::clip(s.uri(), 200),
+                    "the server listed a skill twice; the first entry is kept"
+                ),
+                Ok(s) => skills.push(s),
+                Err(why) => tracing::warn!(
+                    server = %self.inner.name,
+                    "left out an invalid skill entry: {why}"
+                ),
+            }
+        }
+        Ok(skills)
+    }
+
+    /// The current entry of one skill, by the URI of its `SKILL.md` (`skills/get`):
+    /// also for skills the listing leaves out. An unknown URI is
+    /// [`Error::is_not_found`].
+    pub async fn get_skill(&self, uri: &str) -> Result<Skill> {
+        self.require_skills().await?;
+        let mut params = Map::new();
+        params.insert("uri".into(), uri.into());
+        let mut v = self
+            .inner
+            .call("skills/get", params, &RequestOptions::default())
+            .await?;
+        let skill = v
+            .get_mut("skill")
+            .map(Value::take)
+            .ok_or_else(|| Error::invalid_response("`skills/get` result has no `skill`"))?;
+        let skill = Skill::from_value(skill).map_err(Error::invalid_response)?;
+        if skill.uri() != uri {
+            return Err(Error::invalid_response(format!(
+                "`skills/get` for {} answered with another skill ({})",
+                crate::text::clip(uri, 200),
+                crate::text::clip(skill.uri(), 200)
+            )));
+        }
+        Ok(skill)
+    }
+
+    /// The direct children of a directory resource (`resources/directory/read`, all
+    /// pages); subdirectories have the MIME type `inode/directory`. Only servers that
+    /// declare the skills extension with `directoryRead` offer it; for others this
+    /// fails with [`Error::is_unsupported`] without sending anything.
+    ///
+    /// A directory read is a live view: it never adds files to a loaded skill, whose
+    /// held entry alone says what may be read.
+    pub async fn read_directory(&self, uri: &str) -> Result<Vec<Resource>> {
+        let d = self.require_skills().await?;
+        let declared = d
+            .capabilities
+            .extension(SKILLS_EXTENSION)
+            .and_then(|s| s.get("directoryRead"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !declared {
+            return Err(Error::unsupported(format!(
+                "{} does not offer `resources/directory/read` (no `directoryRead` in its skills extension)",
+                self.inner.name
+            )));
+        }
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..10_000 {
+            let mut params = Map::new();
+            params.insert("uri".into(), uri.into());
+            if let Some(c) = &cursor {
+                params.insert("cursor".into(), Value::String(c.clone()));
+            }
+            let mut v = self
+                .inner
+                .call(
+                    "resources/directory/read",
+                    params,
+                    &RequestOptions::default(),
+                )
+                .await?;
+            if let Some(Value::Array(items)) = v.get_mut("resources").map(Value::take) {
+                out.extend(typed_items(&self.inner.name, "resource", &items));
+            }
+            match v.get("nextCursor") {
+                Some(Value::String(next)) if cursor.as_deref() != Some(next.as_str()) => {
+                    cursor = Some(next.clone());
+                }
+                Some(Value::String(_)) => {
+                    return Err(Error::invalid_response(
+                        "`resources/directory/read` pagination does not end (a cursor repeats)",
+                    ))
+                }
+                _ => return Ok(out),
+            }
+        }
+        Err(Error::invalid_response(
+            "`resources/directory/read` pagination does not end",
+        ))
+    }
+
+    /// Loads a skill: checks its limits from the entry (512 files, 16 MiB; otherwise
+    /// [`Error::is_skill_declined`] with the reason, before anything is fetched), reads
+    /// its `SKILL.md` and checks it against the entry (size, digest, frontmatter field
+    /// by field). The entry is held from then on: the skill's other files are read
+    /// through the returned [`LoadedSkill`], each checked against it.
+    ///
+    /// On a failed check nothing is used, the entry is refreshed with `skills/get`,
+    /// and the error is [`Error::is_skill_changed`] (with
+    /// [`refreshed_skill`](Error::refreshed_skill)): the skill changed and needs
+    /// re-approval. Reading a `SKILL.md` with
+    /// [`read_resource`](Self::read_resource) is not a load.
+    pub async fn load_skill(&self, skill: &Skill) -> Result<LoadedSkill> {
+        self.require_skills().await?;
+        skill.check_limits()?;
+        let content = self.read_skill_file(skill, skill.uri()).await?;
+        let text: Arc<str> = match content.text() {
+            Some(t) => Arc::from(t),
+            None => {
+                return Err(Error::skill_changed(
+                    skill.uri(),
+                    "SKILL.md is not text",
+                    None,
+                ))
+            }
+        };
+        let body_at = crate::skills::split_frontmatter(&text).map_or(0, |(_, at)| at);
+        Ok(LoadedSkill {
+            client: self.clone(),
+            entry: Arc::new(skill.clone()),
+            text,
+            body_at,
+            revoked: Arc::new(AtomicBool::new(false)),
+            retrieved: Arc::new(AtomicU64::new(content.bytes().len() as u64)),
+        })
+    }
+
+    /// Reads one file of `entry` from this server and checks it. A file the entry does
+    /// not list is refused without a request; a cached file whose digest the entry
+    /// still names is served without one.
+    pub(crate) async fn read_skill_file(&self, entry: &Skill, uri: &str) -> Result<SkillContent> {
+        let listed = entry.file(uri).map(|f| f.digest.clone());
+        if !entry.is_dynamic() && listed.is_none() {
+            let why = format!(
+                "{} is not listed in the skill's entry",
+                crate::text::clip(uri, 200)
+            );
+            return Err(self.changed(entry, why).await);
+        }
+        if let Some(digest) = &listed {
+            let hit = lock(&self.inner.skill_files).get(uri, digest);
+            if let Some(hit) = hit {
+                if check(entry, &hit).is_ok() {
+                    return Ok(hit);
+                }
+            }
+        }
+        let mut params = Map::new();
+        params.insert("uri".into(), uri.into());
+        let read = self
+            .inner
+            .call("resources/read", params, &RequestOptions::default())
+            .await;
+        let read = match read {
+            Ok(v) => v,
+            // A listed file the server no longer serves: the skill changed.
+            Err(e) if e.is_not_found() && !entry.is_dynamic() => {
+                let why = format!(
+                    "the server no longer serves {}",
+                    crate::text::clip(uri, 200)
+                );
+                return Err(self.changed(entry, why).await);
+            }
+            Err(e) => return Err(e),
+        };
+        let read: crate::ReadResourceResult = model::from_value("resources/read", read)?;
+        let verified = extract(uri, &read).and_then(|c| check(entry, &c).map(|()| c));
+        match verified {
+            Ok(content) => {
+                if let Some(digest) = &listed {
+                    lock(&self.inner.skill_files).put(digest, &content);
+                }
+                Ok(content)
+            }
+            Err(crate::skills::Mismatch(why)) => Err(self.changed(entry, why).await),
+        }
+    }
+
+    /// The error for a failed check, with the entry refreshed by `skills/get`.
+    async fn changed(&self, entry: &Skill, why: String) -> Error {
+        tracing::warn!(
+            server = %self.inner.name,
+            skill = %crate::text::clip(entry.uri(), 200),
+            "skill changed, needs re-approval: {why}"
+        );
+        let refreshed = match self.get_skill(entry.uri()).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::debug!(server = %self.inner.name, error = %e, "could not refresh the skill's entry");
+                None
+            }
+        };
+        Error::skill_changed(entry.uri(), why, refreshed)
+    }
+}

@@ -1,0 +1,856 @@
+//! Skills served over MCP (the `io.modelcontextprotocol/skills` extension, SEP-2640):
+//! the entry a server lists for each skill, and the checks every file read is held to.
+//!
+//! A skill is a directory of files, at least a `SKILL.md` whose YAML frontmatter holds
+//! its `name` and `description`. A server that declares the extension lists
+//! [`Skill`] entries (`skills/list`, [`Client::list_skills`](crate::Client::list_skills)),
+//! each a complete manifest of the skill's files with their sizes and SHA-256 digests.
+//! Nothing is fetched ahead of need: [`Client::load_skill`](crate::Client::load_skill)
+//! reads `SKILL.md` when the skill is loaded, and [`LoadedSkill::read`] a supporting
+//! file when it is read. Every read is checked, in order: the file is listed in the
+//! held entry → its size → its digest → (for `SKILL.md`) its frontmatter, field by
+//! field, against the entry's. On any failure the content is not used, nothing more is
+//! read, the entry is refreshed with `skills/get`, and the error says the skill changed
+//! and needs re-approval ([`Error::is_skill_changed`]).
+//!
+//! Digests come from the same server as the content: a match shows consistency, not
+//! trust. Skill content is untrusted model input.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+use crate::{Error, ReadResourceResult, Result};
+
+/// The extension's identifier.
+pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+/// The most files a skill may list that every host must accept (`SKILL.md` included).
+pub const MAX_SKILL_FILES: usize = 512;
+/// The largest total size of a skill's files every host must accept: 16 MiB.
+pub const MAX_SKILL_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One file of a skill's manifest: its URI, SHA-256 digest (`sha256:<64 hex>`) and
+/// size in bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillFile {
+    /// The file's resource URI.
+    pub uri: String,
+    /// `sha256:` and 64 lowercase hex digits of the file's bytes.
+    pub digest: String,
+    /// The length of the file's bytes.
+    pub size: u64,
+}
+
+/// What a skill entry says of its files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkillResources {
+    /// Every file of the skill, each once, `SKILL.md` included.
+    Manifest(Vec<SkillFile>),
+    /// `"dynamic"`: generated content without stable digests. Only the frontmatter of
+    /// `SKILL.md` can be checked.
+    Dynamic,
+}
+
+/// A skill a server serves: the entry of `skills/list` or `skills/get`, checked when
+/// it was received (a `SKILL.md` URI whose last path segment is the frontmatter's
+/// `name`, a `description`, and a well-formed manifest or `"dynamic"`).
+///
+/// Within one server a skill is named by its [`uri`](Self::uri); across servers by the
+/// pair (server, uri). Serializes to the wire shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skill {
+    uri: String,
+    frontmatter: Map<String, Value>,
+    resources: SkillResources,
+}
+
+impl Skill {
+    /// Checks a wire entry. The error says what is wrong with it.
+    pub fn from_value(v: Value) -> std::result::Result<Skill, String> {
+        let Value::Object(mut o) = v else {
+            return Err("a skill entry is not an object".into());
+        };
+        let uri = match o.remove("uri") {
+            Some(Value::String(u)) if !u.is_empty() => u,
+            _ => return Err("a skill entry without a `uri`".into()),
+        };
+        let at = |what: String| format!("skill {}: {what}", crate::text::clip(&uri, 200));
+        let root =
+            root_of(&uri).ok_or_else(|| at("its `uri` does not end in `/SKILL.md`".into()))?;
+        let frontmatter = match o.remove("frontmatter") {
+            Some(Value::Object(f)) => f,
+            _ => return Err(at("no `frontmatter` object".into())),
+        };
+        let name = match frontmatter.get("name") {
+            Some(Value::String(n)) if !n.is_empty() => n,
+            _ => return Err(at("its frontmatter has no `name`".into())),
+        };
+        if !matches!(frontmatter.get("description"), Some(Value::String(_))) {
+            return Err(at("its frontmatter has no `description`".into()));
+        }
+        let last = root.rsplit('/').next().unwrap_or(root);
+        if last != name {
+            return Err(at(format!(
+                "its path ends in `{}`, not in its name `{}`",
+                crate::text::clip(last, 100),
+                crate::text::clip(name, 100)
+            )));
+        }
+        let resources = match o.remove("resources") {
+            Some(Value::String(s)) if s == "dynamic" => SkillResources::Dynamic,
+            Some(Value::Array(items)) => {
+                let mut files = Vec::with_capacity(items.len().min(MAX_SKILL_FILES + 1));
+                let mut seen = HashSet::new();
+                for item in items {
+                    let f: SkillFile = serde_json::from_value(item)
+                        .map_err(|e| at(format!("a malformed `resources` entry: {e}")))?;
+                    if !is_digest(&f.digest) {
+                        return Err(at(format!(
+                            "the digest of {} is not `sha256:` and 64 lowercase hex digits",
+                            crate::text::clip(&f.uri, 200)
+                        )));
+                    }
+                    if f.uri != uri && !within(root, &f.uri) {
+                        return Err(at(format!(
+                            "it lists {}, which is outside the skill's directory",
+                            crate::text::clip(&f.uri, 200)
+                        )));
+                    }
+                    if !seen.insert(f.uri.clone()) {
+                        return Err(at(format!(
+                            "it lists {} twice",
+                            crate::text::clip(&f.uri, 200)
+                        )));
+                    }
+                    files.push(f);
+                }
+                if !seen.contains(&uri) {
+                    return Err(at("its `resources` do not list its SKILL.md".into()));
+                }
+                SkillResources::Manifest(files)
+            }
+            Some(_) => return Err(at("`resources` is neither a list nor \"dynamic\"".into())),
+            None => return Err(at("no `resources`".into())),
+        };
+        Ok(Skill {
+            uri,
+            frontmatter,
+            resources,
+        })
+    }
+
+    /// The entry in its wire shape.
+    pub fn to_value(&self) -> Value {
+        let resources = match &self.resources {
+            SkillResources::Dynamic => Value::String("dynamic".into()),
+            SkillResources::Manifest(files) => {
+                serde_json::to_value(files).unwrap_or(Value::Array(Vec::new()))
+            }
+        };
+        let mut o = Map::new();
+        o.insert("uri".into(), Value::String(self.uri.clone()));
+        o.insert(
+            "frontmatter".into(),
+            Value::Object(self.frontmatter.clone()),
+        );
+        o.insert("resources".into(), resources);
+        Value::Object(o)
+    }
+
+    /// The URI of its `SKILL.md`, which names the skill on its server.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+    /// Its name (frontmatter `name`; also the last segment of its path). Not unique:
+    /// two skills may share a name.
+    pub fn name(&self) -> &str {
+        self.frontmatter
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+    /// What it is for (frontmatter `description`), as the server wrote it.
+    pub fn description(&self) -> &str {
+        self.frontmatter
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+    /// The `SKILL.md` frontmatter, as the entry renders it.
+    pub fn frontmatter(&self) -> &Map<String, Value> {
+        &self.frontmatter
+    }
+    /// The `allowed-tools` the skill asks for. A request for permissions, never a
+    /// grant: honour it only when the user approved that grant for this skill.
+    pub fn allowed_tools(&self) -> Option<&str> {
+        self.frontmatter
+            .get("allowed-tools")
+            .and_then(Value::as_str)
+    }
+    /// Its files.
+    pub fn resources(&self) -> &SkillResources {
+        &self.resources
+    }
+    /// True when its content is generated (`"dynamic"`): not content-bound.
+    pub fn is_dynamic(&self) -> bool {
+        matches!(self.resources, SkillResources::Dynamic)
+    }
+    /// The manifest entry for `uri`, when listed.
+    pub fn file(&self, uri: &str) -> Option<&SkillFile> {
+        match &self.resources {
+            SkillResources::Manifest(files) => files.iter().find(|f| f.uri == uri),
+            SkillResources::Dynamic => None,
+        }
+    }
+    /// The skill's root directory: its `SKILL.md` URI without `/SKILL.md`.
+    pub fn root(&self) -> &str {
+        root_of(&self.uri).unwrap_or(&self.uri)
+    }
+
+    /// The URI a reference in the skill names: a path relative to the skill's root
+    /// (`references/FORMS.md`, `./scripts/x.py`) or an absolute URI within the skill.
+    /// `None` for anything that leaves the skill's directory (`..`, another skill,
+    /// another scheme).
+    pub fn resolve(&self, reference: &str) -> Option<String> {
+        let root = self.root();
+        if reference.contains("://") {
+            return (reference == self.uri || within(root, reference)).then(|| reference.into());
+        }
+        let mut parts = Vec::new();
+        for seg in reference.split('/') {
+            match seg {
+                "" | "." => {}
+                ".." => return None,
+                s => parts.push(s),
+            }
+        }
+        if parts.is_empty() || reference.starts_with('/') {
+            return None;
+        }
+        Some(format!("{root}/{}", parts.join("/")))
+    }
+
+    /// Checks the per-skill limits (512 files, 16 MiB) from the entry alone, before
+    /// anything is fetched. The error ([`Error::is_skill_declined`]) says which limit.
+    pub fn check_limits(&self) -> Result<()> {
+        let SkillResources::Manifest(files) = &self.resources else {
+            return Ok(());
+        };
+        if files.len() > MAX_SKILL_FILES {
+            return Err(Error::skill_declined(
+                &self.uri,
+                format!(
+                    "it has {} files, more than the {MAX_SKILL_FILES} a host must accept",
+                    files.len()
+                ),
+            ));
+        }
+        let total = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
+        if total > MAX_SKILL_BYTES {
+            return Err(Error::skill_declined(
+                &self.uri,
+                format!(
+                    "its files total {total} bytes, more than the {MAX_SKILL_BYTES} (16 MiB) a host must accept"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What an approval of this skill binds to: a digest of its URI and its files'
+    /// `{uri, digest}` set (for a dynamic skill, of its URI and frontmatter). A
+    /// changed set gives another fingerprint, which revokes the approval.
+    pub fn fingerprint(&self) -> String {
+        let mut h = Sha256::new();
+        h.update(b"skill\0");
+        h.update(self.uri.as_bytes());
+        h.update(b"\0");
+        match &self.resources {
+            SkillResources::Manifest(files) => {
+                let mut pairs: Vec<(&str, &str)> = files
+                    .iter()
+                    .map(|f| (f.uri.as_str(), f.digest.as_str()))
+                    .collect();
+                pairs.sort_unstable();
+                for (uri, digest) in pairs {
+                    h.update(uri.as_bytes());
+                    h.update(b"\0");
+                    h.update(digest.as_bytes());
+                    h.update(b"\n");
+                }
+            }
+            SkillResources::Dynamic => {
+                h.update(b"dynamic\0");
+                h.update(canonical(&Value::Object(self.frontmatter.clone())).as_bytes());
+            }
+        }
+        format!("sha256:{}", hex(&h.finalize()))
+    }
+}
+
+impl Serialize for Skill {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Skill {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Skill::from_value(Value::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The verified content of one file of a loaded skill.
+#[derive(Clone, Debug)]
+pub struct SkillContent {
+    /// The file's URI.
+    pub uri: String,
+    /// Its MIME type, when the server gave one.
+    pub mime_type: Option<String>,
+    bytes: Arc<[u8]>,
+    is_text: bool,
+}
+
+impl SkillContent {
+    /// The bytes that were verified.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+    /// The content as text, when the server sent it as text (or a blob that is UTF-8).
+    pub fn text(&self) -> Option<&str> {
+        let t = std::str::from_utf8(&self.bytes).ok()?;
+        (self.is_text || !t.contains('\0')).then_some(t)
+    }
+}
+
+/// A skill that was loaded: its `SKILL.md` verified against the entry held since,
+/// through which the skill's other files are read (from its own server, each checked
+/// against the same entry). Cheap to clone; clones share the acting window.
+///
+/// After a failed check the skill is revoked: every later read fails without
+/// touching the server, until the skill is loaded again (after re-approval).
+#[derive(Clone)]
+pub struct LoadedSkill {
+    pub(crate) client: crate::Client,
+    pub(crate) entry: Arc<Skill>,
+    pub(crate) text: Arc<str>,
+    pub(crate) body_at: usize,
+    pub(crate) revoked: Arc<AtomicBool>,
+    /// Bytes read of a dynamic skill (which has no manifest to count), held to
+    /// [`MAX_SKILL_BYTES`].
+    pub(crate) retrieved: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for LoadedSkill {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadedSkill")
+            .field("server", &self.client.name())
+            .field("uri", &self.entry.uri)
+            .field("revoked", &self.is_revoked())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LoadedSkill {
+    /// The entry the skill was loaded from, held while acting on it.
+    pub fn skill(&self) -> &Skill {
+        &self.entry
+    }
+    /// The name of the server it came from (the client's host-assigned name).
+    pub fn server(&self) -> &str {
+        self.client.name()
+    }
+    /// The whole `SKILL.md`, verified.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// `SKILL.md` after its frontmatter: the instructions.
+    pub fn instructions(&self) -> &str {
+        self.text.get(self.body_at..).unwrap_or_default()
+    }
+    /// True after a check failed: the skill changed and needs re-approval.
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Acquire)
+    }
+    /// The files of the skill (from the held entry; `None` for a dynamic skill).
+    pub fn files(&self) -> Option<&[SkillFile]> {
+        match &self.entry.resources {
+            SkillResources::Manifest(files) => Some(files),
+            SkillResources::Dynamic => None,
+        }
+    }
+
+    /// Reads one of the skill's files, by a path relative to its root
+    /// (`references/FORMS.md`) or by URI, from the skill's own server, and checks it
+    /// against the held entry: listed → size → digest. A file that is not listed is
+    /// refused without a request. On a failed check the skill is revoked, the entry
+    /// is refreshed with `skills/get`, and the error is
+    /// [`is_skill_changed`](Error::is_skill_changed).
+    pub async fn read(&self, path: &str) -> Result<SkillContent> {
+        if self.is_revoked() {
+            return Err(Error::skill_changed(
+                &self.entry.uri,
+                "an earlier read failed its check; load the skill again after re-approval",
+                None,
+            ));
+        }
+        let Some(uri) = self.entry.resolve(path) else {
+            return Err(Error::skill_changed(
+                &self.entry.uri,
+                format!(
+                    "`{}` is not a file of this skill",
+                    crate::text::clip(path, 200)
+                ),
+                None,
+            ));
+        };
+        let result = self.client.read_skill_file(&self.entry, &uri).await;
+        match &result {
+            Err(e) if e.is_skill_changed() => self.revoked.store(true, Ordering::Release),
+            Ok(c) if self.entry.is_dynamic() => {
+                let len = c.bytes.len() as u64;
+                let total = self.retrieved.fetch_add(len, Ordering::AcqRel) + len;
+                if total > MAX_SKILL_BYTES {
+                    return Err(Error::skill_declined(
+                        &self.entry.uri,
+                        "what was read of this dynamic skill passed 16 MiB",
+                    ));
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+}
+
+/// Why a read failed its check (host-side: not a protocol error).
+pub(crate) struct Mismatch(pub(crate) String);
+
+/// The bytes `read` returned for `uri`: the UTF-8 of text, the decoded bytes of a blob.
+pub(crate) fn extract(
+    uri: &str,
+    read: &ReadResourceResult,
+) -> std::result::Result<SkillContent, Mismatch> {
+    let shown = crate::text::clip(uri, 200);
+    let content = match read.contents.as_slice() {
+        [one] => one,
+        many => many
+            .iter()
+            .find(|c| c.uri == uri)
+            .ok_or_else(|| Mismatch(format!("the server sent no content for {shown}")))?,
+    };
+    let (bytes, is_text): (Arc<[u8]>, bool) = match (&content.text, &content.blob) {
+        (Some(t), _) => (Arc::from(t.as_bytes()), true),
+        (None, Some(_)) => (
+            Arc::from(
+                content
+                    .blob_bytes()
+                    .ok_or_else(|| Mismatch(format!("{shown}: the blob is not valid base64")))?,
+            ),
+            false,
+        ),
+        (None, None) => return Err(Mismatch(format!("{shown}: neither text nor blob"))),
+    };
+    Ok(SkillContent {
+        uri: uri.to_owned(),
+        mime_type: content.mime_type.clone(),
+        bytes,
+        is_text,
+    })
+}
+
+/// Checks a file's content against the held `entry`, in order: listed → size →
+/// digest → (for `SKILL.md`) frontmatter.
+pub(crate) fn check(entry: &Skill, content: &SkillContent) -> std::result::Result<(), Mismatch> {
+    let uri = content.uri.as_str();
+    let shown = crate::text::clip(uri, 200);
+    if !entry.is_dynamic() {
+        let file = entry
+            .file(uri)
+            .ok_or_else(|| Mismatch(format!("{shown} is not listed in the skill's entry")))?;
+        if content.bytes.len() as u64 != file.size {
+            return Err(Mismatch(format!(
+                "{shown} is {} bytes, the entry says {}",
+                content.bytes.len(),
+                file.size
+            )));
+        }
+        let digest = format!("sha256:{}", hex(&Sha256::digest(&content.bytes)));
+        if digest != file.digest {
+            return Err(Mismatch(format!(
+                "the digest of {shown} is not the one in the entry"
+            )));
+        }
+    }
+    if uri == entry.uri {
+        let text = std::str::from_utf8(content.bytes())
+            .map_err(|_| Mismatch("SKILL.md is not UTF-8 text".into()))?;
+        let (yaml, _) = split_frontmatter(text)
+            .ok_or_else(|| Mismatch("SKILL.md does not begin with YAML frontmatter".into()))?;
+        let parsed = parse_frontmatter(yaml).map_err(Mismatch)?;
+        if let Some(field) = first_difference(&parsed, &entry.frontmatter) {
+            return Err(Mismatch(format!(
+                "the frontmatter of SKILL.md differs from the entry's (`{}`)",
+                crate::text::clip(&field, 100)
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+fn verify(
+    entry: &Skill,
+    uri: &str,
+    read: &ReadResourceResult,
+) -> std::result::Result<SkillContent, Mismatch> {
+    if !entry.is_dynamic() && entry.file(uri).is_none() {
+        return Err(Mismatch(format!(
+            "{uri} is not listed in the skill's entry"
+        )));
+    }
+    let content = extract(uri, read)?;
+    check(entry, &content)?;
+    Ok(content)
+}
+
+/// `SKILL.md` split into its YAML frontmatter and the rest, from the byte offset the
+/// instructions start at: `(yaml, body_at)`.
+pub(crate) fn split_frontmatter(text: &str) -> Option<(&str, usize)> {
+    let t = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let offset = text.len() - t.len();
+    let first_end = t.find('\n')?;
+    if t[..first_end].trim_end_matches('\r') != "---" {
+        return None;
+    }
+    let mut at = first_end + 1;
+    while at <= t.len() {
+        let end = t[at..].find('\n').map_or(t.len(), |i| at + i);
+        let line = t[at..end].trim_end_matches('\r');
+        if line == "---" || line == "..." {
+            let body = (end + 1).min(t.len());
+            return Some((&t[first_end + 1..at], offset + body));
+        }
+        if end == t.len() {
+            break;
+        }
+        at = end + 1;
+    }
+    None
+}
+
+/// The frontmatter as JSON, YAML 1.2 core schema (`yes` is a string, as the reference
+/// host reads it), with a budget against alias bombs.
+fn parse_frontmatter(yaml: &str) -> std::result::Result<Map<String, Value>, String> {
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = 100_000;
+    budget.max_total_scalar_bytes = 1 << 20;
+    options.budget = Some(budget);
+    match serde_saphyr::from_str_with_options::<Value>(yaml, options) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("the frontmatter of SKILL.md is not a mapping".into()),
+        Err(e) => Err(format!(
+            "the frontmatter of SKILL.md is not valid YAML: {}",
+            crate::text::clip(&e.to_string(), 300)
+        )),
+    }
+}
+
+/// The first field where two frontmatters differ (numbers compare by value: YAML's
+/// `1.0` is JSON's `1`), or `None` when they are the same.
+fn first_difference(a: &Map<String, Value>, b: &Map<String, Value>) -> Option<String> {
+    for (k, va) in a {
+        match b.get(k) {
+            Some(vb) if same(va, vb) => {}
+            _ => return Some(k.clone()),
+        }
+    }
+    b.keys().find(|k| !a.contains_key(*k)).cloned()
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same(a, b))
+        }
+        (Value::Object(x), Value::Object(y)) => first_difference(x, y).is_none(),
+        _ => a == b,
+    }
+}
+
+/// JSON with object keys sorted at every level (a stable text to hash).
+fn canonical(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn root_of(uri: &str) -> Option<&str> {
+    uri.strip_suffix("/SKILL.md").filter(|r| {
+        let path = r.split_once("://").map_or(*r, |(_, p)| p);
+        !path.is_empty()
+    })
+}
+
+/// `uri` is below the directory `root` (not `root` itself, no `..` segments).
+fn within(root: &str, uri: &str) -> bool {
+    uri.strip_prefix(root)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|rest| {
+            !rest.is_empty()
+                && rest
+                    .split('/')
+                    .all(|s| !s.is_empty() && s != "." && s != "..")
+        })
+}
+
+fn is_digest(d: &str) -> bool {
+    d.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// Verified files of one server's skills, served again while the held entry's digest
+/// for the file is unchanged. Bounded (oldest out first).
+#[derive(Default)]
+pub(crate) struct FileCache {
+    files: HashMap<String, (String, SkillContent)>,
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+/// What the cache of one client may hold.
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+
+impl FileCache {
+    pub(crate) fn get(&self, uri: &str, digest: &str) -> Option<SkillContent> {
+        self.files
+            .get(uri)
+            .filter(|(d, _)| d == digest)
+            .map(|(_, c)| c.clone())
+    }
+
+    pub(crate) fn put(&mut self, digest: &str, content: &SkillContent) {
+        let len = content.bytes.len();
+        if len > CACHE_BYTES / 4 {
+            return;
+        }
+        if let Some((_, old)) = self.files.remove(&content.uri) {
+            self.bytes -= old.bytes.len();
+            self.order.retain(|u| u != &content.uri);
+        }
+        while self.bytes + len > CACHE_BYTES {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some((_, old)) = self.files.remove(&oldest) {
+                self.bytes -= old.bytes.len();
+            }
+        }
+        self.bytes += len;
+        self.order.push_back(content.uri.clone());
+        self.files
+            .insert(content.uri.clone(), (digest.to_owned(), content.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sha(b: &[u8]) -> String {
+        format!("sha256:{}", hex(&Sha256::digest(b)))
+    }
+
+    const MD: &str = "---\nname: pdf\ndescription: Work with PDFs\nversion: 1.0\nflag: yes\nmetadata:\n  tags: [a, b]\n---\n# PDF\nSee references/FORMS.md\n";
+
+    fn entry(md: &str, frontmatter: Value) -> Skill {
+        Skill::from_value(json!({
+            "uri": "skill://x/pdf/SKILL.md",
+            "frontmatter": frontmatter,
+            "resources": [
+                {"uri": "skill://x/pdf/SKILL.md", "digest": sha(md.as_bytes()), "size": md.len()},
+                {"uri": "skill://x/pdf/references/FORMS.md", "digest": sha(b"forms"), "size": 5}
+            ]
+        }))
+        .unwrap()
+    }
+
+    fn honest() -> Value {
+        json!({"name": "pdf", "description": "Work with PDFs", "version": 1, "flag": "yes",
+               "metadata": {"tags": ["a", "b"]}})
+    }
+
+    fn read(uri: &str, text: &str) -> ReadResourceResult {
+        serde_json::from_value(json!({"contents": [{"uri": uri, "text": text}]})).unwrap()
+    }
+
+    #[test]
+    fn entries_are_checked_when_received() {
+        let ok = entry(MD, honest());
+        assert_eq!(ok.name(), "pdf");
+        assert_eq!(ok.root(), "skill://x/pdf");
+        let bad = |v: Value| Skill::from_value(v).unwrap_err();
+        let base = ok.to_value();
+        let with = |k: &str, v: Value| {
+            let mut b = base.clone();
+            b[k] = v;
+            b
+        };
+        assert!(bad(with("resources", Value::Null)).contains("neither"));
+        let mut missing = base.clone();
+        missing.as_object_mut().unwrap().remove("resources");
+        assert!(bad(missing).contains("no `resources`"));
+        assert!(bad(with("uri", json!("skill://x/other/SKILL.md"))).contains("not in its name"));
+        assert!(bad(with("uri", json!("skill://x/pdf/README.md"))).contains("SKILL.md"));
+        assert!(bad(with(
+            "resources",
+            json!([{"uri": "skill://x/pdf/SKILL.md", "digest": "sha256:ABC", "size": 1}])
+        ))
+        .contains("digest"));
+        assert!(bad(with(
+            "resources",
+            json!([{"uri": "skill://x/pdf/SKILL.md", "digest": sha(b""), "size": 0},
+                   {"uri": "skill://x/other/SKILL.md", "digest": sha(b""), "size": 0}])
+        ))
+        .contains("outside"));
+        assert!(bad(with(
+            "resources",
+            json!([{"uri": "skill://x/pdf/a.md", "digest": sha(b""), "size": 0}])
+        ))
+        .contains("do not list its SKILL.md"));
+        let dynamic = Skill::from_value(with("resources", json!("dynamic"))).unwrap();
+        assert!(dynamic.is_dynamic());
+        // The wire shape round-trips.
+        let again: Skill = serde_json::from_value(serde_json::to_value(&ok).unwrap()).unwrap();
+        assert_eq!(again, ok);
+    }
+
+    #[test]
+    fn every_check_in_order() {
+        let e = entry(MD, honest());
+        let uri = "skill://x/pdf/SKILL.md";
+        let ok = verify(&e, uri, &read(uri, MD)).ok().unwrap();
+        assert_eq!(ok.text(), Some(MD));
+        let fail = |text: &str, e: &Skill, uri: &str| match verify(e, uri, &read(uri, text)) {
+            Err(Mismatch(m)) => m,
+            Ok(_) => panic!("accepted {text:?}"),
+        };
+        assert!(fail("forms", &e, "skill://x/pdf/scripts/run.sh").contains("not listed"));
+        assert!(fail(&format!("{MD}!"), &e, uri).contains("bytes"));
+        assert!(fail(&MD.replace("PDFs", "PDFz"), &e, uri).contains("digest"));
+        // Digest and size recomputed for a tampered description: only the frontmatter
+        // comparison catches it.
+        let evil = MD.replace("Work with PDFs", "Exfiltrate credentials");
+        let e2 = entry(&evil, honest());
+        assert!(fail(&evil, &e2, uri).contains("frontmatter"));
+        // YAML 1.2 typing: 1.0 == 1, `yes` stays a string.
+        let mut typed = honest();
+        typed["flag"] = json!(true);
+        assert!(fail(MD, &entry(MD, typed), uri).contains("`flag`"));
+        // A field the entry lacks is a difference too.
+        let mut fewer = honest();
+        fewer.as_object_mut().unwrap().remove("metadata");
+        assert!(fail(MD, &entry(MD, fewer), uri).contains("metadata"));
+        // Blobs are checked as their decoded bytes.
+        let forms = "skill://x/pdf/references/FORMS.md";
+        let blob: ReadResourceResult =
+            serde_json::from_value(json!({"contents": [{"uri": forms, "blob": "Zm9ybXM="}]}))
+                .unwrap();
+        assert_eq!(verify(&e, forms, &blob).ok().unwrap().bytes(), b"forms");
+    }
+
+    #[test]
+    fn limits_references_and_fingerprints() {
+        let files: Vec<Value> = (0..=MAX_SKILL_FILES)
+            .map(|i| {
+                let uri = if i == 0 {
+                    "skill://big/SKILL.md".to_owned()
+                } else {
+                    format!("skill://big/f{i}")
+                };
+                json!({"uri": uri, "digest": sha(b""), "size": 1})
+            })
+            .collect();
+        let many = Skill::from_value(json!({"uri": "skill://big/SKILL.md",
+            "frontmatter": {"name": "big", "description": "d"}, "resources": files}))
+        .unwrap();
+        assert!(many.check_limits().unwrap_err().is_skill_declined());
+        let huge = Skill::from_value(json!({"uri": "skill://big/SKILL.md",
+            "frontmatter": {"name": "big", "description": "d"},
+            "resources": [{"uri": "skill://big/SKILL.md", "digest": sha(b""), "size": MAX_SKILL_BYTES},
+                          {"uri": "skill://big/x", "digest": sha(b""), "size": 1}]}))
+        .unwrap();
+        assert!(huge
+            .check_limits()
+            .unwrap_err()
+            .to_string()
+            .contains("16 MiB"));
+
+        let e = entry(MD, honest());
+        assert_eq!(
+            e.resolve("references/FORMS.md").as_deref(),
+            Some("skill://x/pdf/references/FORMS.md")
+        );
+        assert_eq!(e.resolve("./a//b").as_deref(), Some("skill://x/pdf/a/b"));
+        assert_eq!(e.resolve("../other/SKILL.md"), None);
+        assert_eq!(e.resolve("/etc/passwd"), None);
+        assert_eq!(e.resolve("skill://x/other/a.md"), None);
+        assert_eq!(e.resolve("skill://x/pdf/../b"), None);
+
+        let changed = entry(&format!("{MD} "), honest());
+        assert_ne!(e.fingerprint(), changed.fingerprint());
+        assert_eq!(e.fingerprint(), entry(MD, honest()).fingerprint());
+    }
+
+    #[test]
+    fn frontmatter_splits_and_bombs_are_refused() {
+        let (yaml, at) = split_frontmatter(MD).unwrap();
+        assert!(yaml.starts_with("name: pdf\n"));
+        assert_eq!(&MD[at..], "# PDF\nSee references/FORMS.md\n");
+        assert!(split_frontmatter("---\r\nname: a\r\n---\r\nbody").is_some());
+        assert!(split_frontmatter("# no frontmatter\n").is_none());
+        assert!(split_frontmatter("---\nname: a\n").is_none());
+        let bomb = "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n";
+        assert!(parse_frontmatter(bomb).is_err());
+    }
+}
