@@ -31,7 +31,14 @@ PLAN=(
   "http-invalid-tool-headers default"
   "json-schema-ref-no-deref default"
   "json-schema-2020-12-preservation default 2026-07-28"
+  "sep-2640-client-no-prefetch default"
+  "sep-2640-client-verify-digest default"
+  "sep-2640-client-verify-size default"
+  "sep-2640-client-verify-frontmatter default"
 )
+# Negative controls: with verification switched off in the client, each of these must
+# FAIL (a client that never reads the supporting file would pass them vacuously).
+NEGATIVE=(sep-2640-client-verify-digest sep-2640-client-verify-size sep-2640-client-verify-frontmatter)
 AUTH_BOTH="auth/metadata-default auth/metadata-var1 auth/metadata-var2 auth/metadata-var3 auth/basic-cimd
   auth/scope-from-www-authenticate auth/scope-from-scopes-supported auth/scope-omitted-when-undefined
   auth/scope-step-up auth/scope-retry-limit auth/token-endpoint-auth-basic auth/token-endpoint-auth-post
@@ -63,38 +70,59 @@ OUT="$ROOT/target/conformance"
 rm -rf "$OUT" && mkdir -p "$OUT"
 failed=0
 printf '%-6s %-40s %-11s %s\n' RESULT SCENARIO WIRE 'ok/fail/warn'
+
+# run_one SCENARIO VERSION EXPECT [ENV=VALUE]: EXPECT is PASS, or FAIL for a negative
+# control (which then must fail its checks).
+run_one() {
+  local scenario=$1 v=$2 expect=$3 envset=${4:-}
+  local safe="${scenario//\//__}-$v${envset:+-negative}"
+  local flags=()
+  [ "$v" != default ] && flags=(--spec-version "$v")
+  set +e
+  env $envset MCP_LOG=debug timeout 120 "$CONF" client --command "$CLIENT" --scenario "$scenario" \
+    --timeout 30000 -o "$OUT/$safe" "${flags[@]}" >"$OUT/$safe.log" 2>&1
+  local rc=$?
+  set -e
+  local counts
+  counts=$(node -e '
+    const fs = require("fs"), path = require("path");
+    const find = d => { if (!fs.existsSync(d)) return null;
+      for (const e of fs.readdirSync(d, {withFileTypes: true})) { const p = path.join(d, e.name);
+        if (e.isFile() && e.name === "checks.json") return p; if (e.isDirectory()) { const r = find(p); if (r) return r; } }
+      return null; };
+    const f = find(process.argv[1]); const c = f ? JSON.parse(fs.readFileSync(f, "utf8")) : [];
+    const n = s => c.filter(x => x.status === s).length;
+    console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")}`);' "$OUT/$safe")
+  local ok fail warn result
+  read -r ok fail warn <<<"$counts"
+  if [ "$rc" -eq 0 ] && [ "$ok" -gt 0 ] && [ "$fail" -eq 0 ] && [ "$warn" -eq 0 ]; then
+    result=PASS
+  elif [ "$rc" -eq 0 ] && [ "$ok" -eq 0 ] && [ "$fail" -eq 0 ]; then
+    result=EMPTY
+  else
+    result=FAIL
+  fi
+  local label=$scenario
+  [ "$expect" = FAIL ] && label="$scenario (verification off)"
+  if [ "$result" = "$expect" ]; then
+    [ "$expect" = FAIL ] && result="FAIL✓"
+  else
+    failed=1
+    [ "$expect" = FAIL ] && result="$result✗"
+  fi
+  printf '%-6s %-40s %-11s %s\n' "$result" "$label" "$v" "$ok/$fail/$warn"
+  if [ "$result" != PASS ] && [ "$result" != "FAIL✓" ]; then
+    echo "---- $OUT/$safe.log (last 40 lines)"; tail -n 40 "$OUT/$safe.log"; echo "----"
+  fi
+}
+
 for row in "${PLAN[@]}"; do
   read -r scenario versions <<<"$row"
   for v in $versions; do
-    safe="${scenario//\//__}-$v"
-    flags=()
-    [ "$v" != default ] && flags=(--spec-version "$v")
-    set +e
-    MCP_LOG=debug timeout 120 "$CONF" client --command "$CLIENT" --scenario "$scenario" \
-      --timeout 30000 -o "$OUT/$safe" "${flags[@]}" >"$OUT/$safe.log" 2>&1
-    rc=$?
-    set -e
-    counts=$(node -e '
-      const fs = require("fs"), path = require("path");
-      const find = d => { if (!fs.existsSync(d)) return null;
-        for (const e of fs.readdirSync(d, {withFileTypes: true})) { const p = path.join(d, e.name);
-          if (e.isFile() && e.name === "checks.json") return p; if (e.isDirectory()) { const r = find(p); if (r) return r; } }
-        return null; };
-      const f = find(process.argv[1]); const c = f ? JSON.parse(fs.readFileSync(f, "utf8")) : [];
-      const n = s => c.filter(x => x.status === s).length;
-      console.log(`${n("SUCCESS")} ${n("FAILURE")} ${n("WARNING")}`);' "$OUT/$safe")
-    read -r ok fail warn <<<"$counts"
-    if [ "$rc" -eq 0 ] && [ "$ok" -gt 0 ] && [ "$fail" -eq 0 ] && [ "$warn" -eq 0 ]; then
-      result=PASS
-    elif [ "$rc" -eq 0 ] && [ "$ok" -eq 0 ]; then
-      result=EMPTY; failed=1
-    else
-      result=FAIL; failed=1
-    fi
-    printf '%-6s %-40s %-11s %s\n' "$result" "$scenario" "$v" "$ok/$fail/$warn"
-    if [ "$result" != PASS ]; then
-      echo "---- $OUT/$safe.log (last 40 lines)"; tail -n 40 "$OUT/$safe.log"; echo "----"
-    fi
+    run_one "$scenario" "$v" PASS
+    for n in "${NEGATIVE[@]}"; do
+      [ "$n" = "$scenario" ] && run_one "$scenario" "$v" FAIL MCP_CONFORMANCE_SKILLS_VERIFY=off
+    done
   done
 done
 if [ "$failed" -ne 0 ]; then

@@ -173,9 +173,57 @@ async fn run() -> Result<(), Failure> {
                 client.call_tool(&tool.name, json!({})).await?;
             }
         }
+        "sep-2640-client-no-prefetch" => {
+            // Connect and list: the registry is built from the listing alone.
+            let skills = client.list_skills().await?;
+            for s in &skills {
+                eprintln!("skill {} ({}): {}", s.name(), s.uri(), s.description());
+            }
+        }
+        s if s.starts_with("sep-2640-client-verify-") => {
+            // Load the skill, then read its supporting file (only when the load
+            // verified). A verifying client stops at the load.
+            let unlisted = s == "sep-2640-client-verify-unlisted";
+            let file = if unlisted {
+                "scripts/extract.py"
+            } else {
+                "references/FORMS.md"
+            };
+            skill_then_file(&client, "pdf-processing", file).await?;
+        }
         other => return Err(format!("unknown scenario `{other}`").into()),
     }
     client.close().await?;
+    Ok(())
+}
+
+/// Lists the server's skills, loads `name` and reads `file` of it. With
+/// `MCP_CONFORMANCE_SKILLS_VERIFY=off` (the negative control CI runs) the files are
+/// read as plain resources, without the checks a load makes: the `verify-*`
+/// scenarios must then fail, which shows that their passing comes from the checks.
+async fn skill_then_file(client: &Client, name: &str, file: &str) -> Result<(), Failure> {
+    let skills = client.list_skills().await?;
+    let skill = skills
+        .iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| format!("the server lists no `{name}` skill"))?;
+    if std::env::var("MCP_CONFORMANCE_SKILLS_VERIFY").as_deref() == Ok("off") {
+        eprintln!("NEGATIVE CONTROL: reading {name} without verification");
+        client.read_resource(skill.uri()).await?;
+        let uri = skill.resolve(file).ok_or("the file is outside the skill")?;
+        client.read_resource(&uri).await?;
+        return Ok(());
+    }
+    let loaded = match client.load_skill(skill).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("not loaded: {e}");
+            return Err(e.into());
+        }
+    };
+    eprintln!("loaded {} from {}", loaded.skill().uri(), loaded.server());
+    let content = loaded.read(file).await?;
+    eprintln!("read {} ({} bytes)", content.uri, content.bytes().len());
     Ok(())
 }
 
