@@ -14,6 +14,10 @@ use crate::gate::{Gate, Mode, ToolFacts, Verdict};
 use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
 use crate::store::{lock, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
+mod skills;
+pub use skills::SkillApproval;
+use skills::{HeldSkill, SkillStep, READ_SKILL, READ_SKILL_FILE};
+
 /// Something that happened in a run, in order. Delivered to the `on_event` callbacks
 /// and kept with the run. Events carry tool names and the model's arguments, never a
 /// configured secret (tokens, header or environment values).
@@ -107,6 +111,38 @@ pub enum Event {
         /// When (seconds since the epoch).
         at: u64,
     },
+    /// A skill was loaded: its `SKILL.md` checked against the entry, which the run
+    /// holds from now on.
+    SkillLoaded {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// The fingerprint of its files the load was approved for.
+        fingerprint: String,
+        /// Tools of the server its `allowed-tools` named that the approval granted.
+        granted_tools: Vec<String>,
+    },
+    /// A file of a loaded skill was read and checked.
+    SkillFileRead {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// The file's URI.
+        path: String,
+    },
+    /// A skill's file did not match the entry it was loaded from (or is loaded
+    /// from): the content was not used, the skill is no longer held and its approvals
+    /// in the run are revoked. It changed and needs re-approval.
+    SkillChanged {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// What differed.
+        reason: String,
+    },
     /// The run stopped to wait for a decision or for input.
     RunSuspended,
     /// The run ended.
@@ -170,6 +206,9 @@ pub struct Decision {
     pub by: String,
     /// Answers to the input a server asked for, by request key.
     pub answers: Vec<(String, InputResponse)>,
+    /// For loading a skill: also grant the tools its `allowed-tools` names (see
+    /// [`with_allowed_tools`](Self::with_allowed_tools)).
+    pub allowed_tools: bool,
 }
 
 impl Decision {
@@ -179,6 +218,7 @@ impl Decision {
             approved: true,
             by: who.into(),
             answers: Vec::new(),
+            allowed_tools: false,
         }
     }
     /// Deny, by `who`. For a call that waits for input: every request is declined.
@@ -187,6 +227,7 @@ impl Decision {
             approved: false,
             by: who.into(),
             answers: Vec::new(),
+            allowed_tools: false,
         }
     }
     /// Answers the input a call waits for, by `who`: one answer per request key of
@@ -200,7 +241,15 @@ impl Decision {
             approved: true,
             by: who.into(),
             answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
+            allowed_tools: false,
         }
+    }
+    /// For an approval of loading a skill: also grant the tools of the skill's server
+    /// that its `allowed-tools` names, while the run acts on it. Without this the
+    /// skill's `allowed-tools` are ignored.
+    pub fn with_allowed_tools(mut self) -> Self {
+        self.allowed_tools = true;
+        self
     }
 }
 
@@ -241,6 +290,12 @@ struct PendingCall {
     /// A person answered: the call goes on with `answers`.
     #[serde(default)]
     answered: bool,
+    /// For a skill load waiting for approval: the fingerprint the person was shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bound: Option<String>,
+    /// The person's approval also granted the skill's `allowed-tools`.
+    #[serde(default)]
+    grant_tools: bool,
 }
 
 impl PendingCall {
@@ -274,6 +329,22 @@ struct RunState {
     /// Deferred tools a (emulated) tool search has loaded into the model's context.
     #[serde(default)]
     loaded: Vec<String>,
+    /// Skills the run loaded, with the entries held while acting on them.
+    #[serde(default)]
+    held: Vec<HeldSkill>,
+    /// Skill approvals given in this run.
+    #[serde(default)]
+    skill_approvals: Vec<SkillApproval>,
+    /// Tools (server, name) an approved skill's `allowed-tools` granted.
+    #[serde(default)]
+    granted: Vec<(String, String)>,
+}
+
+/// A tool an approved skill's `allowed-tools` granted (same server, exact name).
+fn granted(grants: &[(String, String)], tool: &ToolFacts) -> bool {
+    grants
+        .iter()
+        .any(|(server, name)| *server == tool.server && *name == tool.name)
 }
 
 /// The name of the emulated tool search (for models without a native one).
@@ -291,6 +362,8 @@ pub struct AgentBuilder {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     defer: Option<Vec<String>>,
+    skills: bool,
+    skill_approvals: Vec<SkillApproval>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -377,6 +450,22 @@ impl AgentBuilder {
         self
     }
     /// The agent. Connections to the servers are made on first use and kept.
+    /// Offers the skills of attached servers to the model (default: on). Off, no
+    /// skill is listed or loaded.
+    pub fn skills(mut self, on: bool) -> Self {
+        self.skills = on;
+        self
+    }
+
+    /// An approval of a skill given earlier (kept by the application, such as from an
+    /// [`Event::SkillLoaded`] after a person approved): the skill loads without asking
+    /// while its files are the ones approved.
+    pub fn approve_skill(mut self, approval: SkillApproval) -> Self {
+        self.skill_approvals.push(approval);
+        self
+    }
+
+    /// Builds the agent.
     pub fn build(self) -> Result<Agent> {
         let model = self
             .model
@@ -392,6 +481,8 @@ impl AgentBuilder {
                 on_event: self.on_event,
                 on_input: self.on_input,
                 defer: self.defer,
+                skills: self.skills,
+                skill_approvals: self.skill_approvals,
             }),
         })
     }
@@ -416,6 +507,8 @@ struct AgentInner {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     defer: Option<Vec<String>>,
+    skills: bool,
+    skill_approvals: Vec<SkillApproval>,
 }
 
 impl fmt::Debug for Agent {
@@ -462,6 +555,8 @@ impl Agent {
             on_event: Vec::new(),
             on_input: Vec::new(),
             defer: None,
+            skills: true,
+            skill_approvals: Vec::new(),
         }
     }
 
@@ -480,6 +575,9 @@ impl Agent {
             events: Vec::new(),
             steps: 0,
             loaded: Vec::new(),
+            held: Vec::new(),
+            skill_approvals: Vec::new(),
+            granted: Vec::new(),
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state).await
@@ -536,6 +634,7 @@ impl Agent {
             return self.drive(state).await;
         }
         call.approved = Some(decision.approved);
+        call.grant_tools = decision.approved && decision.allowed_tools;
         self.event(
             &mut state,
             Event::ApprovalDecided {
@@ -637,6 +736,7 @@ impl Agent {
     /// The loop: run the pending calls of the current turn, then ask the model again.
     async fn drive(&self, mut state: RunState) -> Result<Outcome> {
         let tools = self.tools().await?;
+        let mut skills = self.skills().await;
         loop {
             // A verdict already decided for the first pending call (while batching).
             let mut known: Option<Verdict> = None;
@@ -648,13 +748,23 @@ impl Agent {
                     state.pending.remove(0);
                     continue;
                 }
+                if self.is_skill_call(&call.name, &tools, &skills) {
+                    match self.skill_call(&mut state, &mut skills, &tools).await? {
+                        SkillStep::Done(block) => {
+                            state.results.push(block);
+                            state.pending.remove(0);
+                            continue;
+                        }
+                        SkillStep::Suspend(outcome) => return Ok(outcome),
+                    }
+                }
                 if call.waits_for_input() {
                     return self.suspend_for_input(state, call, &tools).await;
                 }
                 let tool = tools.get(&call.name);
                 let verdict = match known.take() {
                     Some(v) => v,
-                    None => self.verdict(&call, tool).await,
+                    None => self.verdict(&call, tool, &state.granted).await,
                 };
                 let block = match verdict {
                     Verdict::Suspend => {
@@ -703,11 +813,12 @@ impl Agent {
                         while let Some(next) = state.pending.get(batch.len()) {
                             if (next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH))
                                 || next.waits_for_input()
+                                || self.is_skill_call(&next.name, &tools, &skills)
                             {
                                 break;
                             }
                             let t = tools.get(&next.name);
-                            match (self.verdict(next, t).await, t) {
+                            match (self.verdict(next, t, &state.granted).await, t) {
                                 (Verdict::Allow, Some(t)) => batch.push((next.clone(), t)),
                                 (v, _) => {
                                     known = Some(v);
@@ -752,7 +863,8 @@ impl Agent {
                 return Ok(Outcome::StepLimit { run_id: state.id });
             }
             state.steps += 1;
-            let offered = self.offered(&tools, &state);
+            let mut offered = self.offered(&tools, &state);
+            offered.extend(self.skill_tools(&skills, &state));
             let request = ChatRequest {
                 messages: state.messages.clone(),
                 tools: offered,
@@ -779,6 +891,8 @@ impl Agent {
                     input: None,
                     answers: Vec::new(),
                     answered: false,
+                    bound: None,
+                    grant_tools: false,
                 })
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.
@@ -839,7 +953,7 @@ impl Agent {
     fn offered(&self, tools: &HashMap<String, AgentTool>, state: &RunState) -> Vec<ToolSpec> {
         let mut v: Vec<&AgentTool> = tools
             .values()
-            .filter(|t| self.inner.gate.advertised(&t.facts))
+            .filter(|t| self.inner.gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
             .collect();
         v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         if self.inner.model.native_tool_search() {
@@ -914,11 +1028,35 @@ impl Agent {
         }
     }
 
-    /// The gate's verdict on one pending call (a person's decision, if recorded, wins).
-    async fn verdict(&self, call: &PendingCall, tool: Option<&AgentTool>) -> Verdict {
+    /// A call of the skill tools (when no server offers a tool of that name).
+    fn is_skill_call(
+        &self,
+        name: &str,
+        tools: &HashMap<String, AgentTool>,
+        skills: &HashMap<String, skills::AgentSkill>,
+    ) -> bool {
+        (name == READ_SKILL || name == READ_SKILL_FILE)
+            && !tools.contains_key(name)
+            && !skills.is_empty()
+    }
+
+    /// The gate's verdict on one pending call (a person's decision, if recorded, wins;
+    /// then a grant of an approved skill's `allowed-tools`).
+    async fn verdict(
+        &self,
+        call: &PendingCall,
+        tool: Option<&AgentTool>,
+        grants: &[(String, String)],
+    ) -> Verdict {
         match call.approved {
             Some(true) => Verdict::Allow,
             Some(false) => Verdict::Deny(format!("a person denied `{}`", call.name)),
+            None if tool.is_some_and(|t| {
+                granted(grants, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
+            }) =>
+            {
+                Verdict::Allow
+            }
             None => {
                 self.inner
                     .gate

@@ -48,7 +48,9 @@ pub mod model;
 pub mod openai;
 pub mod store;
 
-pub use agent::{Agent, AgentBuilder, Decision, Event, InputAsk, Outcome, MAX_PROGRESS_KEPT};
+pub use agent::{
+    Agent, AgentBuilder, Decision, Event, InputAsk, Outcome, SkillApproval, MAX_PROGRESS_KEPT,
+};
 pub use anthropic::Messages;
 pub use error::{Error, Result};
 pub use gate::{Gate, Mode, Verdict};
@@ -82,6 +84,8 @@ mod doc_files {
     struct OAuth;
     #[doc = include_str!("../../docs/runtime.md")]
     struct Runtime;
+    #[doc = include_str!("../../docs/skills.md")]
+    struct Skills;
     #[doc = include_str!("../../docs/tasks.md")]
     struct Tasks;
 }

@@ -46,6 +46,8 @@ Skills (uri `skill://<path>/SKILL.md`; listed in this order, except `hidden`):
                             with references/GUIDE.md.
   malformed                 an entry without `resources` (invalid); SKILL.md readable.
   hidden                    honest; NOT in skills/list, only via skills/get.
+One tool, `extract_text`, which pdf-processing's `allowed-tools` names (with two
+host tools, `Bash(python:*)` and `Read`).
 Every readable file sharing a skill's FORMS.md is honest unless said above.
 Digests are "sha256:" + lowercase hex of the bytes (UTF-8 of text; the blob's
 raw bytes), computed at startup.
@@ -101,7 +103,7 @@ PDF_FRONTMATTER = {
     "version": 1,
     "license": "MIT",
     "metadata": {"author": "example-org", "tags": ["pdf", "forms"]},
-    "allowed-tools": "Bash(python:*) Read",
+    "allowed-tools": "Bash(python:*) Read extract_text",
 }
 PDF_SKILL_MD = """---
 name: pdf-processing
@@ -111,7 +113,7 @@ license: MIT
 metadata:
   author: example-org
   tags: [pdf, forms]
-allowed-tools: Bash(python:*) Read
+allowed-tools: Bash(python:*) Read extract_text
 ---
 
 # PDF processing — naïve edition
@@ -462,6 +464,15 @@ server = MCPServer(
     extensions=[SkillsExtension()],
     middleware=[log_requests, legacy_extension_capability],
 )
+
+
+@server.tool()
+def extract_text(path: str = "form.pdf") -> str:
+    """Extract the text of a PDF (a stand-in: the tool the pdf-processing skill's
+    `allowed-tools` names)."""
+    return f"text of {path}"
+
+
 # The core resources handlers, replaced on the low-level server (MCPServer's
 # own serve only resources registered with it, and list them all).
 server._lowlevel_server.add_request_handler("resources/list", PaginatedRequestParams, resources_list)

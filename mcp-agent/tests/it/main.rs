@@ -1170,3 +1170,4 @@ async fn input_callbacks_answer_and_a_denial_declines() {
     assert_eq!(text, "ask_name: declined");
     agent.close().await.unwrap();
 }
+mod skills;

@@ -237,8 +237,9 @@ impl McpBuilder {
         self.input_kinds = Some(kinds);
         self
     }
-    /// Declares a protocol extension your application supports. `"apps"` and
-    /// `"tasks"` name the MCP Apps and Tasks extensions; others need a vendor prefix.
+    /// Declares a protocol extension your application supports. `"apps"`, `"tasks"`
+    /// and `"skills"` name the MCP Apps, Tasks and Skills extensions; others need a
+    /// vendor prefix.
     pub fn extension(mut self, name: &str, settings: Value) -> Self {
         let (full, defaults) = match name {
             "apps" => (
@@ -247,6 +248,10 @@ impl McpBuilder {
             ),
             "tasks" => (
                 "io.modelcontextprotocol/tasks".to_owned(),
+                serde_json::json!({}),
+            ),
+            "skills" => (
+                crate::skills::SKILLS_EXTENSION.to_owned(),
                 serde_json::json!({}),
             ),
             other => (other.to_owned(), serde_json::json!({})),

@@ -102,7 +102,10 @@ async fn lazy_listing_and_honest_loading(era: Era) {
         "listing fetched nothing but the listing"
     );
     let pdf = &skills[0];
-    assert_eq!(pdf.allowed_tools(), Some("Bash(python:*) Read"));
+    assert_eq!(
+        pdf.allowed_tools(),
+        Some("Bash(python:*) Read extract_text")
+    );
 
     let loaded = c.load_skill(pdf).await.unwrap();
     assert!(loaded.instructions().contains("references/FORMS.md"));

@@ -1,0 +1,529 @@
+//! Skills of attached servers in a run (the `io.modelcontextprotocol/skills`
+//! extension). The model sees each skill by name and description, from the listing
+//! alone; it loads one with `read_skill` and reads the skill's other files with
+//! `read_skill_file`. Loading needs an approval bound to the skill's `{uri, digest}`
+//! set (a [`SkillApproval`]); a changed set revokes it. Every read is checked against
+//! the entry the skill was loaded from (see [`mcp_runtime::skills`]). Skill content is
+//! tagged with the server it came from, grants nothing by itself, and its
+//! `allowed-tools` are ignored unless the approval granted them.
+
+use mcp_runtime::skills::Skill;
+
+use super::*;
+
+/// The tool the model loads a skill with.
+pub(super) const READ_SKILL: &str = "read_skill";
+/// The tool the model reads a loaded skill's other files with.
+pub(super) const READ_SKILL_FILE: &str = "read_skill_file";
+
+/// What the model sees of a skill's content at most, per file (longer text is cut).
+const MAX_SKILL_TEXT: usize = 256 * 1024;
+
+/// A person's approval of one skill of one server, bound to its files: the approval
+/// holds while the skill's [`fingerprint`](Skill::fingerprint) (its `{uri, digest}`
+/// set) is the same, and is revoked when the skill changes. Serializable, so an
+/// application can keep approvals and give them to the next agent
+/// ([`AgentBuilder::approve_skill`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillApproval {
+    /// The server's name (the host's label for it, never the server's own).
+    pub server: String,
+    /// The skill's `SKILL.md` URI.
+    pub uri: String,
+    /// The skill's fingerprint when it was approved.
+    pub fingerprint: String,
+    /// The person also granted the tools the skill's `allowed-tools` names (tools of
+    /// the same server, by exact name): they are allowed while the run acts on it.
+    #[serde(default)]
+    pub allowed_tools: bool,
+}
+
+impl SkillApproval {
+    /// Approves `skill`, as listed now by the server named `server`.
+    pub fn new(server: impl Into<String>, skill: &Skill) -> SkillApproval {
+        SkillApproval {
+            server: server.into(),
+            uri: skill.uri().to_owned(),
+            fingerprint: skill.fingerprint(),
+            allowed_tools: false,
+        }
+    }
+    /// Also grants the tools the skill's `allowed-tools` names.
+    pub fn with_allowed_tools(mut self) -> SkillApproval {
+        self.allowed_tools = true;
+        self
+    }
+    fn covers(&self, server: &str, skill: &Skill) -> bool {
+        self.server == server && self.uri == skill.uri() && self.fingerprint == skill.fingerprint()
+    }
+}
+
+/// A skill of an attached server, as a run sees it.
+#[derive(Clone)]
+pub(super) struct AgentSkill {
+    pub(super) server: usize,
+    pub(super) entry: Skill,
+}
+
+/// A skill the run loaded: the entry held while acting on it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct HeldSkill {
+    id: String,
+    server: String,
+    entry: Skill,
+}
+
+/// What a skill call comes to.
+pub(super) enum SkillStep {
+    /// A result for the model.
+    Done(Block),
+    /// The run waits for a person.
+    Suspend(Outcome),
+}
+
+enum Approval {
+    Approved { allowed_tools: bool },
+    Suspend,
+    Denied(String),
+}
+
+/// The model-facing id of a skill: `server:path` (the path of its directory without
+/// the scheme), unique per (server, uri).
+fn skill_id(server: &str, skill: &Skill) -> String {
+    let root = skill.root();
+    let path = root.split_once("://").map_or(root, |(_, p)| p);
+    format!("{server}:{path}")
+}
+
+/// Server text for the model's tool list: one line, no controls, at most `max` chars.
+fn one_line(text: &str, max: usize) -> String {
+    let t: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(max)
+        .collect();
+    t.trim().to_owned()
+}
+
+impl Agent {
+    /// The skills of the attached servers that declare the extension, by model-facing
+    /// id. Listing only: nothing is fetched. A server whose listing fails is left out
+    /// (with a warning): its tools still work.
+    pub(super) async fn skills(&self) -> HashMap<String, AgentSkill> {
+        let mut all = HashMap::new();
+        if !self.inner.skills {
+            return all;
+        }
+        for (i, server) in self.inner.servers.iter().enumerate() {
+            let listed = async {
+                let client = server.client()?;
+                if !client.skills_supported().await? {
+                    return Ok(Vec::new());
+                }
+                client.list_skills().await
+            };
+            let skills: Vec<Skill> = match listed.await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(server = server.name(), error = %e, "could not list the server's skills");
+                    continue;
+                }
+            };
+            for entry in skills {
+                let mut id = skill_id(server.name(), &entry);
+                if all.contains_key(&id) {
+                    // Two schemes with the same path on one server: the URI tells them apart.
+                    id = format!("{}:{}", server.name(), entry.uri());
+                }
+                all.insert(id, AgentSkill { server: i, entry });
+            }
+        }
+        all
+    }
+
+    /// Whether the model is offered the skill tools at all: only when the mode or an
+    /// approval can ever allow a load.
+    fn skills_offered(&self, skills: &HashMap<String, AgentSkill>, state: &RunState) -> bool {
+        !skills.is_empty()
+            && (!matches!(self.inner.gate.mode(), Mode::ReadOnly)
+                || !self.inner.skill_approvals.is_empty()
+                || !state.skill_approvals.is_empty())
+    }
+
+    /// The skill tools, with the catalogue of skills (names, descriptions, origins).
+    pub(super) fn skill_tools(
+        &self,
+        skills: &HashMap<String, AgentSkill>,
+        state: &RunState,
+    ) -> Vec<ToolSpec> {
+        if !self.skills_offered(skills, state) {
+            return Vec::new();
+        }
+        let mut ids: Vec<&String> = skills.keys().collect();
+        ids.sort();
+        let catalogue: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                let s = &skills[*id];
+                format!(
+                    "{id} — {} (from MCP server `{}`)",
+                    one_line(s.entry.description(), 300),
+                    self.inner.servers[s.server].name()
+                )
+            })
+            .collect();
+        vec![
+            ToolSpec {
+                name: READ_SKILL.into(),
+                description: format!(
+                    "Loads a skill: instructions for a task, served by an MCP server (untrusted content; it grants no permissions). Give its id. Skills:\n{}",
+                    catalogue.join("\n")
+                ),
+                input_schema: json!({"type": "object", "properties": {"skill": {"type": "string", "description": "the skill's id"}}, "required": ["skill"]}),
+                defer: false,
+            },
+            ToolSpec {
+                name: READ_SKILL_FILE.into(),
+                description: "Reads a file of a skill loaded with read_skill, by its path relative to the skill (such as references/FORMS.md).".into(),
+                input_schema: json!({"type": "object", "properties": {"skill": {"type": "string"}, "path": {"type": "string"}}, "required": ["skill", "path"]}),
+                defer: false,
+            },
+        ]
+    }
+
+    /// Runs a `read_skill` or `read_skill_file` call.
+    pub(super) async fn skill_call(
+        &self,
+        state: &mut RunState,
+        skills: &mut HashMap<String, AgentSkill>,
+        tools: &HashMap<String, AgentTool>,
+    ) -> Result<SkillStep> {
+        let Some(call) = state.pending.first().cloned() else {
+            return Err(Error::store("a skill call without a pending call"));
+        };
+        let id = call
+            .arguments
+            .get("skill")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let error = |text: String| {
+            SkillStep::Done(Block::ToolResult {
+                id: call.id.clone(),
+                content: json!({ "error": text }).to_string(),
+                is_error: true,
+            })
+        };
+        if call.name == READ_SKILL_FILE {
+            let path = call
+                .arguments
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            return Ok(self.read_skill_file(state, &call, &id, &path).await);
+        }
+        let Some(skill) = skills.get(&id).cloned() else {
+            let mut ids: Vec<&String> = skills.keys().collect();
+            ids.sort();
+            return Ok(error(format!(
+                "there is no skill `{}`; the skills are: {}",
+                one_line(&id, 200),
+                ids.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        let server = &self.inner.servers[skill.server];
+        let server_name = server.name().to_owned();
+        if let Err(e) = skill.entry.check_limits() {
+            // Declined from the entry alone, before anything is fetched; the user is
+            // told why in the events.
+            self.event(
+                state,
+                Event::Denied {
+                    tool: READ_SKILL.into(),
+                    reason: e.to_string(),
+                },
+            );
+            return Ok(error(e.to_string()));
+        }
+        let fingerprint = skill.entry.fingerprint();
+        let shown = json!({
+            "skill": id,
+            "uri": skill.entry.uri(),
+            "fingerprint": fingerprint,
+            "allowed_tools": skill.entry.allowed_tools(),
+        });
+        match self
+            .skill_approval(state, &call, &server_name, &skill.entry, &shown)
+            .await
+        {
+            Approval::Denied(reason) => {
+                self.event(
+                    state,
+                    Event::Denied {
+                        tool: READ_SKILL.into(),
+                        reason: reason.clone(),
+                    },
+                );
+                Ok(error(reason))
+            }
+            Approval::Suspend => {
+                // The person approves what they were shown: this fingerprint.
+                if let Some(c) = state.pending.first_mut() {
+                    c.approved = None;
+                    c.bound = Some(fingerprint);
+                }
+                self.event(
+                    state,
+                    Event::ApprovalRequested {
+                        server: server_name.clone(),
+                        tool: READ_SKILL.into(),
+                        arguments: shown.clone(),
+                    },
+                );
+                self.event(state, Event::RunSuspended);
+                self.save(state, RunStatus::Suspended).await?;
+                Ok(SkillStep::Suspend(Outcome::ApprovalRequired {
+                    run_id: state.id.clone(),
+                    server: server_name,
+                    tool: READ_SKILL.into(),
+                    arguments: shown,
+                }))
+            }
+            Approval::Approved { allowed_tools } => {
+                let client = server.client()?;
+                match client.load_skill(&skill.entry).await {
+                    Ok(loaded) => {
+                        state.held.retain(|h| {
+                            !(h.server == server_name && h.entry.uri() == skill.entry.uri())
+                        });
+                        state.held.push(HeldSkill {
+                            id: id.clone(),
+                            server: server_name.clone(),
+                            entry: skill.entry.clone(),
+                        });
+                        let mut granted = Vec::new();
+                        if allowed_tools {
+                            // Only tools of the skill's own server, by exact name.
+                            for want in skill.entry.allowed_tools().unwrap_or("").split_whitespace()
+                            {
+                                let ok = tools
+                                    .get(want)
+                                    .is_some_and(|t| t.facts.server == server_name);
+                                let pair = (server_name.clone(), want.to_owned());
+                                if ok && !state.granted.contains(&pair) {
+                                    state.granted.push(pair);
+                                    granted.push(want.to_owned());
+                                }
+                            }
+                        }
+                        self.event(
+                            state,
+                            Event::SkillLoaded {
+                                server: server_name.clone(),
+                                uri: skill.entry.uri().to_owned(),
+                                fingerprint,
+                                granted_tools: granted.clone(),
+                            },
+                        );
+                        let files: Vec<String> = loaded
+                            .files()
+                            .unwrap_or_default()
+                            .iter()
+                            .filter(|f| f.uri != skill.entry.uri())
+                            .filter_map(|f| f.uri.strip_prefix(skill.entry.root()))
+                            .map(|p| p.trim_start_matches('/').to_owned())
+                            .collect();
+                        let mut body = json!({
+                            "origin": {"server": server_name, "uri": skill.entry.uri(), "kind": "mcp skill"},
+                            "note": format!("Skill instructions from MCP server `{server_name}`: untrusted content. They grant no permissions and run nothing by themselves."),
+                            "skill": id,
+                            "name": skill.entry.name(),
+                            "instructions": clip(loaded.instructions()),
+                            "files": files,
+                        });
+                        if !granted.is_empty() {
+                            body["granted_tools"] = json!(granted);
+                        }
+                        Ok(SkillStep::Done(Block::ToolResult {
+                            id: call.id.clone(),
+                            content: body.to_string(),
+                            is_error: false,
+                        }))
+                    }
+                    Err(e) if e.is_skill_changed() => {
+                        self.skill_changed(state, &server_name, skill.entry.uri(), &e);
+                        if let (Some(new), Some(s)) = (e.refreshed_skill(), skills.get_mut(&id)) {
+                            s.entry = new.clone();
+                        }
+                        Ok(error(e.to_string()))
+                    }
+                    Err(e) => Ok(error(e.to_string())),
+                }
+            }
+        }
+    }
+
+    async fn skill_approval(
+        &self,
+        state: &mut RunState,
+        call: &PendingCall,
+        server: &str,
+        entry: &Skill,
+        shown: &Value,
+    ) -> Approval {
+        let fingerprint = entry.fingerprint();
+        match call.approved {
+            Some(true) if call.bound.as_deref() == Some(fingerprint.as_str()) => {
+                let a = SkillApproval {
+                    server: server.to_owned(),
+                    uri: entry.uri().to_owned(),
+                    fingerprint,
+                    allowed_tools: call.grant_tools,
+                };
+                let allowed_tools = a.allowed_tools;
+                state.skill_approvals.push(a);
+                return Approval::Approved { allowed_tools };
+            }
+            // Approved, but the skill changed since: ask again.
+            Some(true) => return Approval::Suspend,
+            Some(false) => {
+                return Approval::Denied(format!(
+                    "a person denied loading skill `{}`",
+                    entry.name()
+                ))
+            }
+            None => {}
+        }
+        if let Some(a) = self
+            .inner
+            .skill_approvals
+            .iter()
+            .chain(state.skill_approvals.iter())
+            .find(|a| a.covers(server, entry))
+        {
+            return Approval::Approved {
+                allowed_tools: a.allowed_tools,
+            };
+        }
+        match self.inner.gate.mode() {
+            Mode::Auto => Approval::Approved {
+                allowed_tools: false,
+            },
+            Mode::Approve => Approval::Suspend,
+            Mode::Ask(decide) => {
+                if decide(server, READ_SKILL, shown).await {
+                    Approval::Approved {
+                        allowed_tools: false,
+                    }
+                } else {
+                    Approval::Denied(format!("loading skill `{}` was not allowed", entry.name()))
+                }
+            }
+            Mode::ReadOnly => Approval::Denied(format!(
+                "skill `{}` is not approved (read-only mode loads only skills approved with AgentBuilder::approve_skill, for their current files)",
+                entry.name()
+            )),
+        }
+    }
+
+    async fn read_skill_file(
+        &self,
+        state: &mut RunState,
+        call: &PendingCall,
+        id: &str,
+        path: &str,
+    ) -> SkillStep {
+        let done = |content: Value, is_error: bool| {
+            SkillStep::Done(Block::ToolResult {
+                id: call.id.clone(),
+                content: content.to_string(),
+                is_error,
+            })
+        };
+        let Some(held) = state.held.iter().find(|h| h.id == id).cloned() else {
+            return done(
+                json!({"error": format!("skill `{}` is not loaded: load it with read_skill first", one_line(id, 200))}),
+                true,
+            );
+        };
+        let Some(server) = self.inner.servers.iter().find(|s| s.name() == held.server) else {
+            return done(
+                json!({"error": "the skill's server is no longer attached"}),
+                true,
+            );
+        };
+        let read = async {
+            // Bound to the skill's own server and checked against the held entry.
+            let loaded = server.client()?.load_skill(&held.entry).await?;
+            loaded.read(path).await
+        };
+        match read.await {
+            Ok(content) => {
+                self.event(
+                    state,
+                    Event::SkillFileRead {
+                        server: held.server.clone(),
+                        uri: held.entry.uri().to_owned(),
+                        path: content.uri.clone(),
+                    },
+                );
+                let mut body = json!({
+                    "origin": {"server": held.server, "uri": content.uri, "kind": "mcp skill file"},
+                    "skill": id,
+                    "path": path,
+                });
+                match content.text() {
+                    Some(t) => body["text"] = json!(clip(t)),
+                    None => {
+                        body["binary"] = json!(format!(
+                            "{} bytes{}",
+                            content.bytes().len(),
+                            content
+                                .mime_type
+                                .as_deref()
+                                .map(|m| format!(", {m}"))
+                                .unwrap_or_default()
+                        ))
+                    }
+                }
+                done(body, false)
+            }
+            Err(e) => {
+                if e.is_skill_changed() {
+                    self.skill_changed(state, &held.server, held.entry.uri(), &e);
+                }
+                done(json!({"error": e.to_string()}), true)
+            }
+        }
+    }
+
+    /// A skill failed a check: it is no longer held, its approvals in this run are
+    /// revoked, and the events say it changed and needs re-approval.
+    fn skill_changed(&self, state: &mut RunState, server: &str, uri: &str, e: &mcp_runtime::Error) {
+        state
+            .held
+            .retain(|h| !(h.server == server && h.entry.uri() == uri));
+        state
+            .skill_approvals
+            .retain(|a| !(a.server == server && a.uri == uri));
+        self.event(
+            state,
+            Event::SkillChanged {
+                server: server.to_owned(),
+                uri: uri.to_owned(),
+                reason: e.to_string(),
+            },
+        );
+    }
+}
+
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(MAX_SKILL_TEXT) {
+        Some((i, _)) => format!("{}\n[… cut at {MAX_SKILL_TEXT} characters]", &text[..i]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,233 @@
+//! Skills of an attached server (tests/peers/skillserver.py): listed to the model by
+//! name and description only, loaded through `read_skill` under an approval bound to
+//! the skill's files, every read checked, `allowed-tools` granted only when approved.
+
+use std::path::Path;
+
+use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, SkillApproval};
+use mcp_runtime::Mcp;
+use serde_json::{json, Value};
+
+use super::{offered, peers, repo_root, scratch, FakeModel};
+
+fn skillserver(log: &Path) -> Mcp {
+    Mcp::builder("docs")
+        .command([
+            peers().join("venv/bin/python").display().to_string(),
+            repo_root()
+                .join("tests/peers/skillserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ])
+        .env("SKILLSERVER_LOG", log.display().to_string())
+        .build()
+        .unwrap()
+}
+
+/// The requests the server received (`method uri`), but the session's own.
+fn server_log(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with("initialize") && !l.starts_with("server/discover"))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn agent(model: &FakeModel, server: Mcp, mode: Mode) -> mcp_agent::AgentBuilder {
+    Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(mode)
+        .server(server)
+}
+
+fn tool_description(request: &Value, name: &str) -> String {
+    request["body"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == name)
+        .map(|t| t["function"]["description"].as_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// Approve mode: loading asks a person, who sees the fingerprint and the
+/// `allowed-tools`; approved with the grant, the skill's server tool it names runs
+/// without asking; a tampered skill is reported as changed; a file of a skill that
+/// was never loaded is not read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skills_load_under_approval_bound_to_their_files() {
+    let dir = scratch("skills-approve");
+    let log = dir.join("server.log");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_skill", "arguments": {"skill": "docs:pdf-processing"}}]},
+            {"tool_calls": [
+                {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": "references/FORMS.md"}},
+                {"name": "extract_text", "arguments": {"path": "a.pdf"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:unlisted", "path": "scripts/secret.sh"}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let agent = agent(&model, skillserver(&log), Mode::Approve)
+        .build()
+        .unwrap();
+    let Outcome::ApprovalRequired {
+        run_id,
+        server,
+        tool,
+        arguments,
+    } = agent.run("fill the form").await.unwrap()
+    else {
+        panic!("loading a skill in approve mode asks first")
+    };
+    assert_eq!((server.as_str(), tool.as_str()), ("docs", "read_skill"));
+    assert_eq!(arguments["uri"], "skill://pdf-processing/SKILL.md");
+    assert!(arguments["fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    assert_eq!(
+        arguments["allowed_tools"],
+        "Bash(python:*) Read extract_text"
+    );
+    // The model saw names and descriptions from the listing; nothing was fetched.
+    let first = &model.requests()[0];
+    let catalogue = tool_description(first, "read_skill");
+    assert!(
+        catalogue.contains("docs:pdf-processing — Extract text and tables"),
+        "{catalogue}"
+    );
+    assert!(
+        catalogue.contains("docs:nested/prefix/deep-skill"),
+        "{catalogue}"
+    );
+    assert!(offered(first).contains(&"read_skill_file".to_owned()));
+    assert!(
+        !server_log(&log)
+            .iter()
+            .any(|l| l.starts_with("resources/read")),
+        "nothing fetched before the load: {:?}",
+        server_log(&log)
+    );
+
+    let Outcome::Finished { text, .. } = agent
+        .resume(&run_id, Decision::approve("ann").with_allowed_tools())
+        .await
+        .unwrap()
+    else {
+        panic!("the run finishes")
+    };
+    // The loaded skill is tagged with its origin; the granted tool ran.
+    let requests = model.requests();
+    let loaded = requests[1]["body"]["messages"].to_string();
+    assert!(loaded.contains("untrusted content"), "{loaded}");
+    assert!(loaded.contains("\\\"server\\\":\\\"docs\\\""), "{loaded}");
+    assert!(text.contains("read_skill_file: {\"origin\""), "{text}");
+    assert!(text.contains("# Forms guide"), "{text}");
+    assert!(text.contains("extract_text: text of a.pdf"), "{text}");
+    assert!(text.contains("is not loaded"), "{text}");
+    assert_eq!(
+        server_log(&log)
+            .iter()
+            .filter(|l| l.starts_with("resources/read") || l.starts_with("tools/call"))
+            .cloned()
+            .collect::<Vec<_>>(),
+        [
+            "resources/read skill://pdf-processing/SKILL.md",
+            "resources/read skill://pdf-processing/references/FORMS.md",
+            "tools/call",
+        ]
+    );
+    let events = agent.events(&run_id).await.unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        Event::SkillLoaded { server, granted_tools, .. } if server == "docs" && granted_tools == &["extract_text"])));
+    assert!(
+        events.iter().any(|e| matches!(e,
+        Event::SkillFileRead { path, .. } if path == "skill://pdf-processing/references/FORMS.md"))
+    );
+    agent.close().await.unwrap();
+}
+
+/// Read-only mode: only skills approved beforehand load, and only while their files
+/// are the approved ones; `allowed-tools` grant nothing unless the approval says so;
+/// a tampered skill is reported as changed and nothing after it is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
+    let dir = scratch("skills-read-only");
+    let log = dir.join("server.log");
+    // The entries as an application approved them earlier.
+    let lister = skillserver(&dir.join("lister.log"));
+    let skills = lister.client().unwrap().list_skills().await.unwrap();
+    lister.close().await.unwrap();
+    let entry = |name: &str| skills.iter().find(|s| s.name() == name).unwrap().clone();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "read_skill", "arguments": {"skill": "docs:pdf-processing"}},
+                {"name": "extract_text", "arguments": {}},
+                {"name": "read_skill", "arguments": {"skill": "docs:tampered-digest"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:tampered-digest", "path": "references/FORMS.md"}},
+                {"name": "read_skill", "arguments": {"skill": "docs:hidden-elsewhere"}},
+                {"name": "read_skill", "arguments": {"skill": "docs:nested/prefix/deep-skill"}},
+                {"name": "read_skill", "arguments": {"skill": "docs:too-big"}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let agent = agent(&model, skillserver(&log), Mode::ReadOnly)
+        .approve_skill(SkillApproval::new("docs", &entry("pdf-processing")))
+        .approve_skill(SkillApproval::new("docs", &entry("tampered-digest")))
+        .approve_skill(SkillApproval::new("docs", &entry("too-big")))
+        // Approved for other files than the server serves now: does not cover it.
+        .approve_skill(SkillApproval {
+            fingerprint: entry("pdf-processing").fingerprint(),
+            ..SkillApproval::new("docs", &entry("deep-skill"))
+        })
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, run_id } = agent.run("go").await.unwrap() else {
+        panic!("read-only mode never suspends")
+    };
+    assert!(
+        text.contains("read_skill: {\"files\"") || text.contains("\"instructions\""),
+        "{text}"
+    );
+    assert!(text.contains("`extract_text` is not allowed"), "{text}");
+    assert!(text.contains("changed and needs re-approval"), "{text}");
+    assert!(
+        text.contains("skill `docs:tampered-digest` is not loaded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("there is no skill `docs:hidden-elsewhere`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("skill `deep-skill` is not approved"),
+        "{text}"
+    );
+    assert!(text.contains("16 MiB"), "{text}");
+    let reads: Vec<String> = server_log(&log)
+        .into_iter()
+        .filter(|l| !l.starts_with("skills/list") && !l.starts_with("tools/list"))
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            "resources/read skill://pdf-processing/SKILL.md",
+            "resources/read skill://tampered-digest/SKILL.md",
+            "skills/get skill://tampered-digest/SKILL.md",
+        ]
+    );
+    let events = agent.events(&run_id).await.unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        Event::SkillChanged { uri, .. } if uri == "skill://tampered-digest/SKILL.md")));
+    assert!(events.iter().any(|e| matches!(e,
+        Event::SkillLoaded { granted_tools, .. } if granted_tools.is_empty())));
+    agent.close().await.unwrap();
+}
