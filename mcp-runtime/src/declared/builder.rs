@@ -386,8 +386,16 @@ impl McpBuilder {
     pub fn build(self) -> Result<Mcp> {
         let mut errors = self.errors;
         let mut client = Client::builder().name(self.name.clone());
-        if let Some(t) = self.timeout.or(self.context.request_timeout) {
-            client = client.timeout(t);
+        match (self.timeout, self.context.request_timeout) {
+            (Some(t), _) => client = client.timeout(t),
+            // Over HTTP the context's timeout is the transport's request timeout (it
+            // names its setting when it fires); the session's own limit stays just
+            // above it, so which one fires is never a race.
+            (None, Some(t)) if self.connect.is_http() => {
+                client = client.timeout(t + Duration::from_secs(1));
+            }
+            (None, Some(t)) => client = client.timeout(t),
+            (None, None) => {}
         }
         if let Some(l) = self.log_level {
             client = client.log_level(l);

@@ -42,12 +42,15 @@ struct State {
     dog: Option<Dog>,
     groups: BTreeSet<u32>,
     unavailable: bool,
+    /// A thread is starting the watchdog (it lists every group once it runs).
+    starting: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     dog: None,
     groups: BTreeSet::new(),
     unavailable: false,
+    starting: false,
 });
 
 fn state() -> MutexGuard<'static, State> {
@@ -71,8 +74,18 @@ pub(crate) fn unwatch(pgid: u32) {
 }
 
 /// The process id of the watchdog, when one runs (it is a child of this process).
+/// While the watchdog is being started, this waits for it (a few milliseconds).
 pub fn pid() -> Option<u32> {
-    state().dog.as_ref().map(|d| d.child.id())
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        {
+            let s = state();
+            if !s.starting || std::time::Instant::now() > deadline {
+                return s.dog.as_ref().map(|d| d.child.id());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 impl State {
@@ -88,20 +101,35 @@ impl State {
             }
             tracing::debug!("the stdio watchdog was gone; starting it again");
         }
-        if self.unavailable {
+        if self.unavailable || self.starting {
             return;
         }
-        match start() {
-            Ok(mut dog) => {
-                let all: String = self.groups.iter().map(|g| format!("+{g}\n")).collect();
-                if dog.stdin.write_all(all.as_bytes()).is_ok() {
-                    self.dog = Some(dog);
+        // `/bin/sh` starts on a thread of its own, off the path of the connect that
+        // asked for it (a cold start does not wait for a shell); the groups listed by
+        // then are written to it at once.
+        self.starting = true;
+        let spawned = std::thread::Builder::new()
+            .name("mcp-stdio-watchdog".into())
+            .spawn(|| {
+                let started = start();
+                let mut s = state();
+                s.starting = false;
+                match started {
+                    Ok(mut dog) => {
+                        let all: String = s.groups.iter().map(|g| format!("+{g}\n")).collect();
+                        if dog.stdin.write_all(all.as_bytes()).is_ok() {
+                            s.dog = Some(dog);
+                        }
+                    }
+                    Err(e) => {
+                        s.unavailable = true;
+                        tracing::debug!(error = %e, "cannot start the stdio watchdog (/bin/sh); servers are stopped on close and drop only");
+                    }
                 }
-            }
-            Err(e) => {
-                self.unavailable = true;
-                tracing::debug!(error = %e, "cannot start the stdio watchdog (/bin/sh); servers are stopped on close and drop only");
-            }
+            });
+        if spawned.is_err() {
+            self.starting = false;
+            tracing::debug!("cannot start a thread for the stdio watchdog; servers are stopped on close and drop only");
         }
     }
 }

@@ -240,23 +240,27 @@ impl Shared {
 impl Transport for HttpTransport {
     fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
         let hold = cx.hold.clone();
-        Box::pin(super::with_hold(hold, async move {
-            let shared = &self.inner;
+        let shared = &self.inner;
+        // Each path is a future of its own size: a call does not carry (and copy) the
+        // state of the handshake, SSE and legacy paths it does not take.
+        let path: BoxFuture<'_, Result<Response>> =
             if MODERN_VERSIONS.contains(&cx.version.as_str()) {
-                return shared.modern(request, cx).await;
-            }
-            if request.method == "initialize" {
-                return shared.initialize(request, cx).await;
-            }
-            let sse = match &*lock(&shared.mode) {
-                Mode::Sse(s) => Some(s.clone()),
-                _ => None,
+                Box::pin(shared.modern(request, cx))
+            } else if request.method == "initialize" {
+                Box::pin(shared.initialize(request, cx))
+            } else {
+                let sse = match &*lock(&shared.mode) {
+                    Mode::Sse(s) => Some(s.clone()),
+                    _ => None,
+                };
+                match sse {
+                    Some(s) => Box::pin(async move {
+                        shared.sse_request(&s, request, cx.idempotent).await
+                    }),
+                    None => Box::pin(shared.legacy(request, cx)),
+                }
             };
-            match sse {
-                Some(s) => shared.sse_request(&s, request, cx.idempotent).await,
-                None => shared.legacy(request, cx).await,
-            }
-        }))
+        Box::pin(super::with_hold(hold, path))
     }
 
     fn notify<'a>(&'a self, n: Notification, version: &'a str) -> BoxFuture<'a, Result<()>> {
