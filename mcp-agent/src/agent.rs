@@ -335,16 +335,16 @@ struct RunState {
     /// Skill approvals given in this run.
     #[serde(default)]
     skill_approvals: Vec<SkillApproval>,
-    /// Tools (server, name) an approved skill's `allowed-tools` granted.
+    /// Tools an approved skill's `allowed-tools` granted: (server, tool, skill uri).
     #[serde(default)]
-    granted: Vec<(String, String)>,
+    granted: Vec<(String, String, String)>,
 }
 
 /// A tool an approved skill's `allowed-tools` granted (same server, exact name).
-fn granted(grants: &[(String, String)], tool: &ToolFacts) -> bool {
+fn granted(grants: &[(String, String, String)], tool: &ToolFacts) -> bool {
     grants
         .iter()
-        .any(|(server, name)| *server == tool.server && *name == tool.name)
+        .any(|(server, name, _)| *server == tool.server && *name == tool.name)
 }
 
 /// The name of the emulated tool search (for models without a native one).
@@ -864,7 +864,7 @@ impl Agent {
             }
             state.steps += 1;
             let mut offered = self.offered(&tools, &state);
-            offered.extend(self.skill_tools(&skills, &state));
+            offered.extend(self.skill_tools(&skills, &tools, &state));
             let request = ChatRequest {
                 messages: state.messages.clone(),
                 tools: offered,
@@ -1035,9 +1035,10 @@ impl Agent {
         tools: &HashMap<String, AgentTool>,
         skills: &HashMap<String, skills::AgentSkill>,
     ) -> bool {
-        (name == READ_SKILL || name == READ_SKILL_FILE)
+        let _ = skills;
+        self.inner.skills
+            && (name == READ_SKILL || name == READ_SKILL_FILE)
             && !tools.contains_key(name)
-            && !skills.is_empty()
     }
 
     /// The gate's verdict on one pending call (a person's decision, if recorded, wins;
@@ -1046,7 +1047,7 @@ impl Agent {
         &self,
         call: &PendingCall,
         tool: Option<&AgentTool>,
-        grants: &[(String, String)],
+        grants: &[(String, String, String)],
     ) -> Verdict {
         match call.approved {
             Some(true) => Verdict::Allow,

@@ -79,6 +79,9 @@ impl Skill {
             _ => return Err("a skill entry without a `uri`".into()),
         };
         let at = |what: String| format!("skill {}: {what}", crate::text::clip(&uri, 200));
+        if !plain_uri(&uri) {
+            return Err(at("its `uri` has whitespace or control characters".into()));
+        }
         let root =
             root_of(&uri).ok_or_else(|| at("its `uri` does not end in `/SKILL.md`".into()))?;
         let frontmatter = match o.remove("frontmatter") {
@@ -108,6 +111,12 @@ impl Skill {
                 for item in items {
                     let f: SkillFile = serde_json::from_value(item)
                         .map_err(|e| at(format!("a malformed `resources` entry: {e}")))?;
+                    if !plain_uri(&f.uri) {
+                        return Err(at(format!(
+                            "it lists {}, a URI with whitespace or control characters",
+                            crate::text::clip(&f.uri, 200)
+                        )));
+                    }
                     if !is_digest(&f.digest) {
                         return Err(at(format!(
                             "the digest of {} is not `sha256:` and 64 lowercase hex digits",
@@ -261,14 +270,20 @@ impl Skill {
         Ok(())
     }
 
-    /// What an approval of this skill binds to: a digest of its URI and its files'
-    /// `{uri, digest}` set (for a dynamic skill, of its URI and frontmatter). A
-    /// changed set gives another fingerprint, which revokes the approval.
+    /// What an approval of this skill binds to: a digest of its URI, its frontmatter
+    /// (what the person saw, `allowed-tools` included; checked against `SKILL.md` on
+    /// load) and its files' `{uri, digest}` set. A changed set or frontmatter gives
+    /// another fingerprint, which revokes the approval.
     pub fn fingerprint(&self) -> String {
         let mut h = Sha256::new();
-        h.update(b"skill\0");
-        h.update(self.uri.as_bytes());
-        h.update(b"\0");
+        // Every field length-prefixed: two different skills never encode alike.
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_be_bytes());
+            h.update(bytes);
+        };
+        field(b"mcp skill fingerprint v1");
+        field(self.uri.as_bytes());
+        field(canonical(&Value::Object(self.frontmatter.clone())).as_bytes());
         match &self.resources {
             SkillResources::Manifest(files) => {
                 let mut pairs: Vec<(&str, &str)> = files
@@ -276,17 +291,13 @@ impl Skill {
                     .map(|f| (f.uri.as_str(), f.digest.as_str()))
                     .collect();
                 pairs.sort_unstable();
+                field(&(pairs.len() as u64).to_be_bytes());
                 for (uri, digest) in pairs {
-                    h.update(uri.as_bytes());
-                    h.update(b"\0");
-                    h.update(digest.as_bytes());
-                    h.update(b"\n");
+                    field(uri.as_bytes());
+                    field(digest.as_bytes());
                 }
             }
-            SkillResources::Dynamic => {
-                h.update(b"dynamic\0");
-                h.update(canonical(&Value::Object(self.frontmatter.clone())).as_bytes());
-            }
+            SkillResources::Dynamic => field(b"dynamic"),
         }
         format!("sha256:{}", hex(&h.finalize()))
     }
@@ -387,7 +398,8 @@ impl LoadedSkill {
     /// Reads one of the skill's files, by a path relative to its root
     /// (`references/FORMS.md`) or by URI, from the skill's own server, and checks it
     /// against the held entry: listed → size → digest. A file that is not listed is
-    /// refused without a request. On a failed check the skill is revoked, the entry
+    /// refused without a request. A reference that leaves the skill's directory is
+    /// refused too ([`Error::is_config`]), without revoking the skill. On a failed check the skill is revoked, the entry
     /// is refreshed with `skills/get`, and the error is
     /// [`is_skill_changed`](Error::is_skill_changed).
     pub async fn read(&self, path: &str) -> Result<SkillContent> {
@@ -399,14 +411,13 @@ impl LoadedSkill {
             ));
         }
         let Some(uri) = self.entry.resolve(path) else {
-            return Err(Error::skill_changed(
-                &self.entry.uri,
-                format!(
-                    "`{}` is not a file of this skill",
-                    crate::text::clip(path, 200)
-                ),
-                None,
-            ));
+            // Not a change of the skill: a reference that leaves it (`..`, another
+            // skill, another scheme). Refused; the skill stays loaded.
+            return Err(Error::config(format!(
+                "`{}` is not a file of skill {}: a reference must stay within the skill's directory",
+                crate::text::clip(path, 200),
+                crate::text::clip(&self.entry.uri, 200)
+            )));
         };
         let result = self.client.read_skill_file(&self.entry, &uri).await;
         match &result {
@@ -609,6 +620,12 @@ fn canonical(v: &Value) -> String {
         ),
         other => other.to_string(),
     }
+}
+
+/// A URI without whitespace or control characters (nothing that could forge a line in
+/// a log, a prompt or a fingerprint).
+fn plain_uri(uri: &str) -> bool {
+    !uri.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 fn root_of(uri: &str) -> Option<&str> {
@@ -840,6 +857,14 @@ mod tests {
         let changed = entry(&format!("{MD} "), honest());
         assert_ne!(e.fingerprint(), changed.fingerprint());
         assert_eq!(e.fingerprint(), entry(MD, honest()).fingerprint());
+        // The frontmatter (what a person approves, allowed-tools included) is bound too.
+        let mut more = honest();
+        more["allowed-tools"] = json!("wipe_all");
+        assert_ne!(e.fingerprint(), entry(MD, more).fingerprint());
+        // URIs that could forge an encoding, a log line or a prompt are refused.
+        let mut v = e.to_value();
+        v["resources"][1]["uri"] = json!("skill://x/pdf/a\nb");
+        assert!(Skill::from_value(v).unwrap_err().contains("control"));
     }
 
     #[test]

@@ -103,7 +103,7 @@ run_one() {
     result=FAIL
   fi
   local label=$scenario
-  [ "$expect" = FAIL ] && label="$scenario (verification off)"
+  [ "$expect" = FAIL ] && label="$scenario (${envset%%=*})"
   if [ "$result" = "$expect" ]; then
     [ "$expect" = FAIL ] && result="FAIL✓"
   else
@@ -123,6 +123,15 @@ for row in "${PLAN[@]}"; do
     for n in "${NEGATIVE[@]}"; do
       [ "$n" = "$scenario" ] && run_one "$scenario" "$v" FAIL MCP_CONFORMANCE_SKILLS_VERIFY=off
     done
+    if [ "$scenario" = sep-2640-client-no-prefetch ]; then
+      # Positive control: the same checked load against this honest server passes its
+      # checks and reads the supporting file (so this scenario must fail, and the
+      # client must say it read FORMS.md).
+      run_one "$scenario" "$v" FAIL MCP_CONFORMANCE_SKILLS_POSITIVE=1
+      if ! grep -rq 'read skill://pdf-processing/references/FORMS.md' "$OUT/${scenario}-$v-negative"; then
+        echo "positive control: the verified load did not read FORMS.md"; failed=1
+      fi
+    fi
   done
 done
 if [ "$failed" -ne 0 ]; then

@@ -71,6 +71,10 @@ pub(super) struct HeldSkill {
     id: String,
     server: String,
     entry: Skill,
+    /// Bytes read of it so far (a dynamic skill has no manifest to count: reading
+    /// stops at the 16 MiB limit).
+    #[serde(default)]
+    read_bytes: u64,
 }
 
 /// What a skill call comes to.
@@ -154,9 +158,21 @@ impl Agent {
     pub(super) fn skill_tools(
         &self,
         skills: &HashMap<String, AgentSkill>,
+        tools: &HashMap<String, AgentTool>,
         state: &RunState,
     ) -> Vec<ToolSpec> {
         if !self.skills_offered(skills, state) {
+            return Vec::new();
+        }
+        if let Some(name) = [READ_SKILL, READ_SKILL_FILE]
+            .into_iter()
+            .find(|n| tools.contains_key(*n))
+        {
+            // A server's own tool of that name wins; skills are not offered.
+            tracing::warn!(
+                tool = name,
+                "an attached server offers a tool named like the agent's skill tools; skills are not offered"
+            );
             return Vec::new();
         }
         let mut ids: Vec<&String> = skills.keys().collect();
@@ -221,7 +237,7 @@ impl Agent {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            return Ok(self.read_skill_file(state, &call, &id, &path).await);
+            return Ok(self.read_skill_file(state, skills, &call, &id, &path).await);
         }
         let Some(skill) = skills.get(&id).cloned() else {
             let mut ids: Vec<&String> = skills.keys().collect();
@@ -254,7 +270,7 @@ impl Agent {
             "skill": id,
             "uri": skill.entry.uri(),
             "fingerprint": fingerprint,
-            "allowed_tools": skill.entry.allowed_tools(),
+            "allowed_tools": skill.entry.allowed_tools().map(|t| one_line(t, 1000)),
         });
         match self
             .skill_approval(state, &call, &server_name, &skill.entry, &shown)
@@ -294,8 +310,11 @@ impl Agent {
                 }))
             }
             Approval::Approved { allowed_tools } => {
-                let client = server.client()?;
-                match client.load_skill(&skill.entry).await {
+                let loaded = match server.client() {
+                    Ok(client) => client.load_skill(&skill.entry).await,
+                    Err(e) => Err(e),
+                };
+                match loaded {
                     Ok(loaded) => {
                         state.held.retain(|h| {
                             !(h.server == server_name && h.entry.uri() == skill.entry.uri())
@@ -304,6 +323,7 @@ impl Agent {
                             id: id.clone(),
                             server: server_name.clone(),
                             entry: skill.entry.clone(),
+                            read_bytes: loaded.text().len() as u64,
                         });
                         let mut granted = Vec::new();
                         if allowed_tools {
@@ -313,9 +333,13 @@ impl Agent {
                                 let ok = tools
                                     .get(want)
                                     .is_some_and(|t| t.facts.server == server_name);
-                                let pair = (server_name.clone(), want.to_owned());
-                                if ok && !state.granted.contains(&pair) {
-                                    state.granted.push(pair);
+                                let grant = (
+                                    server_name.clone(),
+                                    want.to_owned(),
+                                    skill.entry.uri().to_owned(),
+                                );
+                                if ok && !state.granted.contains(&grant) {
+                                    state.granted.push(grant);
                                     granted.push(want.to_owned());
                                 }
                             }
@@ -433,6 +457,7 @@ impl Agent {
     async fn read_skill_file(
         &self,
         state: &mut RunState,
+        skills: &mut HashMap<String, AgentSkill>,
         call: &PendingCall,
         id: &str,
         path: &str,
@@ -462,7 +487,21 @@ impl Agent {
             loaded.read(path).await
         };
         match read.await {
+            Ok(content)
+                if held.entry.is_dynamic() && {
+                    let total = held.read_bytes.saturating_add(content.bytes().len() as u64);
+                    total > mcp_runtime::skills::MAX_SKILL_BYTES
+                } =>
+            {
+                done(
+                    json!({"error": "what was read of this dynamic skill passed 16 MiB; nothing more is read"}),
+                    true,
+                )
+            }
             Ok(content) => {
+                if let Some(h) = state.held.iter_mut().find(|h| h.id == id) {
+                    h.read_bytes = h.read_bytes.saturating_add(content.bytes().len() as u64);
+                }
                 self.event(
                     state,
                     Event::SkillFileRead {
@@ -495,6 +534,9 @@ impl Agent {
             Err(e) => {
                 if e.is_skill_changed() {
                     self.skill_changed(state, &held.server, held.entry.uri(), &e);
+                    if let (Some(new), Some(s)) = (e.refreshed_skill(), skills.get_mut(id)) {
+                        s.entry = new.clone();
+                    }
                 }
                 done(json!({"error": e.to_string()}), true)
             }
@@ -510,6 +552,9 @@ impl Agent {
         state
             .skill_approvals
             .retain(|a| !(a.server == server && a.uri == uri));
+        state
+            .granted
+            .retain(|(s, _, skill)| !(s == server && skill == uri));
         self.event(
             state,
             Event::SkillChanged {

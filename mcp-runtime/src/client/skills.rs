@@ -39,9 +39,10 @@ impl Client {
         self.require_skills().await?;
         let items = self.inner.list("skills/list", "skills").await?;
         let mut skills: Vec<Skill> = Vec::with_capacity(items.len());
+        let mut seen = std::collections::HashSet::new();
         for item in items.iter() {
             match Skill::from_value(item.clone()) {
-                Ok(s) if skills.iter().any(|k| k.uri() == s.uri()) => tracing::warn!(
+                Ok(s) if !seen.insert(s.uri().to_owned()) => tracing::warn!(
                     server = %self.inner.name,
                     uri = %crate::text::clip(s.uri(), 200),
                     "the server listed a skill twice; the first entry is kept"
@@ -156,13 +157,7 @@ impl Client {
         let content = self.read_skill_file(skill, skill.uri()).await?;
         let text: Arc<str> = match content.text() {
             Some(t) => Arc::from(t),
-            None => {
-                return Err(Error::skill_changed(
-                    skill.uri(),
-                    "SKILL.md is not text",
-                    None,
-                ))
-            }
+            None => return Err(self.changed(skill, "SKILL.md is not text".into()).await),
         };
         let body_at = crate::skills::split_frontmatter(&text).map_or(0, |(_, at)| at);
         Ok(LoadedSkill {
@@ -233,6 +228,8 @@ impl Client {
             skill = %crate::text::clip(entry.uri(), 200),
             "skill changed, needs re-approval: {why}"
         );
+        // The listing may hold the old entry: the next one asks the server again.
+        self.inner.invalidate("skills/list");
         let refreshed = match self.get_skill(entry.uri()).await {
             Ok(s) => Some(s),
             Err(e) => {

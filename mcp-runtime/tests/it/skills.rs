@@ -198,20 +198,43 @@ async fn a_tampered_or_unlisted_supporting_file_revokes_the_skill() {
     assert!(e.is_skill_changed(), "{e}");
     assert_eq!(sent(&log).len(), n, "a revoked skill reads nothing");
 
-    // A file the server serves but the entry does not list is refused locally.
-    let loaded = c.load_skill(&skill(&c, "unlisted").await).await.unwrap();
+    // A file the server serves but the entry does not list is refused locally; so is
+    // any reference that leaves the skill. Each is tried on a fresh load (a refusal
+    // revokes the loaded skill).
+    let unlisted = skill(&c, "unlisted").await;
     let n = reads(&log).len();
+    for path in ["scripts/secret.sh", "skill://unlisted/scripts/secret.sh"] {
+        let loaded = c.load_skill(&unlisted).await.unwrap();
+        let e = loaded.read(path).await.unwrap_err();
+        assert!(
+            e.is_skill_changed() && e.to_string().contains("is not listed"),
+            "{path}: {e}"
+        );
+        assert!(loaded.is_revoked(), "{path}");
+    }
+    let loaded = c.load_skill(&unlisted).await.unwrap();
     for path in [
-        "scripts/secret.sh",
-        "skill://unlisted/scripts/secret.sh",
         "../pdf-processing/SKILL.md",
         "skill://pdf-processing/SKILL.md",
         "/etc/passwd",
     ] {
         let e = loaded.read(path).await.unwrap_err();
-        assert!(e.is_skill_changed(), "{path}: {e}");
+        assert!(
+            e.is_config() && e.to_string().contains("stay within"),
+            "{path}: {e}"
+        );
     }
-    assert_eq!(reads(&log).len(), n, "no unlisted file reached the wire");
+    assert!(!loaded.is_revoked());
+    loaded.read("references/FORMS.md").await.unwrap();
+    // The first load read SKILL.md (the later ones were served from the cache), then
+    // the one listed file; nothing else reached the wire.
+    assert_eq!(
+        reads(&log)[n..],
+        [
+            "skill://unlisted/SKILL.md",
+            "skill://unlisted/references/FORMS.md"
+        ]
+    );
     c.close().await.unwrap();
 }
 

@@ -173,11 +173,23 @@ async fn run() -> Result<(), Failure> {
                 client.call_tool(&tool.name, json!({})).await?;
             }
         }
+        "sep-2640-client-no-prefetch"
+            if std::env::var("MCP_CONFORMANCE_SKILLS_POSITIVE").as_deref() == Ok("1") =>
+        {
+            // The positive control CI runs: against this honest server the checked
+            // load passes and the supporting file is read (so the scenario fails).
+            skill_then_file(&client, "pdf-processing", "references/FORMS.md").await?;
+        }
         "sep-2640-client-no-prefetch" => {
             // Connect and list: the registry is built from the listing alone.
             let skills = client.list_skills().await?;
             for s in &skills {
-                eprintln!("skill {} ({}): {}", s.name(), s.uri(), s.description());
+                eprintln!(
+                    "skill {} ({}): {}",
+                    s.name(),
+                    s.uri(),
+                    s.description().escape_debug()
+                );
             }
         }
         s if s.starts_with("sep-2640-client-verify-") => {

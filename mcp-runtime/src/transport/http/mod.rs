@@ -243,23 +243,24 @@ impl Transport for HttpTransport {
         let shared = &self.inner;
         // Each path is a future of its own size: a call does not carry (and copy) the
         // state of the handshake, SSE and legacy paths it does not take.
-        let path: BoxFuture<'_, Result<Response>> =
-            if MODERN_VERSIONS.contains(&cx.version.as_str()) {
-                Box::pin(shared.modern(request, cx))
-            } else if request.method == "initialize" {
-                Box::pin(shared.initialize(request, cx))
-            } else {
-                let sse = match &*lock(&shared.mode) {
-                    Mode::Sse(s) => Some(s.clone()),
-                    _ => None,
-                };
-                match sse {
-                    Some(s) => Box::pin(async move {
-                        shared.sse_request(&s, request, cx.idempotent).await
-                    }),
-                    None => Box::pin(shared.legacy(request, cx)),
-                }
+        let path: BoxFuture<'_, Result<Response>> = if MODERN_VERSIONS
+            .contains(&cx.version.as_str())
+        {
+            Box::pin(shared.modern(request, cx))
+        } else if request.method == "initialize" {
+            Box::pin(shared.initialize(request, cx))
+        } else {
+            let sse = match &*lock(&shared.mode) {
+                Mode::Sse(s) => Some(s.clone()),
+                _ => None,
             };
+            match sse {
+                Some(s) => {
+                    Box::pin(async move { shared.sse_request(&s, request, cx.idempotent).await })
+                }
+                None => Box::pin(shared.legacy(request, cx)),
+            }
+        };
         Box::pin(super::with_hold(hold, path))
     }
 
