@@ -748,7 +748,7 @@ impl Agent {
                     state.pending.remove(0);
                     continue;
                 }
-                if self.is_skill_call(&call.name, &tools, &skills) {
+                if self.is_skill_call(&call.name, &tools) {
                     match self.skill_call(&mut state, &mut skills, &tools).await? {
                         SkillStep::Done(block) => {
                             state.results.push(block);
@@ -813,7 +813,7 @@ impl Agent {
                         while let Some(next) = state.pending.get(batch.len()) {
                             if (next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH))
                                 || next.waits_for_input()
-                                || self.is_skill_call(&next.name, &tools, &skills)
+                                || self.is_skill_call(&next.name, &tools)
                             {
                                 break;
                             }
@@ -1029,13 +1029,7 @@ impl Agent {
     }
 
     /// A call of the skill tools (when no server offers a tool of that name).
-    fn is_skill_call(
-        &self,
-        name: &str,
-        tools: &HashMap<String, AgentTool>,
-        skills: &HashMap<String, skills::AgentSkill>,
-    ) -> bool {
-        let _ = skills;
+    fn is_skill_call(&self, name: &str, tools: &HashMap<String, AgentTool>) -> bool {
         self.inner.skills
             && (name == READ_SKILL || name == READ_SKILL_FILE)
             && !tools.contains_key(name)

@@ -229,6 +229,14 @@ impl Serialize for Message {
     }
 }
 
+impl Request {
+    /// The request as JSON bytes (serialized in place: nothing is copied first).
+    pub fn to_vec(&self) -> Vec<u8> {
+        // Serializing a Value-based request cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
 impl Serialize for Request {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(4))?;

@@ -16,6 +16,9 @@ pub(super) const READ_SKILL: &str = "read_skill";
 /// The tool the model reads a loaded skill's other files with.
 pub(super) const READ_SKILL_FILE: &str = "read_skill_file";
 
+/// The most skills the model's catalogue names (a listing may be arbitrarily large).
+const MAX_CATALOGUE: usize = 200;
+
 /// What the model sees of a skill's content at most, per file (longer text is cut).
 const MAX_SKILL_TEXT: usize = 256 * 1024;
 
@@ -177,8 +180,10 @@ impl Agent {
         }
         let mut ids: Vec<&String> = skills.keys().collect();
         ids.sort();
-        let catalogue: Vec<String> = ids
+        let more = ids.len().saturating_sub(MAX_CATALOGUE);
+        let mut catalogue: Vec<String> = ids
             .iter()
+            .take(MAX_CATALOGUE)
             .map(|id| {
                 let s = &skills[*id];
                 format!(
@@ -188,6 +193,9 @@ impl Agent {
                 )
             })
             .collect();
+        if more > 0 {
+            catalogue.push(format!("({more} more skills not shown)"));
+        }
         vec![
             ToolSpec {
                 name: READ_SKILL.into(),
@@ -246,6 +254,7 @@ impl Agent {
                 "there is no skill `{}`; the skills are: {}",
                 one_line(&id, 200),
                 ids.iter()
+                    .take(MAX_CATALOGUE)
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")

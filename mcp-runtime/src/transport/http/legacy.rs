@@ -55,7 +55,7 @@ impl Shared {
         let h = self
             .base_headers("application/json, text/event-stream")
             .await?;
-        let body = Message::Request(request.clone()).to_vec();
+        let body = request.to_vec();
         let resp = self
             .send(Method::POST, &self.url, h, Some(body), true)
             .await?;
@@ -233,7 +233,7 @@ impl Shared {
                 .base_headers("application/json, text/event-stream")
                 .await?;
             Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
-            let body = Message::Request(request.clone()).to_vec();
+            let body = request.to_vec();
             let resp = self
                 .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
                 .await?;

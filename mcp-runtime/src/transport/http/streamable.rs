@@ -327,7 +327,7 @@ impl Shared {
             for (k, v) in &cx.headers {
                 insert(&mut h, k, v)?;
             }
-            let body = Message::Request(request.clone()).to_vec();
+            let body = request.to_vec();
             let resp = self
                 .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
                 .await?;
