@@ -12,6 +12,9 @@ Environment:
     SKILLSERVER_NO_DIRECTORY=1  advertise the extension as `{}` (no
                                 `directoryRead`); `resources/directory/read`
                                 is then not served (-32601).
+    SKILLSERVER_VARIANT=v2      serve a changed pdf-processing SKILL.md (one more
+                                line; honest digests): the skill as a later
+                                version of the server serves it.
     SKILLSERVER_LOG=<path>      append one line per received request:
                                 `<method> <uri>`, or just `<method>` when the
                                 request has no `params.uri`.
@@ -123,6 +126,10 @@ Use this skill when the user works with PDF files.
 To fill a form, first read [the forms guide](references/FORMS.md).
 The logo is `assets/logo.png`.
 """
+
+if os.environ.get("SKILLSERVER_VARIANT") == "v2":
+    # The skill as a later version of the server serves it: other bytes, honest digests.
+    PDF_SKILL_MD += "\nVersion two: check the page count first.\n"
 
 FORMS_MD = """# Forms guide
 

@@ -8,9 +8,14 @@ use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, SkillApp
 use mcp_runtime::Mcp;
 use serde_json::{json, Value};
 
-use super::{offered, peers, repo_root, scratch, FakeModel};
+use super::{offered, peers, repo_root, scratch, store_for, FakeModel};
 
 fn skillserver(log: &Path) -> Mcp {
+    skillserver_variant(log, "")
+}
+
+/// The server as a later version serves it (`v2`: pdf-processing changed).
+fn skillserver_variant(log: &Path, variant: &str) -> Mcp {
     Mcp::builder("docs")
         .command([
             peers().join("venv/bin/python").display().to_string(),
@@ -21,6 +26,7 @@ fn skillserver(log: &Path) -> Mcp {
             "stdio".into(),
         ])
         .env("SKILLSERVER_LOG", log.display().to_string())
+        .env("SKILLSERVER_VARIANT", variant)
         .build()
         .unwrap()
 }
@@ -230,4 +236,65 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
     assert!(events.iter().any(|e| matches!(e,
         Event::SkillLoaded { granted_tools, .. } if granted_tools.is_empty())));
     agent.close().await.unwrap();
+}
+
+/// A person approves what they were shown: when the server changed the skill between
+/// the suspension and the decision (here, the run resumes in another agent talking to
+/// the updated server), the run asks again, for the new files, and fetches nothing
+/// before that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_resumed_after_the_skill_changed_asks_again() {
+    let dir = scratch("skills-changed");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_skill", "arguments": {"skill": "docs:pdf-processing"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let first = agent(&model, skillserver(&dir.join("v1.log")), Mode::Approve)
+        .store(store_for(&dir, "sqlite").await)
+        .build()
+        .unwrap();
+    let Outcome::ApprovalRequired {
+        run_id,
+        arguments: shown,
+        ..
+    } = first.run("go").await.unwrap()
+    else {
+        panic!("approve mode asks")
+    };
+    first.close().await.unwrap();
+
+    let v2_log = dir.join("v2.log");
+    let second = agent(&model, skillserver_variant(&v2_log, "v2"), Mode::Approve)
+        .store(store_for(&dir, "sqlite").await)
+        .build()
+        .unwrap();
+    let Outcome::ApprovalRequired {
+        run_id: again,
+        arguments: shown_again,
+        ..
+    } = second
+        .resume(&run_id, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!("the skill changed after the person saw it: the run asks again")
+    };
+    assert_eq!(again, run_id);
+    assert_ne!(shown["fingerprint"], shown_again["fingerprint"]);
+    assert!(!server_log(&v2_log)
+        .iter()
+        .any(|l| l.starts_with("resources/read")));
+
+    let Outcome::Finished { text, .. } = second
+        .resume(&run_id, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!("approved for the new files, it loads")
+    };
+    assert!(text.contains("Version two"), "{text}");
+    second.close().await.unwrap();
 }
