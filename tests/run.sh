@@ -48,6 +48,7 @@ cargo run -q --locked -p examples --example files
 cargo run -q --locked -p examples --example everything_http
 cargo run -q --locked -p examples --example tasks
 cargo run -q --locked -p examples --example apps -- .peers/venv/bin/python tests/peers/pyserver.py stdio show_chart '{"title":"Tides"}'
+cargo run -q --locked -p examples --example skills -- .peers/venv/bin/python tests/peers/skillserver.py stdio pdf-processing references/FORMS.md
 
 step "the agent example, end to end (scripted model, real filesystem server)"
 bash tests/agent-example.sh
