@@ -483,6 +483,7 @@ impl AgentBuilder {
                 defer: self.defer,
                 skills: self.skills,
                 skill_approvals: self.skill_approvals,
+                loaded_skills: Default::default(),
             }),
         })
     }
@@ -509,6 +510,9 @@ struct AgentInner {
     defer: Option<Vec<String>>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
+    /// Skills loaded in this process, by (server, uri): a file read reuses the load
+    /// (its `SKILL.md` checked once) while the run holds the same entry.
+    loaded_skills: std::sync::Mutex<HashMap<(String, String), mcp_runtime::LoadedSkill>>,
 }
 
 impl fmt::Debug for Agent {

@@ -325,6 +325,10 @@ impl Agent {
                 };
                 match loaded {
                     Ok(loaded) => {
+                        lock(&self.inner.loaded_skills).insert(
+                            (server_name.clone(), skill.entry.uri().to_owned()),
+                            loaded.clone(),
+                        );
                         state.held.retain(|h| {
                             !(h.server == server_name && h.entry.uri() == skill.entry.uri())
                         });
@@ -490,9 +494,22 @@ impl Agent {
                 true,
             );
         };
+        let key = (held.server.clone(), held.entry.uri().to_owned());
+        let reused = lock(&self.inner.loaded_skills)
+            .get(&key)
+            .filter(|l| *l.skill() == held.entry && !l.is_revoked())
+            .cloned();
         let read = async {
-            // Bound to the skill's own server and checked against the held entry.
-            let loaded = server.client()?.load_skill(&held.entry).await?;
+            // Bound to the skill's own server and checked against the held entry (a
+            // run resumed in another process loads it again, checking SKILL.md).
+            let loaded = match reused {
+                Some(l) => l,
+                None => {
+                    let l = server.client()?.load_skill(&held.entry).await?;
+                    lock(&self.inner.loaded_skills).insert(key, l.clone());
+                    l
+                }
+            };
             loaded.read(path).await
         };
         match read.await {
@@ -555,6 +572,7 @@ impl Agent {
     /// A skill failed a check: it is no longer held, its approvals in this run are
     /// revoked, and the events say it changed and needs re-approval.
     fn skill_changed(&self, state: &mut RunState, server: &str, uri: &str, e: &mcp_runtime::Error) {
+        lock(&self.inner.loaded_skills).remove(&(server.to_owned(), uri.to_owned()));
         state
             .held
             .retain(|h| !(h.server == server && h.entry.uri() == uri));

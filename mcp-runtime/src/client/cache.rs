@@ -161,12 +161,28 @@ impl Inner {
             return Ok(hit);
         }
         let generation = self.cache_generation.load(Ordering::Acquire);
+        let (items, ttl) = self.pages(method, Map::new(), key).await?;
+        let items = Arc::new(items);
+        if ttl > 0 {
+            self.store(method.to_owned(), generation, ttl, items.clone());
+        }
+        Ok(items)
+    }
+
+    /// Every page of a paginated request (`params` plus each `cursor`): the items under
+    /// `key`, and the shortest `ttlMs` of the pages.
+    pub(super) async fn pages(
+        self: &Arc<Self>,
+        method: &str,
+        params: Map<String, Value>,
+        key: &str,
+    ) -> Result<(Vec<Value>, u64)> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         let mut ttl: Option<u64> = None;
         let mut pages = 0usize;
         loop {
-            let mut params = Map::new();
+            let mut params = params.clone();
             if let Some(c) = &cursor {
                 params.insert("cursor".into(), Value::String(c.clone()));
             }
@@ -198,10 +214,6 @@ impl Inner {
                 _ => break,
             }
         }
-        let items = Arc::new(items);
-        if let Some(ttl) = ttl.filter(|t| *t > 0) {
-            self.store(method.to_owned(), generation, ttl, items.clone());
-        }
-        Ok(items)
+        Ok((items, ttl.unwrap_or(0)))
     }
 }

@@ -104,40 +104,13 @@ impl Client {
                 self.inner.name
             )));
         }
-        let mut out = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..10_000 {
-            let mut params = Map::new();
-            params.insert("uri".into(), uri.into());
-            if let Some(c) = &cursor {
-                params.insert("cursor".into(), Value::String(c.clone()));
-            }
-            let mut v = self
-                .inner
-                .call(
-                    "resources/directory/read",
-                    params,
-                    &RequestOptions::default(),
-                )
-                .await?;
-            if let Some(Value::Array(items)) = v.get_mut("resources").map(Value::take) {
-                out.extend(typed_items(&self.inner.name, "resource", &items));
-            }
-            match v.get("nextCursor") {
-                Some(Value::String(next)) if cursor.as_deref() != Some(next.as_str()) => {
-                    cursor = Some(next.clone());
-                }
-                Some(Value::String(_)) => {
-                    return Err(Error::invalid_response(
-                        "`resources/directory/read` pagination does not end (a cursor repeats)",
-                    ))
-                }
-                _ => return Ok(out),
-            }
-        }
-        Err(Error::invalid_response(
-            "`resources/directory/read` pagination does not end",
-        ))
+        let mut params = Map::new();
+        params.insert("uri".into(), uri.into());
+        let (items, _) = self
+            .inner
+            .pages("resources/directory/read", params, "resources")
+            .await?;
+        Ok(typed_items(&self.inner.name, "resource", &items))
     }
 
     /// Loads a skill: checks its limits from the entry (512 files, 16 MiB; otherwise

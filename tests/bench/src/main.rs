@@ -284,17 +284,22 @@ fn raw_http(kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
 
 // ---------------------------------------------------------------- mcp-runtime
 
-fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
-    use mcp_runtime::{Client, HttpConfig, ProtocolMode, StdioConfig};
-    let rt = if mt {
+/// A tokio runtime of either flavour, as the clients under test run on.
+fn runtime(multi_thread: bool) -> std::io::Result<tokio::runtime::Runtime> {
+    if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
-            .build()?
+            .build()
     } else {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()?
-    };
+            .build()
+    }
+}
+
+fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
+    use mcp_runtime::{Client, HttpConfig, ProtocolMode, StdioConfig};
+    let rt = runtime(mt)?;
     let url = url.to_owned();
     rt.block_on(async move {
         let start = Instant::now();
@@ -366,15 +371,7 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
 fn rmcp(mt: bool, transport: Transport, kind: Kind, url: &str, s: Sizes) -> Res<Value> {
     use rmcp::model::CallToolRequestParams;
     use rmcp::ServiceExt;
-    let rt = if mt {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()?
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-    };
+    let rt = runtime(mt)?;
     let url = url.to_owned();
     rt.block_on(async move {
         let start = Instant::now();
