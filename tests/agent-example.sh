@@ -9,10 +9,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 work="$(mktemp -d)"
 model_pid=""
-pg_data=""
+pg_port=""
 cleanup() {
   [[ -n "$model_pid" ]] && kill "$model_pid" 2>/dev/null
-  [[ -n "$pg_data" ]] && bash tests/peers/postgres.sh stop "$pg_data"
+  [[ -n "$pg_port" ]] && bash tests/peers/postgres.sh stop "$pg_port"
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -51,8 +51,8 @@ out="$(run --resume "$run_id" --approve)"
 if run --resume "$run_id" --approve 2>/dev/null; then fail "a decision applied twice"; fi
 
 # The same across processes with the runs in PostgreSQL.
-pg_data="$(mktemp -u /tmp/mcp-agent-pg.XXXXXX)"   # outside $work (0700): PostgreSQL runs as mcp-pg
-store="$(bash tests/peers/postgres.sh start "$pg_data" "$(.peers/venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")"
+pg_port="$(.peers/venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+store="$(bash tests/peers/postgres.sh start "$pg_port")"
 out="$(run --mode approve "$work/files" "write a file")"
 [[ "$out" =~ ^suspended\ run=([0-9a-f]+)\ tool=write_file$ ]] || fail "postgres: unexpected: $out"
 run --resume "${BASH_REMATCH[1]}" --approve >/dev/null; rm -f ".mcp-agent/run-${BASH_REMATCH[1]}.dir"

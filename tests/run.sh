@@ -23,6 +23,15 @@ done
 cargo run -q --locked -p mcp-runtime --no-default-features --features stdio,macros --example stdio_only
 cargo run -q --locked -p mcp-runtime --no-default-features --features http,macros --example http_only
 
+step "compile-time tests, untimed: they build their own dependencies (minutes when cold)"
+# trybuild and the snapshot test compile scratch crates into target folders of their
+# own; a cold build of their dependencies on a busy 2-core machine can outlast any
+# sensible per-test limit. Run them once here, with no per-test limit (but bounded),
+# so nextest below runs them warm (.config/nextest.toml, tests/README.md).
+timeout 40m cargo test -q --locked -p mcp-macros --test ui
+timeout 40m cargo test -q --locked -p mcp-agent --test it -- --exact attach_lines_are_checked_at_compile_time
+timeout 40m cargo test -q --locked -p mcp-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
+
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --locked

@@ -235,17 +235,16 @@ async fn suspending_process() {
 /// A real PostgreSQL (tests/peers/postgres.sh), stopped when dropped.
 struct Postgres {
     url: String,
-    data: PathBuf,
+    port: u16,
 }
 
 impl Postgres {
     fn start() -> Postgres {
         peers();
         let port = free_port();
-        let data = std::env::temp_dir().join(format!("mcp-agent-pg-{}-{port}", std::process::id()));
         let out = Command::new("bash")
             .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["start", &data.display().to_string(), &port.to_string()])
+            .args(["start", &port.to_string()])
             .output()
             .unwrap();
         assert!(
@@ -255,7 +254,7 @@ impl Postgres {
         );
         Postgres {
             url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
-            data,
+            port,
         }
     }
 }
@@ -264,7 +263,7 @@ impl Drop for Postgres {
     fn drop(&mut self) {
         let _ = Command::new("bash")
             .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["stop", &self.data.display().to_string()])
+            .args(["stop", &self.port.to_string()])
             .output();
     }
 }

@@ -496,21 +496,16 @@ pub fn http_get_text(port: u16, path: &str) -> String {
 /// own data folder; stopped and removed when dropped.
 pub struct Postgres {
     pub url: String,
-    data: PathBuf,
+    port: u16,
 }
 
 impl Postgres {
     pub fn start() -> Postgres {
         peers();
-        let data =
-            std::env::temp_dir().join(format!("mcp-pg-{}-{}", std::process::id(), free_port()));
+        let port = free_port();
         let out = Command::new("bash")
             .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args([
-                "start",
-                &data.display().to_string(),
-                &free_port().to_string(),
-            ])
+            .args(["start", &port.to_string()])
             .output()
             .unwrap();
         assert!(
@@ -520,7 +515,7 @@ impl Postgres {
         );
         Postgres {
             url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
-            data,
+            port,
         }
     }
 }
@@ -529,7 +524,7 @@ impl Drop for Postgres {
     fn drop(&mut self) {
         let _ = Command::new("bash")
             .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["stop", &self.data.display().to_string()])
+            .args(["stop", &self.port.to_string()])
             .output();
     }
 }
