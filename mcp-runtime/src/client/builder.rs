@@ -9,7 +9,7 @@ pub struct ClientBuilder {
     client_info: Implementation,
     timeout: Duration,
     max_timeout: Duration,
-    probe_timeout: Duration,
+    connect_timeout: Option<Duration>,
     log_level: Option<LogLevel>,
     input_handler: Option<Arc<dyn InputHandler>>,
     input_kinds: Option<InputKinds>,
@@ -44,7 +44,7 @@ impl Default for ClientBuilder {
             },
             timeout: Duration::from_secs(60),
             max_timeout: Duration::from_secs(30 * 60),
-            probe_timeout: Duration::from_secs(5),
+            connect_timeout: None,
             log_level: None,
             input_handler: None,
             input_kinds: None,
@@ -82,14 +82,16 @@ impl ClientBuilder {
         self.max_timeout = max;
         self
     }
-    /// How long a `server/discover` probe may go unanswered over a message stream
-    /// (stdio, custom transports) before the client sends `initialize` as well, for
-    /// older servers that ignore requests before the handshake (default 5s). It never
-    /// decides the era: the client keeps waiting for both answers, with the ordinary
-    /// [`timeout`](Self::timeout), and a slow server is detected whatever its era.
-    /// The clock starts once the transport is ready (the server process started).
-    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = timeout;
+    /// How long each request of the connect (`server/discover`, `initialize`) may wait
+    /// for its answer (default: the [`timeout`](Self::timeout)). The clock starts once
+    /// the transport is ready (a stdio server's process started). The era is never
+    /// decided by it: the client waits for the server's answer to `server/discover`
+    /// and sends `initialize` only after an answer that is not modern. Over a message
+    /// stream (stdio, custom transports), a server that leaves `server/discover`
+    /// unanswered this long is restarted and asked `initialize` alone, so no server
+    /// ever reads both (docs/runtime.md, "How the era is decided").
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = Some(timeout);
         self
     }
     /// Asks the server for log messages at this level and above; they are written
@@ -210,6 +212,9 @@ impl ClientBuilder {
         if self.timeout.is_zero() {
             return Err(Error::config("the timeout must be more than zero"));
         }
+        if self.connect_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(Error::config("the connect timeout must be more than zero"));
+        }
         let kinds = match (&self.input_handler, self.input_kinds) {
             (None, _) => InputKinds::NONE,
             (Some(_), Some(k)) => k,
@@ -239,7 +244,8 @@ impl ClientBuilder {
             capabilities: Value::Object(caps),
             timeout: self.timeout,
             max_timeout: self.max_timeout.max(self.timeout),
-            probe_timeout: self.probe_timeout,
+            connect_timeout: self.connect_timeout.unwrap_or(self.timeout),
+            ignores_discover: AtomicBool::new(false),
             log_level: self.log_level,
             input: self.input_handler,
             input_kinds: kinds,

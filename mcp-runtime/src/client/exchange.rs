@@ -165,7 +165,7 @@ impl Inner {
                     let setting = match (deadline >= hard, opts.timeout.is_some(), opts.max_timeout.is_some()) {
                         (true, _, true) => "the request's max_timeout",
                         (true, _, false) => "ClientBuilder::max_timeout",
-                        (false, true, _) => "the request's timeout",
+                        (false, true, _) => opts.timeout_setting.unwrap_or("the request's timeout"),
                         (false, false, _) => "ClientBuilder::timeout",
                     };
                     return Err(Error::timeout_of(method, waited, setting));

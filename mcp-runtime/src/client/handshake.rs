@@ -1,5 +1,6 @@
-//! Starting a session: the era probe (`server/discover` alongside `initialize`), the
-//! legacy handshake, and what the server says about itself.
+//! Starting a session: the era probe (`server/discover`, then `initialize` only when
+//! the probe's answer is not modern), the legacy handshake, and what the server says
+//! about itself.
 
 #[allow(unused_imports)]
 use super::*;
@@ -36,7 +37,18 @@ impl Inner {
         if let Some(d) = lock(&self.state).clone() {
             return Ok(d);
         }
-        let d = Arc::new(self.negotiate().await?);
+        let d = match self.negotiate().await {
+            Ok(d) => Arc::new(d),
+            Err(e) => {
+                // Whatever the server read of a failed connect, the next one starts on a
+                // fresh connection (a stdio server restarted), so no server ever reads
+                // a second handshake after a first.
+                if !self.transport.answers_every_request() {
+                    let _ = self.transport.close().await;
+                }
+                return Err(e);
+            }
+        };
         tracing::debug!(server = %self.name, era = ?d.era, version = %d.protocol_version, "session started");
         *lock(&self.state) = Some(d.clone());
         Ok(d)
@@ -59,14 +71,16 @@ impl Inner {
 
     /// Decides the era from what the server answers (see [`negotiate`](super::negotiate)).
     pub(super) async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
-        // Start the server (a stdio process) before any clock of the probe runs.
+        // Start the server (a stdio process) before any clock of the connect runs.
         self.transport.connect(&self.incoming).await?;
         match self.protocol {
             ProtocolMode::Legacy => return self.handshake(false).await,
             ProtocolMode::Modern => return self.probe(false).await,
             ProtocolMode::Auto => {}
         }
-        if self.transport.era_hint() == Some(Era::Legacy) {
+        if self.transport.era_hint() == Some(Era::Legacy)
+            || self.ignores_discover.load(Ordering::Relaxed)
+        {
             // Known to be an older server: skip the probe, unless that is no longer so.
             match negotiate::handshake(
                 &self.name,
@@ -76,34 +90,60 @@ impl Inner {
                 Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
                 Handshake::Modern(version, _) => return self.discover_at(version).await,
                 other => {
-                    tracing::debug!(server = %self.name, outcome = ?other, "initialize failed where it worked before; probing again")
+                    tracing::debug!(server = %self.name, outcome = ?other, "initialize failed where it worked before; probing again");
+                    // The server read one handshake already: start afresh, so it never
+                    // reads two.
+                    if !self.transport.answers_every_request() {
+                        let _ = self.transport.close().await;
+                        self.transport.connect(&self.incoming).await?;
+                    }
                 }
             }
         }
         self.probe(true).await
     }
 
-    /// `server/discover`, at the newest version first. With `fallback`, an answer that
-    /// does not make the server modern leads to the handshake, and a probe left
-    /// unanswered for `probe_timeout` sends `initialize` too (see [`Self::race`]).
+    /// `server/discover`, at the newest version first, and nothing else until it is
+    /// answered: a server reads one handshake at a time. With `fallback`, an answer
+    /// that does not make the server modern leads to the `initialize` handshake; over
+    /// a message stream, silence for the whole connect timeout leads to a restart of
+    /// the server and `initialize` alone ([`Self::after_silence`]).
     pub(super) async fn probe(self: &Arc<Self>, fallback: bool) -> Result<ServerDetails> {
         let version = MODERN_VERSIONS[0];
-        // Over transports where a request may go unanswered (a stdio server that
-        // ignores requests before `initialize`), silence must not hang the session.
-        let outcome = if fallback && !self.transport.answers_every_request() {
-            let discover = self.discover(version);
-            tokio::pin!(discover);
-            tokio::select! {
-                biased;
-                answer = &mut discover => negotiate::probe(&self.name, answer, version),
-                () = tokio::time::sleep(self.probe_timeout) => {
-                    return self.race(discover, version).await;
-                }
+        match self.discover(version).await {
+            Err(e) if fallback && e.is_timeout() && !self.transport.answers_every_request() => {
+                self.after_silence(e).await
             }
-        } else {
-            negotiate::probe(&self.name, self.discover(version).await, version)
-        };
-        self.after_probe(outcome, fallback).await
+            answer => {
+                let outcome = negotiate::probe(&self.name, answer, version);
+                self.after_probe(outcome, fallback).await
+            }
+        }
+    }
+
+    /// `server/discover` went unanswered for the whole connect timeout over a message
+    /// stream: an older server that ignores requests before its handshake, or one far
+    /// slower to start than the timeout allows. The server may still read the probe
+    /// late, so `initialize` is not sent on this connection: the transport is closed
+    /// (a stdio server stopped) and `initialize` goes alone to a fresh one. Either way
+    /// the server then reads exactly one handshake, and the era is the one it answers.
+    async fn after_silence(self: &Arc<Self>, silence: Error) -> Result<ServerDetails> {
+        tracing::debug!(server = %self.name, error = %silence, "server/discover went unanswered; restarting the server and sending initialize alone");
+        let _ = self.transport.close().await;
+        self.transport.connect(&self.incoming).await?;
+        match self.handshake(true).await {
+            Ok(d) => {
+                self.ignores_discover.store(true, Ordering::Relaxed);
+                Ok(d)
+            }
+            Err(e) if e.is_timeout() => Err(Error::timeout_of(
+                "server/discover, then initialize to the restarted server",
+                self.connect_timeout,
+                "ClientBuilder::connect_timeout",
+            )
+            .with_source(e)),
+            Err(e) => Err(e),
+        }
     }
 
     pub(super) async fn after_probe(
@@ -116,7 +156,7 @@ impl Inner {
             Probe::Retry(version, _) => self.discover_at(version).await,
             Probe::NotModern(e) if fallback => {
                 tracing::debug!(server = %self.name, error = %e, "server/discover did not find a 2026-07-28 server; trying the initialize handshake");
-                self.handshake(false).await
+                self.handshake(true).await
             }
             // No answer, or no connection: say that, not that the server is old.
             Probe::NotModern(e) if e.is_timeout() || e.is_transport() => Err(e),
@@ -151,55 +191,6 @@ impl Inner {
         }))
     }
 
-    /// `server/discover` has gone unanswered for `probe_timeout`: the server is slow,
-    /// or ignores requests before the handshake. Send `initialize` too and decide by
-    /// whichever answer settles the era; the probe keeps its own, ordinary timeouts.
-    pub(super) async fn race(
-        self: &Arc<Self>,
-        mut discover: std::pin::Pin<&mut impl Future<Output = Result<Value>>>,
-        version: &str,
-    ) -> Result<ServerDetails> {
-        tracing::debug!(server = %self.name, waited = ?self.probe_timeout, "server/discover not answered yet; sending initialize as well");
-        let offered = LEGACY_VERSIONS[0];
-        let init = self.initialize_request(offered);
-        tokio::pin!(init);
-        let mut probe: Option<Probe> = None;
-        let mut shake: Option<Handshake> = None;
-        while probe.is_none() || shake.is_none() {
-            tokio::select! {
-                biased;
-                answer = &mut discover, if probe.is_none() => {
-                    match negotiate::probe(&self.name, answer, version) {
-                        Probe::Modern(v, version) => return Ok(discovered(v, version)),
-                        Probe::Retry(version, _) => return Box::pin(self.discover_at(version)).await,
-                        Probe::Fail(e) => return Err(e),
-                        not_modern => probe = Some(not_modern),
-                    }
-                }
-                answer = &mut init, if shake.is_none() => {
-                    match negotiate::handshake(&self.name, answer, offered) {
-                        Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
-                        // The server serves the modern era. Ask again at the version it
-                        // named rather than wait on a probe it may have dropped while
-                        // starting; a late answer to the first one is ignored.
-                        Handshake::Modern(version, _) => return Box::pin(self.discover_at(version)).await,
-                        other => shake = Some(other),
-                    }
-                }
-            }
-        }
-        // Neither answer settled the era (a modern answer returned above).
-        match (probe, shake) {
-            (_, Some(Handshake::Retry(version))) => self.handshake_at(version, false).await,
-            (_, Some(Handshake::Fail(e))) => Err(e),
-            (Some(Probe::NotModern(e) | Probe::Fail(e) | Probe::Retry(_, e)), _) => Err(e),
-            _ => Err(Error::unsupported(format!(
-                "{} settled no protocol era",
-                self.name
-            ))),
-        }
-    }
-
     /// One `server/discover` request at `version`, with the session's ordinary timeouts.
     pub(super) async fn discover(self: &Arc<Self>, version: &str) -> Result<Value> {
         let mut params = Map::new();
@@ -212,8 +203,17 @@ impl Inner {
             method: "server/discover".into(),
             params: Value::Object(params),
         };
-        self.exchange(version, request, &RequestOptions::default(), None, false)
+        self.exchange(version, request, &self.connect_options(), None, false)
             .await
+    }
+
+    /// The options of the connect's requests: the connect timeout, named when it passes.
+    fn connect_options(&self) -> RequestOptions {
+        RequestOptions {
+            timeout: Some(self.connect_timeout),
+            timeout_setting: Some("ClientBuilder::connect_timeout"),
+            ..RequestOptions::default()
+        }
     }
 
     /// The legacy handshake. With `modern_ok`, a server that refuses it listing a
@@ -274,7 +274,7 @@ impl Inner {
                 "clientInfo": self.client_info,
             }),
         };
-        self.exchange(version, request, &RequestOptions::default(), None, false)
+        self.exchange(version, request, &self.connect_options(), None, false)
             .await
     }
 

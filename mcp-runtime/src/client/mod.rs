@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{Future, IntoFuture};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -144,7 +144,11 @@ struct Inner {
     capabilities: Value,
     timeout: Duration,
     max_timeout: Duration,
-    probe_timeout: Duration,
+    /// How long each request of the connect may wait (`ClientBuilder::connect_timeout`).
+    connect_timeout: Duration,
+    /// The server once left `server/discover` unanswered: later connects (after the
+    /// process restarts) ask `initialize` first.
+    ignores_discover: AtomicBool,
     log_level: Option<LogLevel>,
     input: Option<Arc<dyn InputHandler>>,
     input_kinds: InputKinds,

@@ -10,9 +10,10 @@
 //! * a successful `initialize` answer means the legacy era;
 //! * a version error lists what the server speaks, and the client asks again with a
 //!   version from that list;
-//! * silence is never an answer: when `server/discover` stays unanswered for the probe
-//!   time, the client sends `initialize` as well and keeps listening for both, so a
-//!   slow server is never mistaken for an old one.
+//! * one handshake at a time: `initialize` only after `server/discover` was answered
+//!   (a slow server is never mistaken for an old one); over a message stream, a probe
+//!   unanswered for the whole connect timeout leads to a fresh connection asked
+//!   `initialize` alone (docs/runtime.md, "How the era is decided").
 
 use serde_json::Value;
 

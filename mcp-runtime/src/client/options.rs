@@ -13,6 +13,9 @@ pub(super) type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     pub(super) timeout: Option<Duration>,
+    /// The setting a timeout error names when `timeout` is the client's own
+    /// (`ClientBuilder::connect_timeout` for the connect's requests).
+    pub(super) timeout_setting: Option<&'static str>,
     pub(super) max_timeout: Option<Duration>,
     pub(super) on_progress: Option<ProgressCallback>,
     pub(super) cancel: Option<CancellationToken>,

@@ -3,7 +3,7 @@
 //! transport. Everything else is tested against real servers in `tests/it`.
 use super::*;
 use crate::jsonrpc::Notification;
-use crate::testing::{discover_ok, scripted, Scripted, Step};
+use crate::testing::{discover_ok, scripted, scripted_log, Scripted, Step};
 
 #[tokio::test]
 async fn unsupported_version_is_retried_with_a_listed_version() {
@@ -34,10 +34,18 @@ async fn a_version_error_never_falls_back_to_initialize() {
     assert!(lock(&seen).iter().all(|r| r.method == "server/discover"));
 }
 
-#[tokio::test]
-async fn a_silent_probe_falls_back_to_initialize() {
-    let (c, seen) = scripted(
-        Client::builder().probe_timeout(Duration::from_millis(50)),
+/// The transport's log as plain strings.
+fn logged(log: &Arc<Mutex<Vec<String>>>) -> Vec<String> {
+    lock(log).clone()
+}
+
+/// A server that never answers `server/discover`: once the connect timeout passes,
+/// the server is restarted and asked `initialize` alone (it never reads both), and
+/// later connects ask `initialize` first.
+#[tokio::test(start_paused = true)]
+async fn a_silent_probe_restarts_the_server_and_sends_initialize_alone() {
+    let (c, (_, log)) = scripted_log(
+        Client::builder().connect_timeout(Duration::from_secs(5)),
         |r, _| match r.method.as_str() {
             "server/discover" => Step::Hang,
             "initialize" => {
@@ -52,7 +60,32 @@ async fn a_silent_probe_falls_back_to_initialize() {
         (d.era, d.protocol_version.as_str()),
         (Era::Legacy, "2024-11-05")
     );
-    assert_eq!(lock(&seen)[1].method, "initialize");
+    assert_eq!(logged(&log), ["server/discover", "close", "initialize"]);
+    // The next connection (the process restarted) skips the probe it would ignore.
+    c.close().await.unwrap();
+    lock(&log).clear();
+    assert_eq!(c.connect().await.unwrap().era, Era::Legacy);
+    assert_eq!(logged(&log), ["initialize"]);
+}
+
+/// A server that answers nothing: a timeout naming the setting and both requests,
+/// and the connection closed so the next connect starts afresh.
+#[tokio::test(start_paused = true)]
+async fn a_server_that_answers_nothing_fails_with_a_clear_timeout() {
+    let (c, (_, log)) = scripted_log(Client::builder(), |_, _| Step::Hang);
+    let e = c.connect().await.unwrap_err();
+    let text = e.to_string();
+    assert!(
+        e.is_timeout()
+            && text.contains("server/discover")
+            && text.contains("initialize")
+            && text.contains("ClientBuilder::connect_timeout"),
+        "{text}"
+    );
+    assert_eq!(
+        logged(&log),
+        ["server/discover", "close", "initialize", "close"]
+    );
 }
 
 fn legacy_ok() -> Value {
@@ -63,58 +96,60 @@ fn late(ms: u64, step: Step) -> Step {
     Step::Late(Duration::from_millis(ms), Box::new(step))
 }
 
-/// A dual-era server that is slow to start and serves the era of the first request
-/// it reads (the PyPI SDK's rule): its discover answer comes after the probe time,
-/// and the initialize sent meanwhile is refused. The session is modern.
+/// A dual-era server that is slow to start (30 s): the client waits for its answer
+/// to `server/discover` and sends nothing else meanwhile. The session is modern.
 #[tokio::test(start_paused = true)]
 async fn a_slow_modern_server_is_not_taken_for_an_old_one() {
-    let (c, seen) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+    let (c, (_, log)) = scripted_log(Client::builder(), |r, _| match r.method.as_str() {
         "server/discover" => late(30_000, Step::Reply(discover_ok())),
-        "initialize" => late(
-            30_001,
-            Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
-        ),
+        "initialize" => Step::Reply(legacy_ok()),
         _ => Step::Reply(json!({})),
     });
     let d = c.connect().await.unwrap();
     assert_eq!(d.era, Era::Modern);
-    let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
-    assert_eq!(methods, ["server/discover", "initialize"]);
+    assert_eq!(logged(&log), ["server/discover"]);
 }
 
-/// The same, when the refusal of initialize arrives first: it names a modern
-/// version, so the session waits for (or asks again with) server/discover.
+/// `initialize` refused with a version error listing 2026-07-28 means modern: the
+/// session asks `server/discover` again at that version.
 #[tokio::test(start_paused = true)]
 async fn initialize_refused_for_a_modern_version_means_modern() {
-    let (c, seen) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
-        ("server/discover", 0) => Step::Hang,
-        ("server/discover", _) => Step::Reply(discover_ok()),
-        ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
-        _ => Step::Reply(json!({})),
-    });
-    // The first probe never answers; the refusal lists a modern version, so the
-    // session asks again at once.
-    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
-    let methods: Vec<String> = lock(&seen).iter().map(|r| r.method.clone()).collect();
-    assert_eq!(
-        methods,
-        ["server/discover", "initialize", "server/discover"]
+    // The first probe is never answered: restart, initialize (refused), discover.
+    let (c, (_, log)) = scripted_log(
+        Client::builder().connect_timeout(Duration::from_secs(5)),
+        |r, n| match (r.method.as_str(), n) {
+            ("server/discover", 0) => Step::Hang,
+            ("server/discover", _) => Step::Reply(discover_ok()),
+            ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
+            _ => Step::Reply(json!({})),
+        },
     );
-    let (c, _) = scripted(Client::builder(), |r, n| match (r.method.as_str(), n) {
+    assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    assert_eq!(
+        logged(&log),
+        ["server/discover", "close", "initialize", "server/discover"]
+    );
+    // The first probe refused late (a server not ready yet), then the same.
+    let (c, (_, log)) = scripted_log(Client::builder(), |r, n| match (r.method.as_str(), n) {
         ("server/discover", 0) => late(20_000, Step::Fail(-32601, json!(null))),
         ("server/discover", _) => Step::Reply(discover_ok()),
         ("initialize", _) => Step::Fail(-32022, json!({"supported": ["2026-07-28"]})),
         _ => Step::Reply(json!({})),
     });
     assert_eq!(c.connect().await.unwrap().era, Era::Modern);
+    assert_eq!(
+        logged(&log),
+        ["server/discover", "initialize", "server/discover"]
+    );
 }
 
-/// A slow server of the handshake era: discover is refused late, initialize works.
+/// A slow server of the handshake era: discover is refused late, and only then is
+/// initialize sent.
 #[tokio::test(start_paused = true)]
 async fn a_slow_old_server_is_old() {
-    let (c, _) = scripted(Client::builder(), |r, _| match r.method.as_str() {
+    let (c, (_, log)) = scripted_log(Client::builder(), |r, _| match r.method.as_str() {
         "server/discover" => late(30_000, Step::Fail(-32601, json!(null))),
-        "initialize" => late(30_001, Step::Reply(legacy_ok())),
+        "initialize" => late(1_000, Step::Reply(legacy_ok())),
         _ => Step::Reply(json!({})),
     });
     let d = c.connect().await.unwrap();
@@ -122,6 +157,7 @@ async fn a_slow_old_server_is_old() {
         (d.era, d.protocol_version.as_str()),
         (Era::Legacy, "2025-11-25")
     );
+    assert_eq!(logged(&log), ["server/discover", "initialize"]);
 }
 
 /// Forced modern waits like any request: no probe clock.
@@ -145,7 +181,7 @@ async fn forced_modern_waits_for_a_slow_server() {
     );
     let e = c.connect().await.unwrap_err();
     assert!(
-        e.is_timeout() && e.to_string().contains("ClientBuilder::timeout"),
+        e.is_timeout() && e.to_string().contains("ClientBuilder::connect_timeout"),
         "{e}"
     );
 }
@@ -178,6 +214,7 @@ async fn no_probe_clock_where_every_request_is_answered() {
             _ => Step::Reply(legacy_ok()),
         }),
         seen: seen.clone(),
+        log: Arc::default(),
     });
     let c = Client::builder().build(t).unwrap();
     assert_eq!(c.connect().await.unwrap().era, Era::Modern);

