@@ -16,6 +16,7 @@ stdio modes (legacy servers: server/discover -> -32601, then initialize; tool `e
   ignore-eof PIDFILE    writes its pid to PIDFILE, ignores SIGTERM/SIGHUP/SIGINT, tool `slow` never
                         answers, and on stdin EOF sleeps forever instead of exiting (SIGKILL it)
   silent-discover       never answers server/discover at all; initialize works
+  mute                  reads every line and answers nothing at all
   evil-names            a tool whose name and description hold terminal escape sequences and a
                         bidi override (for clients that print server text)
 http modes:
@@ -60,7 +61,7 @@ TOOLS = {
 }
 EVIL_TOOL = "\x1b[31mred\x1b[0m"
 STDIO_MODES = {"flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
-               "silent-discover": None, "evil-names": None}
+               "silent-discover": None, "mute": None, "evil-names": None}
 HTTP_MODES = {"flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB"}
 MODERN_HTTP = {"flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
@@ -163,6 +164,8 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
                 stderr_or_die(BAD_SHORT)
                 stderr_or_die(BAD_LONG)
             if mode == "silent-discover" and method == "server/discover":
+                continue
+            if mode == "mute":
                 continue
             if method == "tools/call" and mode == "flood-stdout" and params.get("name") == "flood":
                 out((RESULT_PREFIX % json.dumps(msg["id"])).encode())

@@ -239,7 +239,7 @@ async fn a_server_that_never_answers_discover_still_works() {
         support::hostile_argv(&["stdio", "silent-discover"]),
     );
     let client = Client::builder()
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(8))
         .stdio(StdioConfig::from_argv(argv).unwrap())
         .unwrap();
     let d = client.connect().await.unwrap();
@@ -254,6 +254,34 @@ async fn a_server_that_never_answers_discover_still_works() {
     check_one_handshake_at_a_time(&w).unwrap();
     assert_eq!(
         sent(&w)[..4],
+        ["start", "server/discover", "start", "initialize"],
+        "{w:#?}"
+    );
+}
+
+/// A server that answers nothing: the connect fails with a timeout that names both
+/// requests and the setting, after asking two processes one handshake each.
+#[tokio::test]
+async fn a_server_that_answers_nothing_fails_the_connect_clearly() {
+    let log = wire_log("mute");
+    let argv = wiretap(&log, 0, support::hostile_argv(&["stdio", "mute"]));
+    let client = Client::builder()
+        .connect_timeout(Duration::from_secs(8))
+        .stdio(StdioConfig::from_argv(argv).unwrap())
+        .unwrap();
+    let e = client.connect().await.unwrap_err();
+    let text = e.to_string();
+    assert!(
+        e.is_timeout()
+            && text.contains("server/discover")
+            && text.contains("initialize")
+            && text.contains("ClientBuilder::connect_timeout"),
+        "{text}"
+    );
+    let w = read_wire(&log);
+    check_one_handshake_at_a_time(&w).unwrap();
+    assert_eq!(
+        sent(&w),
         ["start", "server/discover", "start", "initialize"],
         "{w:#?}"
     );
