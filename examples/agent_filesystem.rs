@@ -5,13 +5,17 @@
 //! ```sh
 //! AGENT_PROVIDER=openai AGENT_MODEL=<id> OPENAI_BASE_URL=http://localhost:11434/v1 [OPENAI_API_KEY=…] \
 //!   cargo run -p examples --example agent_filesystem -- [--mode read_only|ask|approve|auto] [--allow NAME]... [--store URL] DIR "PROMPT"
-//! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID (--approve|--deny)
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID (--approve | --deny [--message TEXT])
 //! ```
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
 //! server's own). The default mode is `read_only`; without `--allow` the allow-list is
 //! `read_text_file` and `list_directory`. It prints the model's final answer; when the
-//! run suspends it prints one line `suspended run=<RUN_ID> tool=<NAME>` and exits 0.
+//! run suspends it prints one line per pending call,
+//! `suspended run=<RUN_ID> tool=<NAME> decision=<DECISION_ID>`, and exits 0. A resume
+//! names the decision it makes; a stale, unknown or already used decision id exits
+//! non-zero with the reason and changes nothing. `--deny --message TEXT` tells the
+//! model why.
 //! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file
 //! or a PostgreSQL database (`postgres://…`).
 
@@ -32,9 +36,16 @@ struct Args {
     mode: String,
     allow: Vec<String>,
     store: String,
-    resume: Option<(String, bool)>,
+    resume: Option<Resume>,
     dir: Option<String>,
     prompt: Option<String>,
+}
+
+struct Resume {
+    run: String,
+    decision: String,
+    approve: bool,
+    message: Option<String>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -46,8 +57,10 @@ fn parse() -> Result<Args, String> {
         dir: None,
         prompt: None,
     };
-    let mut decision: Option<bool> = None;
+    let mut approve: Option<bool> = None;
     let mut resume: Option<String> = None;
+    let mut decision: Option<String> = None;
+    let mut message: Option<String> = None;
     let mut rest = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -57,17 +70,36 @@ fn parse() -> Result<Args, String> {
             "--allow" => a.allow.push(value("--allow")?),
             "--store" => a.store = value("--store")?,
             "--resume" => resume = Some(value("--resume")?),
-            "--approve" => decision = Some(true),
-            "--deny" => decision = Some(false),
+            "--decision" => decision = Some(value("--decision")?),
+            "--message" => message = Some(value("--message")?),
+            "--approve" => approve = Some(true),
+            "--deny" => approve = Some(false),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ => rest.push(arg),
         }
     }
-    match (resume, decision) {
-        (Some(run), Some(d)) => a.resume = Some((run, d)),
-        (Some(_), None) => return Err("--resume needs --approve or --deny".into()),
-        (None, Some(_)) => return Err("--approve/--deny go with --resume RUN_ID".into()),
-        (None, None) => {
+    if message.is_some() && approve != Some(false) {
+        return Err("--message goes with --deny".into());
+    }
+    match (resume, decision, approve) {
+        (Some(run), Some(decision), Some(approve)) => {
+            a.resume = Some(Resume {
+                run,
+                decision,
+                approve,
+                message,
+            })
+        }
+        (Some(_), None, _) => {
+            return Err(
+                "--resume needs --decision DECISION_ID (printed when the run suspended)".into(),
+            )
+        }
+        (Some(_), _, None) => return Err("--resume needs --approve or --deny".into()),
+        (None, Some(_), _) | (None, _, Some(_)) => {
+            return Err("--decision, --approve and --deny go with --resume RUN_ID".into())
+        }
+        (None, None, None) => {
             if rest.len() != 2 {
                 return Err("give DIR and \"PROMPT\"".into());
             }
@@ -141,8 +173,8 @@ async fn main_inner() -> Result<(), String> {
     let runs = store(&args.store).await?;
     let dir = match (&args.dir, &args.resume) {
         (Some(d), _) => d.clone(),
-        (None, Some((run, _))) => std::fs::read_to_string(dir_file(&args.store, run))
-            .map_err(|_| format!("no run {run} in {}", args.store))?,
+        (None, Some(r)) => std::fs::read_to_string(dir_file(&args.store, &r.run))
+            .map_err(|_| format!("no run {} in {}", r.run, args.store))?,
         _ => unreachable!("parse gives a folder or a run"),
     };
     let mode = match args.mode.as_str() {
@@ -168,14 +200,14 @@ async fn main_inner() -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     let outcome = match (&args.resume, &args.prompt) {
-        (Some((run, approve)), _) => {
+        (Some(r), _) => {
             let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());
-            let decision = if *approve {
-                Decision::approve(who)
-            } else {
-                Decision::deny(who)
+            let decision = match (r.approve, &r.message) {
+                (true, _) => Decision::approve(who),
+                (false, None) => Decision::deny(who),
+                (false, Some(m)) => Decision::deny(who).with_message(m.clone()),
             };
-            agent.resume(run, decision).await
+            agent.resume(&r.run, &r.decision, decision).await
         }
         (None, Some(prompt)) => agent.run(prompt).await,
         _ => unreachable!("parse gives a prompt or a run"),
@@ -185,14 +217,26 @@ async fn main_inner() -> Result<(), String> {
         Outcome::Finished { text, .. } => println!("{text}"),
         // (server-filesystem asks for no input; a server that does suspends the same way,
         // and `--deny` declines it.)
-        Outcome::ApprovalRequired { run_id, tool, .. }
-        | Outcome::InputRequired { run_id, tool, .. } => {
+        Outcome::ApprovalRequired {
+            run_id,
+            tool,
+            decision,
+            ..
+        }
+        | Outcome::InputRequired {
+            run_id,
+            tool,
+            decision,
+            ..
+        } => {
             let file = dir_file(&args.store, &run_id);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
             }
             std::fs::write(file, &dir).map_err(|e| e.to_string())?;
-            println!("suspended run={run_id} tool={tool}");
+            // Server text goes to a terminal: no control characters.
+            let tool: String = tool.chars().filter(|c| !c.is_control()).collect();
+            println!("suspended run={run_id} tool={tool} decision={decision}");
         }
         Outcome::StepLimit { run_id } => println!("run {run_id} stopped at the step limit"),
         other => println!("{other:?}"),

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Drives examples/agent_filesystem.rs as a user would, against the scripted model
 # (tests/peers/fake_model.py) and the real filesystem server: read-only denies a
-# write; approve mode suspends it, prints one `suspended run=… tool=…` line and exits
-# 0; a second process resumes it with --approve and the file is written; a missing
-# AGENT_MODEL is named. Run by tests/run.sh.
+# write; approve mode suspends it, prints one `suspended run=… tool=… decision=…` line
+# and exits 0; a second process resumes it with that decision and --approve and the
+# file is written; the same decision again, or an unknown one, exits non-zero and
+# changes nothing; --deny --message tells the model why; a missing AGENT_MODEL is
+# named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,6 +26,8 @@ cat >"$work/script.json" <<JSON
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/out.txt", "content": "approved"}}]},
  {"echo_tools": true},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/denied.txt", "content": "no"}}]},
+ {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/pg.txt", "content": "approved"}}]},
  {"echo_tools": true}]
 JSON
@@ -41,21 +45,37 @@ out="$(run "$work/files" "write a file")"
 grep -q 'write_file: {"error"' <<<"$out" || fail "read_only did not deny: $out"
 [[ ! -e "$work/files/out.txt" ]] || fail "a denied write happened"
 
+suspended='^suspended run=([0-9a-f]+) tool=write_file decision=([0-9a-f]+)$'
+
 # approve: suspends with exactly one line, exit 0; another process approves.
 out="$(run --mode approve "$work/files" "write a file")"
-[[ "$(wc -l <<<"$out")" -eq 1 && "$out" =~ ^suspended\ run=([0-9a-f]+)\ tool=write_file$ ]] || fail "unexpected: $out"
-run_id="${BASH_REMATCH[1]}"
+[[ "$(wc -l <<<"$out")" -eq 1 && "$out" =~ $suspended ]] || fail "unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
 [[ ! -e "$work/files/out.txt" ]] || fail "wrote before the decision"
-out="$(run --resume "$run_id" --approve)"
+if run --resume "$run_id" --approve 2>/dev/null; then fail "a resume without --decision ran"; fi
+out="$(run --resume "$run_id" --decision "$decision" --approve)"
 [[ "$(cat "$work/files/out.txt")" == "approved" ]] || fail "the approved write did not happen: $out"
-if run --resume "$run_id" --approve 2>/dev/null; then fail "a decision applied twice"; fi
+rm "$work/files/out.txt"
+if err="$(run --resume "$run_id" --decision "$decision" --approve 2>&1)"; then fail "a decision applied twice"; fi
+grep -q "stale decision" <<<"$err" || fail "the replay was not refused clearly: $err"
+[[ ! -e "$work/files/out.txt" ]] || fail "the replayed decision ran the call again"
+
+# deny with a message: an unknown decision id is refused first; the model reads why.
+out="$(run --mode approve "$work/files" "write another file")"
+[[ "$out" =~ $suspended ]] || fail "unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
+if run --resume "$run_id" --decision 0123abcd --approve 2>/dev/null; then fail "an unknown decision id was taken"; fi
+[[ ! -e "$work/files/denied.txt" ]] || fail "an unknown decision id approved the write"
+out="$(run --resume "$run_id" --decision "$decision" --deny --message "not that folder")"
+grep -q 'a person denied `write_file`: not that folder' <<<"$out" || fail "the model did not read the denial: $out"
+[[ ! -e "$work/files/denied.txt" ]] || fail "a denied write happened"
 
 # The same across processes with the runs in PostgreSQL.
 pg_port="$(.peers/venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 store="$(bash tests/peers/postgres.sh start "$pg_port")"
 out="$(run --mode approve "$work/files" "write a file")"
-[[ "$out" =~ ^suspended\ run=([0-9a-f]+)\ tool=write_file$ ]] || fail "postgres: unexpected: $out"
-run --resume "${BASH_REMATCH[1]}" --approve >/dev/null; rm -f ".mcp-agent/run-${BASH_REMATCH[1]}.dir"
+[[ "$out" =~ $suspended ]] || fail "postgres: unexpected: $out"
+run --resume "${BASH_REMATCH[1]}" --decision "${BASH_REMATCH[2]}" --approve >/dev/null; rm -f ".mcp-agent/run-${BASH_REMATCH[1]}.dir"
 [[ "$(cat "$work/files/pg.txt")" == "approved" ]] || fail "postgres: the approved write did not happen"
 
 # No model configured: says which variable.
@@ -63,4 +83,4 @@ if err="$(cargo run -q --locked -p examples --example agent_filesystem -- "$work
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), exactly-once decision, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, missing model: ok"

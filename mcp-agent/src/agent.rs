@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode, ToolFacts, Verdict};
 use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
-use crate::store::{lock, MemoryRunStore, RunRecord, RunStatus, RunStore};
+use crate::store::{lock, Claim, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
 mod skills;
 pub use skills::SkillApproval;
@@ -144,7 +144,36 @@ pub enum Event {
         reason: String,
     },
     /// The run stopped to wait for a decision or for input.
-    RunSuspended,
+    RunSuspended {
+        /// The suspension's id.
+        #[serde(default)]
+        suspension: String,
+        /// The decision it waits for (what a resume names).
+        #[serde(default)]
+        decision: String,
+    },
+    /// A decision was refused: it did not apply to what the run waits for (already
+    /// applied, for an earlier suspension, of the other kind, or for a run that is
+    /// not waiting). Nothing changed.
+    DecisionRefused {
+        /// The decision the resume named.
+        decision: String,
+        /// Who decided.
+        by: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// An error stopped the run. When nothing had run since it was resumed it waits
+    /// again for the same decision (`resumable`); otherwise it is `failed`, keeping
+    /// what ran, and [`Agent::retry`] continues it.
+    RunFailed {
+        /// What went wrong.
+        error: String,
+        /// The run waits again in the suspension it was resumed from.
+        resumable: bool,
+    },
+    /// A failed run was taken up again ([`Agent::retry`]).
+    RunRetried,
     /// The run ended.
     RunFinished,
 }
@@ -162,11 +191,15 @@ pub enum Outcome {
         /// The answer.
         text: String,
     },
-    /// A tool call waits for a person: [`Agent::resume`] with the decision, from this
-    /// process or another.
+    /// A tool call waits for a person: [`Agent::resume`] with the decision id and the
+    /// decision, from this process or another.
     ApprovalRequired {
         /// The run.
         run_id: String,
+        /// This suspension of the run (every suspension has its own id).
+        suspension: String,
+        /// The decision the call waits for: a resume names it, and it applies once.
+        decision: String,
         /// The server.
         server: String,
         /// The tool's model-facing name.
@@ -180,6 +213,10 @@ pub enum Outcome {
     InputRequired {
         /// The run.
         run_id: String,
+        /// This suspension of the run.
+        suspension: String,
+        /// The decision the call waits for: a resume names it, and it applies once.
+        decision: String,
         /// The server.
         server: String,
         /// The tool's model-facing name.
@@ -209,6 +246,10 @@ pub struct Decision {
     /// For loading a skill: also grant the tools its `allowed-tools` names (see
     /// [`with_allowed_tools`](Self::with_allowed_tools)).
     pub allowed_tools: bool,
+    /// For a denial: why, for the model to read with the error result.
+    pub message: Option<String>,
+    /// Made with [`answer`](Self::answer): it answers input, it approves nothing.
+    answering: bool,
 }
 
 impl Decision {
@@ -219,6 +260,8 @@ impl Decision {
             by: who.into(),
             answers: Vec::new(),
             allowed_tools: false,
+            message: None,
+            answering: false,
         }
     }
     /// Deny, by `who`. For a call that waits for input: every request is declined.
@@ -228,6 +271,8 @@ impl Decision {
             by: who.into(),
             answers: Vec::new(),
             allowed_tools: false,
+            message: None,
+            answering: false,
         }
     }
     /// Answers the input a call waits for, by `who`: one answer per request key of
@@ -242,6 +287,8 @@ impl Decision {
             by: who.into(),
             answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
             allowed_tools: false,
+            message: None,
+            answering: true,
         }
     }
     /// For an approval of loading a skill: also grant the tools of the skill's server
@@ -249,6 +296,11 @@ impl Decision {
     /// skill's `allowed-tools` are ignored.
     pub fn with_allowed_tools(mut self) -> Self {
         self.allowed_tools = true;
+        self
+    }
+    /// For a denial: tells the model why (it reads it with the call's error result).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
         self
     }
 }
@@ -296,6 +348,9 @@ struct PendingCall {
     /// The person's approval also granted the skill's `allowed-tools`.
     #[serde(default)]
     grant_tools: bool,
+    /// A person's reason for denying it, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    denial: Option<String>,
 }
 
 impl PendingCall {
@@ -338,6 +393,38 @@ struct RunState {
     /// Tools an approved skill's `allowed-tools` granted: (server, tool, skill uri).
     #[serde(default)]
     granted: Vec<(String, String, String)>,
+    /// The suspension the run waits in, while it waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    suspension: Option<Suspension>,
+    /// How many tool calls and model turns have completed: an error after a resume
+    /// with nothing run since puts the run back in its suspension.
+    #[serde(default)]
+    ran: u64,
+    /// The error that stopped a failed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failure: Option<String>,
+    /// Kept in the store at least once (a run that fails before its first save leaves
+    /// nothing to retry).
+    #[serde(skip)]
+    persisted: bool,
+}
+
+/// What a suspended run waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Waits {
+    /// A person's approval (or denial) of the first pending call.
+    Approval,
+    /// Answers to the input the first pending call asked for.
+    Input,
+}
+
+/// One suspension of a run: its id, the decision it waits for, and of what kind.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Suspension {
+    id: String,
+    decision: String,
+    waits: Waits,
 }
 
 /// A tool an approved skill's `allowed-tools` granted (same server, exact name).
@@ -532,10 +619,15 @@ struct AgentTool {
     spec: ToolSpec,
 }
 
-fn run_id() -> String {
+/// A fresh random id (96 bits, hex). A failed draw is an error, never a weak id.
+fn random_id() -> Result<String> {
     let mut b = [0u8; 12];
-    let _ = getrandom::getrandom(&mut b);
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    getrandom::getrandom(&mut b).map_err(|e| {
+        Error::config(format!(
+            "the system's random number generator failed ({e}); no id can be made"
+        ))
+    })?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
 fn now() -> u64 {
@@ -572,7 +664,7 @@ impl Agent {
         }
         messages.push(Message::text(Role::User, prompt));
         let mut state = RunState {
-            id: run_id(),
+            id: random_id()?,
             messages,
             pending: Vec::new(),
             results: Vec::new(),
@@ -582,34 +674,122 @@ impl Agent {
             held: Vec::new(),
             skill_approvals: Vec::new(),
             granted: Vec::new(),
+            suspension: None,
+            ran: 0,
+            failure: None,
+            persisted: false,
         };
         self.event(&mut state, Event::RunStarted);
-        self.drive(state).await
+        self.drive(state, None).await
     }
 
-    /// Continues a suspended run with a person's decision — in this process or another
-    /// (with the same store). A decision applies once: a second resume of the same run
-    /// fails with an error for which `is_not_suspended()` is true.
-    pub async fn resume(&self, run_id: &str, decision: Decision) -> Result<Outcome> {
-        let record = self.inner.store.claim(run_id).await?.ok_or_else(|| {
-            Error::not_suspended(format!(
-                "run {run_id} is not waiting for a decision (decided already, finished, or unknown)"
-            ))
+    /// Continues a suspended run with a person's decision on what it waits for — in
+    /// this process or another (with the same store). `decision_id` is the `decision`
+    /// of the [`Outcome`] that suspended the run: a decision applies to exactly that
+    /// call of exactly that suspension, once. Anything else — the same decision again
+    /// (a double click, a retried request), one for an earlier suspension of the run,
+    /// an answer to a call that waits for approval or an approval of one that waits
+    /// for input, a decision for a run that is not waiting — is refused with an error
+    /// for which [`is_stale_decision`](Error::is_stale_decision) is true, and changes
+    /// nothing. An error while the run goes on never leaves it stuck: see
+    /// [`Event::RunFailed`] and [`retry`](Self::retry).
+    pub async fn resume(
+        &self,
+        run_id: &str,
+        decision_id: &str,
+        decision: Decision,
+    ) -> Result<Outcome> {
+        let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
+            Error::not_suspended(format!("run {run_id} is unknown to the run store"))
         })?;
-        let mut state: RunState = serde_json::from_value(record.state)
+        let refuse = |reason: String, waiting: bool| {
+            let event = Event::DecisionRefused {
+                decision: decision_id.to_owned(),
+                by: decision.by.clone(),
+                reason: reason.clone(),
+            };
+            for f in &self.inner.on_event {
+                f(run_id, &event);
+            }
+            Error::stale(format!("run {run_id}: {reason}"), waiting)
+        };
+        if record.status != RunStatus::Suspended {
+            let status = match record.status {
+                RunStatus::Running => "is running (decided already, or being resumed)",
+                RunStatus::Finished => "has finished",
+                RunStatus::Failed => "has failed (retry it)",
+                RunStatus::Suspended => "waits",
+            };
+            return Err(refuse(
+                format!("the run {status}: decision {decision_id} applies to nothing"),
+                false,
+            ));
+        }
+        let mut state: RunState = serde_json::from_value(record.state.clone())
             .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        let Some(waiting) = state
+            .suspension
+            .clone()
+            .filter(|s| record.suspension.as_deref() == Some(s.id.as_str()))
+        else {
+            return Err(refuse(
+                "the run waits in no suspension a decision can name (kept by an older version)"
+                    .into(),
+                false,
+            ));
+        };
+        if waiting.decision != decision_id {
+            return Err(refuse(
+                format!(
+                    "decision {decision_id} is not the one the run waits for (it was applied already, or belongs to an earlier suspension)"
+                ),
+                true,
+            ));
+        }
+        match (waiting.waits, decision.answering) {
+            (Waits::Approval, true) => {
+                return Err(refuse(
+                    format!("decision {decision_id} waits for an approval or a denial, not for answers"),
+                    true,
+                ))
+            }
+            (Waits::Input, false) if decision.approved => {
+                return Err(refuse(
+                    format!("decision {decision_id} waits for input: resume it with Decision::answer (or deny, which declines)"),
+                    true,
+                ))
+            }
+            _ => {}
+        }
+        // Atomic: of two resumes of this suspension, one gets the run.
+        let Some(claimed) = self
+            .inner
+            .store
+            .claim(run_id, Claim::Suspended(&waiting.id))
+            .await?
+        else {
+            return Err(refuse(
+                format!("decision {decision_id} was applied already"),
+                false,
+            ));
+        };
+        state.persisted = true;
+        state.suspension = None;
         let Some(call) = state.pending.first_mut() else {
-            return Err(Error::store(format!("run {run_id} waits for nothing")));
+            return self
+                .fail(
+                    state,
+                    Some(claimed),
+                    Error::store(format!("run {run_id} waits for nothing")),
+                )
+                .await;
         };
         let tool = call.name.clone();
-        if let (true, Some(input)) = (call.waits_for_input(), call.input.clone()) {
-            if decision.approved && decision.answers.is_empty() {
-                // Nothing was decided: the run waits on.
-                self.save(&state, RunStatus::Suspended).await?;
-                return Err(Error::config(format!(
-                    "run {run_id} waits for input to `{tool}`, not for an approval: resume it with Decision::answer (or deny, which declines)"
-                )));
-            }
+        if waiting.waits == Waits::Input {
+            let Some(input) = call.input.clone() else {
+                let e = Error::store(format!("run {run_id} waits for input it does not have"));
+                return self.fail(state, Some(claimed), e).await;
+            };
             let mut actions = Vec::new();
             for key in input.keys() {
                 if call.answers.iter().any(|(k, _)| k == key) {
@@ -635,10 +815,13 @@ impl Agent {
                     at: now(),
                 },
             );
-            return self.drive(state).await;
+            return self.drive(state, Some(claimed)).await;
         }
         call.approved = Some(decision.approved);
         call.grant_tools = decision.approved && decision.allowed_tools;
+        if !decision.approved {
+            call.denial = decision.message.map(|m| m.chars().take(4000).collect());
+        }
         self.event(
             &mut state,
             Event::ApprovalDecided {
@@ -648,7 +831,38 @@ impl Agent {
                 at: now(),
             },
         );
-        self.drive(state).await
+        self.drive(state, Some(claimed)).await
+    }
+
+    /// Continues a run an error stopped after something had run (status `failed`,
+    /// see [`Event::RunFailed`]): from where it stopped, without running again the
+    /// calls that finished. Of two retries one gets the run; a run that has not failed
+    /// is refused with an error for which `is_not_suspended()` is true.
+    pub async fn retry(&self, run_id: &str) -> Result<Outcome> {
+        let Some(claimed) = self.inner.store.claim(run_id, Claim::Failed).await? else {
+            return Err(Error::not_suspended(format!(
+                "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
+            )));
+        };
+        let mut state: RunState = match serde_json::from_value(claimed.state.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                // Left as it was: failed, for a person to look at.
+                let _ = self
+                    .inner
+                    .store
+                    .save(&RunRecord {
+                        status: RunStatus::Failed,
+                        ..claimed
+                    })
+                    .await;
+                return Err(Error::store(format!("run {run_id} cannot be read: {e}")));
+            }
+        };
+        state.persisted = true;
+        state.failure = None;
+        self.event(&mut state, Event::RunRetried);
+        self.drive(state, None).await
     }
 
     /// The background tasks a suspended run waits on (server, task id): calls a server
@@ -724,21 +938,110 @@ impl Agent {
         Ok(all)
     }
 
-    async fn save(&self, state: &RunState, status: RunStatus) -> Result<()> {
-        let state_json = serde_json::to_value(state)
+    async fn save(&self, state: &mut RunState, status: RunStatus) -> Result<()> {
+        let state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
+        let suspension = match status {
+            RunStatus::Suspended => state.suspension.as_ref().map(|s| s.id.clone()),
+            _ => None,
+        };
         self.inner
             .store
             .save(&RunRecord {
                 id: state.id.clone(),
                 status,
+                suspension,
                 state: state_json,
             })
-            .await
+            .await?;
+        state.persisted = true;
+        Ok(())
+    }
+
+    /// Suspends the run: a new suspension, with an id of its own and the id of the
+    /// decision it waits for, kept in the store.
+    async fn suspend(&self, state: &mut RunState, waits: Waits) -> Result<Suspension> {
+        let s = Suspension {
+            id: random_id()?,
+            decision: random_id()?,
+            waits,
+        };
+        state.suspension = Some(s.clone());
+        self.event(
+            state,
+            Event::RunSuspended {
+                suspension: s.id.clone(),
+                decision: s.decision.clone(),
+            },
+        );
+        self.save(state, RunStatus::Suspended).await?;
+        Ok(s)
+    }
+
+    /// The loop ([`Self::steps`]), and what an error leaves: never a run stuck in
+    /// `running`. With nothing run since a resume, the run waits again in the
+    /// suspension it was resumed from (`claimed`, as it was kept); otherwise it is kept
+    /// `failed` with what ran and the error, for [`Self::retry`]. A run never saved
+    /// leaves nothing behind.
+    async fn drive(&self, mut state: RunState, claimed: Option<RunRecord>) -> Result<Outcome> {
+        let ran = state.ran;
+        match self.steps(&mut state).await {
+            Ok(outcome) => Ok(outcome),
+            Err(e) => {
+                let claimed = claimed.filter(|_| state.ran == ran);
+                self.fail(state, claimed, e).await
+            }
+        }
+    }
+
+    /// Records the error `e` that stopped the run, then returns it (see [`Self::drive`]).
+    async fn fail(
+        &self,
+        mut state: RunState,
+        claimed: Option<RunRecord>,
+        e: Error,
+    ) -> Result<Outcome> {
+        let error: String = e.to_string().chars().take(1000).collect();
+        if let Some(mut record) = claimed {
+            // Nothing ran: the same suspension, the same decision to make.
+            let event = Event::RunFailed {
+                error,
+                resumable: true,
+            };
+            for f in &self.inner.on_event {
+                f(&state.id, &event);
+            }
+            if let Some(events) = record.state.get_mut("events").and_then(Value::as_array_mut) {
+                if let Ok(v) = serde_json::to_value(&event) {
+                    events.push(v);
+                }
+            }
+            record.status = RunStatus::Suspended;
+            if let Err(store) = self.inner.store.save(&record).await {
+                tracing::error!(run = %state.id, error = %store, "the run could not be put back in its suspension");
+            }
+            return Err(e);
+        }
+        if !state.persisted {
+            return Err(e);
+        }
+        state.suspension = None;
+        state.failure = Some(error.clone());
+        self.event(
+            &mut state,
+            Event::RunFailed {
+                error,
+                resumable: false,
+            },
+        );
+        if let Err(store) = self.save(&mut state, RunStatus::Failed).await {
+            tracing::error!(run = %state.id, error = %store, "the failed run could not be kept");
+        }
+        Err(e)
     }
 
     /// The loop: run the pending calls of the current turn, then ask the model again.
-    async fn drive(&self, mut state: RunState) -> Result<Outcome> {
+    async fn steps(&self, state: &mut RunState) -> Result<Outcome> {
         let tools = self.tools().await?;
         let mut skills = self.skills().await;
         loop {
@@ -747,13 +1050,13 @@ impl Agent {
             while let Some(call) = state.pending.first().cloned() {
                 // The emulated tool search runs here: it loads tools, it calls no server.
                 if call.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
-                    let block = self.search_tools(&mut state, &tools, &call);
+                    let block = self.search_tools(state, &tools, &call);
                     state.results.push(block);
                     state.pending.remove(0);
                     continue;
                 }
                 if self.is_skill_call(&call.name, &tools) {
-                    match self.skill_call(&mut state, &mut skills, &tools).await? {
+                    match self.skill_call(state, &mut skills, &tools).await? {
                         SkillStep::Done(block) => {
                             state.results.push(block);
                             state.pending.remove(0);
@@ -777,17 +1080,18 @@ impl Agent {
                         };
                         let server = tool.facts.server.clone();
                         self.event(
-                            &mut state,
+                            state,
                             Event::ApprovalRequested {
                                 server: server.clone(),
                                 tool: call.name.clone(),
                                 arguments: call.arguments.clone(),
                             },
                         );
-                        self.event(&mut state, Event::RunSuspended);
-                        self.save(&state, RunStatus::Suspended).await?;
+                        let s = self.suspend(state, Waits::Approval).await?;
                         return Ok(Outcome::ApprovalRequired {
-                            run_id: state.id,
+                            run_id: state.id.clone(),
+                            suspension: s.id,
+                            decision: s.decision,
                             server,
                             tool: call.name,
                             arguments: call.arguments,
@@ -795,7 +1099,7 @@ impl Agent {
                     }
                     Verdict::Deny(reason) => {
                         self.event(
-                            &mut state,
+                            state,
                             Event::Denied {
                                 tool: call.name.clone(),
                                 reason: reason.clone(),
@@ -831,7 +1135,7 @@ impl Agent {
                             }
                         }
                         let n = batch.len();
-                        let ends = self.run_tools(&mut state, batch).await;
+                        let ends = self.run_tools(state, batch).await;
                         // A call that paused for input stays pending, ahead of the rest.
                         let mut paused = Vec::new();
                         for (i, end) in ends.into_iter().enumerate() {
@@ -862,26 +1166,29 @@ impl Agent {
                 });
             }
             if state.steps >= self.inner.max_steps {
-                self.event(&mut state, Event::RunFinished);
-                self.save(&state, RunStatus::Finished).await?;
-                return Ok(Outcome::StepLimit { run_id: state.id });
+                self.event(state, Event::RunFinished);
+                self.save(state, RunStatus::Finished).await?;
+                return Ok(Outcome::StepLimit {
+                    run_id: state.id.clone(),
+                });
             }
             state.steps += 1;
-            let mut offered = self.offered(&tools, &state);
-            offered.extend(self.skill_tools(&skills, &tools, &state));
+            let mut offered = self.offered(&tools, state);
+            offered.extend(self.skill_tools(&skills, &tools, state));
             let request = ChatRequest {
                 messages: state.messages.clone(),
                 tools: offered,
             };
             let answer = self.inner.model.complete(&request).await?;
+            state.ran += 1;
             let calls = answer.message.tool_calls();
             let text = answer.message.joined_text();
             state.messages.push(answer.message);
             if calls.is_empty() {
-                self.event(&mut state, Event::RunFinished);
-                self.save(&state, RunStatus::Finished).await?;
+                self.event(state, Event::RunFinished);
+                self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::Finished {
-                    run_id: state.id,
+                    run_id: state.id.clone(),
                     text,
                 });
             }
@@ -897,17 +1204,18 @@ impl Agent {
                     answered: false,
                     bound: None,
                     grant_tools: false,
+                    denial: None,
                 })
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.
-            self.save(&state, RunStatus::Running).await?;
+            self.save(state, RunStatus::Running).await?;
         }
     }
 
     /// Suspends the run on a call that waits for input.
     async fn suspend_for_input(
         &self,
-        mut state: RunState,
+        state: &mut RunState,
         call: PendingCall,
         tools: &HashMap<String, AgentTool>,
     ) -> Result<Outcome> {
@@ -928,7 +1236,7 @@ impl Agent {
             .filter(|(k, _)| !given.contains(&k))
             .collect();
         self.event(
-            &mut state,
+            state,
             Event::InputRequested {
                 server: server.clone(),
                 tool: call.name.clone(),
@@ -940,10 +1248,11 @@ impl Agent {
                 task: input.task_id().map(str::to_owned),
             },
         );
-        self.event(&mut state, Event::RunSuspended);
-        self.save(&state, RunStatus::Suspended).await?;
+        let s = self.suspend(state, Waits::Input).await?;
         Ok(Outcome::InputRequired {
-            run_id: state.id,
+            run_id: state.id.clone(),
+            suspension: s.id,
+            decision: s.decision,
             server,
             tool: call.name,
             arguments: call.arguments,
@@ -1049,7 +1358,10 @@ impl Agent {
     ) -> Verdict {
         match call.approved {
             Some(true) => Verdict::Allow,
-            Some(false) => Verdict::Deny(format!("a person denied `{}`", call.name)),
+            Some(false) => Verdict::Deny(match &call.denial {
+                Some(why) => format!("a person denied `{}`: {why}", call.name),
+                None => format!("a person denied `{}`", call.name),
+            }),
             None if tool.is_some_and(|t| {
                 granted(grants, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
             }) =>
@@ -1115,6 +1427,7 @@ impl Agent {
             });
             // Already delivered to the callbacks live; kept with the run here.
             state.events.extend(events);
+            state.ran += 1;
             match end {
                 CallEnd::Done(content, is_error) => {
                     self.event(

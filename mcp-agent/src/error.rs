@@ -20,6 +20,12 @@ enum Kind {
     Store(String),
     Config(String),
     NotSuspended(String),
+    /// A decision that does not apply to what the run waits for now; `waiting` when
+    /// the run still waits (for another decision).
+    Stale {
+        detail: String,
+        waiting: bool,
+    },
 }
 
 impl Error {
@@ -36,6 +42,14 @@ impl Error {
     pub(crate) fn not_suspended(detail: impl Into<String>) -> Self {
         Error {
             kind: Kind::NotSuspended(detail.into()),
+        }
+    }
+    pub(crate) fn stale(detail: impl Into<String>, waiting: bool) -> Self {
+        Error {
+            kind: Kind::Stale {
+                detail: detail.into(),
+                waiting,
+            },
         }
     }
 
@@ -64,9 +78,21 @@ impl Error {
         matches!(self.kind, Kind::Config(_))
     }
     /// A resume of a run that is not waiting for a decision (decided already — by a
-    /// concurrent resume, say — finished, or unknown).
+    /// concurrent resume, say — finished, or unknown), or a retry of a run that has
+    /// not failed.
     pub fn is_not_suspended(&self) -> bool {
-        matches!(self.kind, Kind::NotSuspended(_))
+        matches!(
+            self.kind,
+            Kind::NotSuspended(_) | Kind::Stale { waiting: false, .. }
+        )
+    }
+    /// A decision that does not apply to what the run waits for now, refused without
+    /// changing anything: one already applied (a double click, a retry, a concurrent
+    /// person), one for an earlier suspension of the run, one of the other kind (an
+    /// answer to a call that waits for approval, or an approval to one that waits for
+    /// input), or one for a run that is not waiting at all.
+    pub fn is_stale_decision(&self) -> bool {
+        matches!(self.kind, Kind::Stale { .. })
     }
 }
 
@@ -92,6 +118,7 @@ impl fmt::Display for Error {
             Kind::Store(d) => write!(f, "the run store: {d}"),
             Kind::Config(d) => write!(f, "agent configuration: {d}"),
             Kind::NotSuspended(d) => write!(f, "{d}"),
+            Kind::Stale { detail, .. } => write!(f, "a stale decision, refused: {detail}"),
         }
     }
 }

@@ -19,10 +19,10 @@
 //!     .build()?;
 //! match agent.run("Tidy the notes folder").await? {
 //!     Outcome::Finished { text, .. } => println!("{text}"),
-//!     Outcome::ApprovalRequired { run_id, tool, .. } => {
-//!         println!("suspended run={run_id} tool={tool}");
-//!         // later, anywhere with the same store:
-//!         agent.resume(&run_id, Decision::approve("ann")).await?;
+//!     Outcome::ApprovalRequired { run_id, tool, decision, .. } => {
+//!         println!("suspended run={run_id} tool={tool} decision={decision}");
+//!         // later, anywhere with the same store: a decision names what it decides
+//!         agent.resume(&run_id, &decision, Decision::approve("ann")).await?;
 //!     }
 //!     other => println!("{other:?}"),
 //! }
@@ -64,7 +64,7 @@ pub use openai::ChatCompletions;
 pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
-pub use store::{MemoryRunStore, RunStore};
+pub use store::{Claim, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
 /// as doc tests, so they cannot drift from the API.

@@ -21,6 +21,10 @@ pub enum RunStatus {
     Suspended,
     /// It ended.
     Finished,
+    /// An error stopped it after something had run (a tool call, a model turn). It
+    /// keeps its transcript, what already ran and the error;
+    /// [`Agent::retry`](crate::Agent::retry) continues it from where it stopped.
+    Failed,
 }
 
 impl RunStatus {
@@ -29,6 +33,7 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::Suspended => "suspended",
             RunStatus::Finished => "finished",
+            RunStatus::Failed => "failed",
         }
     }
 
@@ -37,32 +42,79 @@ impl RunStatus {
             "running" => Some(RunStatus::Running),
             "suspended" => Some(RunStatus::Suspended),
             "finished" => Some(RunStatus::Finished),
+            "failed" => Some(RunStatus::Failed),
             _ => None,
         }
     }
 }
 
-/// A run as kept: its status and its whole state (transcript, pending calls, events).
+/// A run as kept: its status, the suspension it waits in, and its whole state
+/// (transcript, pending calls, events).
 #[derive(Clone, Debug)]
 pub struct RunRecord {
     /// The run's id.
     pub id: String,
     /// Where it stands.
     pub status: RunStatus,
+    /// The id of the suspension the run waits in (every suspension has its own; a
+    /// decision names it), when it waits.
+    pub suspension: Option<String>,
     /// Its state, as JSON.
     pub state: Value,
 }
 
+/// What a claim takes: a run in this status and, for a suspended run, in this
+/// suspension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim<'a> {
+    /// A suspended run, waiting in the suspension with this id.
+    Suspended(&'a str),
+    /// A failed run ([`Agent::retry`](crate::Agent::retry)).
+    Failed,
+}
+
+impl Claim<'_> {
+    /// True when `run` is what this claim takes.
+    pub fn matches(&self, run: &RunRecord) -> bool {
+        match self {
+            Claim::Suspended(s) => {
+                run.status == RunStatus::Suspended && run.suspension.as_deref() == Some(*s)
+            }
+            Claim::Failed => run.status == RunStatus::Failed,
+        }
+    }
+
+    fn status(&self) -> &'static str {
+        match self {
+            Claim::Suspended(_) => "suspended",
+            Claim::Failed => "failed",
+        }
+    }
+
+    fn suspension(&self) -> Option<&str> {
+        match self {
+            Claim::Suspended(s) => Some(s),
+            Claim::Failed => None,
+        }
+    }
+}
+
 /// Keeps runs. `claim` is what makes a decision apply exactly once: of two resumes of
-/// one suspended run, one gets the run and the other `None`.
+/// one suspension, one gets the run and the other `None`; a decision for another
+/// suspension of the same run gets `None` too.
 pub trait RunStore: Send + Sync + 'static {
     /// Keeps the run (replacing what was kept under its id).
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
-    /// Moves a suspended run to running, atomically, and returns it; `None` when it is
-    /// not suspended (decided already, finished, or unknown).
-    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Moves the run `id` to running, atomically, when it is what `claim` takes (its
+    /// status, and for a suspended run its suspension id), and returns it; `None`
+    /// otherwise (decided already, another suspension, finished, or unknown).
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>>;
 }
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
@@ -72,8 +124,12 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         (**self).load(id)
     }
-    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        (**self).claim(id)
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        (**self).claim(id, claim)
     }
 }
 
@@ -97,10 +153,14 @@ impl RunStore for MemoryRunStore {
         let r = lock(&self.runs).get(id).cloned();
         Box::pin(async move { Ok(r) })
     }
-    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let claimed = match runs.get_mut(id) {
-            Some(r) if r.status == RunStatus::Suspended => {
+            Some(r) if claim.matches(r) => {
                 r.status = RunStatus::Running;
                 Some(r.clone())
             }
@@ -153,11 +213,32 @@ impl SqliteRunStore {
                  id TEXT PRIMARY KEY,
                  status TEXT NOT NULL,
                  state TEXT NOT NULL,
-                 updated_at INTEGER NOT NULL
+                 updated_at INTEGER NOT NULL,
+                 suspension TEXT
              );",
             )
             .map_err(|e| store.fail(e))?;
+        store.blocking_migrate()?;
         Ok(store)
+    }
+
+    /// A table made before runs had suspension ids gains the column (its suspended
+    /// runs have none, so no decision applies to them: they are refused as stale).
+    fn blocking_migrate(&self) -> Result<()> {
+        let c = self.connection()?;
+        let has: bool = c
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('mcp_agent_runs') WHERE name = 'suspension'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n > 0)
+            .map_err(|e| self.fail(e))?;
+        if !has {
+            c.execute_batch("ALTER TABLE mcp_agent_runs ADD COLUMN suspension TEXT;")
+                .map_err(|e| self.fail(e))?;
+        }
+        Ok(())
     }
 
     fn fail(&self, e: rusqlite::Error) -> Error {
@@ -194,12 +275,18 @@ impl SqliteRunStore {
     }
 }
 
-#[cfg(feature = "sqlite")]
-fn record(id: String, status: String, state: String) -> Result<RunRecord> {
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn record(
+    id: String,
+    status: String,
+    suspension: Option<String>,
+    state: String,
+) -> Result<RunRecord> {
     Ok(RunRecord {
         id,
         status: RunStatus::parse(&status)
             .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
+        suspension,
         state: serde_json::from_str(&state)
             .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
     })
@@ -217,11 +304,13 @@ fn now() -> i64 {
 impl RunStore for SqliteRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
+        let suspension = run.suspension.clone();
         Box::pin(self.blocking(move |s, c| {
             c.execute(
-                "INSERT INTO mcp_agent_runs (id, status, state, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state, updated_at = excluded.updated_at",
-                rusqlite::params![id, status, state, now()],
+                "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
+                   updated_at = excluded.updated_at, suspension = excluded.suspension",
+                rusqlite::params![id, status, state, now(), suspension],
             )
             .map(|_| ())
             .map_err(|e| s.fail(e))
@@ -234,28 +323,33 @@ impl RunStore for SqliteRunStore {
             one_run(
                 s,
                 c,
-                "SELECT id, status, state FROM mcp_agent_runs WHERE id = ?1",
+                "SELECT id, status, suspension, state FROM mcp_agent_runs WHERE id = ?1",
                 [&id],
             )
         }))
     }
 
-    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let id = id.to_owned();
+        let (status, suspension) = (claim.status(), claim.suspension().map(str::to_owned));
         Box::pin(self.blocking(move |s, c| {
             one_run(
                 s,
                 c,
                 "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2
-                 WHERE id = ?1 AND status = 'suspended'
-                 RETURNING id, status, state",
-                rusqlite::params![id, now()],
+                 WHERE id = ?1 AND status = ?3 AND (?4 IS NULL OR suspension = ?4)
+                 RETURNING id, status, suspension, state",
+                rusqlite::params![id, now(), status, suspension],
             )
         }))
     }
 }
 
-/// The run a statement returns (id, status, state), if it returns one.
+/// The run a statement returns (id, status, suspension, state), if it returns one.
 #[cfg(feature = "sqlite")]
 fn one_run(
     s: &SqliteRunStore,
@@ -264,11 +358,13 @@ fn one_run(
     params: impl rusqlite::Params,
 ) -> Result<Option<RunRecord>> {
     use rusqlite::OptionalExtension as _;
-    c.query_row(sql, params, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .optional()
-        .map_err(|e| s.fail(e))?
-        .map(|(id, status, state)| record(id, status, state))
-        .transpose()
+    c.query_row(sql, params, |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    })
+    .optional()
+    .map_err(|e| s.fail(e))?
+    .map(|(id, status, suspension, state)| record(id, status, suspension, state))
+    .transpose()
 }
 
 #[cfg(test)]
@@ -280,19 +376,45 @@ mod tests {
         let run = RunRecord {
             id: "r1".into(),
             status: RunStatus::Suspended,
+            suspension: Some("s1".into()),
             state: json!({"n": 1}),
         };
         store.save(&run).await.unwrap();
-        let first = store.claim("r1").await.unwrap();
-        let second = store.claim("r1").await.unwrap();
-        assert_eq!(first.unwrap().state, json!({"n": 1}));
+        // Another suspension of the same run, or a retry, takes nothing.
+        assert!(store
+            .claim("r1", Claim::Suspended("s0"))
+            .await
+            .unwrap()
+            .is_none());
+        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_none());
+        let first = store.claim("r1", Claim::Suspended("s1")).await.unwrap();
+        let second = store.claim("r1", Claim::Suspended("s1")).await.unwrap();
+        let first = first.unwrap();
+        assert_eq!(first.state, json!({"n": 1}));
+        assert_eq!(first.suspension.as_deref(), Some("s1"));
         assert!(second.is_none());
         assert_eq!(
             store.load("r1").await.unwrap().unwrap().status,
             RunStatus::Running
         );
-        assert!(store.claim("unknown").await.unwrap().is_none());
+        assert!(store
+            .claim("unknown", Claim::Suspended("s1"))
+            .await
+            .unwrap()
+            .is_none());
         assert!(store.load("unknown").await.unwrap().is_none());
+        // A failed run is taken once by a retry.
+        store
+            .save(&RunRecord {
+                id: "r1".into(),
+                status: RunStatus::Failed,
+                suspension: None,
+                state: json!({"n": 2}),
+            })
+            .await
+            .unwrap();
+        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_some());
+        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_none());
     }
 
     #[tokio::test]
@@ -312,6 +434,7 @@ mod tests {
             .save(&RunRecord {
                 id: "r2".into(),
                 status: RunStatus::Suspended,
+                suspension: Some("s".into()),
                 state: json!({}),
             })
             .await
@@ -319,7 +442,12 @@ mod tests {
         let tries: Vec<_> = (0..20)
             .map(|_| {
                 let s = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
-                tokio::spawn(async move { s.claim("r2").await.unwrap().is_some() })
+                tokio::spawn(async move {
+                    s.claim("r2", Claim::Suspended("s"))
+                        .await
+                        .unwrap()
+                        .is_some()
+                })
             })
             .collect();
         let mut won = 0;
@@ -353,7 +481,8 @@ impl PostgresRunStore {
                  status text NOT NULL,
                  state text NOT NULL,
                  updated_at timestamptz NOT NULL DEFAULT now()
-             );",
+             );
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;",
         )
         .await
         .map_err(pg)?;
@@ -362,25 +491,20 @@ impl PostgresRunStore {
         })
     }
 
-    /// One run by id, from a query returning `id, status, state`.
-    async fn query_opt(&self, what: &str, sql: &str, id: &str) -> Result<Option<RunRecord>> {
+    /// One run, from a query returning `id, status, suspension, state`.
+    async fn query_opt(
+        &self,
+        what: &str,
+        sql: &str,
+        params: &[&(dyn mcp_runtime::__private::tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<RunRecord>> {
         let client = self.pool.client().await.map_err(pg)?;
         let row = client
-            .query_opt(sql, &[&id])
+            .query_opt(sql, params)
             .await
             .map_err(|e| pg(mcp_runtime::__private::PgPool::error(what, e)))?;
-        row.map(|r| {
-            let status: String = r.get(1);
-            let state: String = r.get(2);
-            Ok(RunRecord {
-                id: r.get(0),
-                status: RunStatus::parse(&status)
-                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
-                state: serde_json::from_str(&state)
-                    .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
-            })
-        })
-        .transpose()
+        row.map(|r| record(r.get(0), r.get(1), r.get(2), r.get(3)))
+            .transpose()
     }
 }
 
@@ -397,9 +521,10 @@ impl RunStore for PostgresRunStore {
             let state = run.state.to_string();
             client
                 .execute(
-                    "INSERT INTO mcp_agent_runs (id, status, state) VALUES ($1, $2, $3)
-                     ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, updated_at = now()",
-                    &[&run.id, &run.status.as_str(), &state],
+                    "INSERT INTO mcp_agent_runs (id, status, state, suspension) VALUES ($1, $2, $3, $4)
+                     ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+                       suspension = EXCLUDED.suspension, updated_at = now()",
+                    &[&run.id, &run.status.as_str(), &state, &run.suspension],
                 )
                 .await
                 .map(|_| ())
@@ -408,19 +533,31 @@ impl RunStore for PostgresRunStore {
     }
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        Box::pin(self.query_opt(
-            "reading a run",
-            "SELECT id, status, state FROM mcp_agent_runs WHERE id = $1",
-            id,
-        ))
+        Box::pin(async move {
+            self.query_opt(
+                "reading a run",
+                "SELECT id, status, suspension, state FROM mcp_agent_runs WHERE id = $1",
+                &[&id],
+            )
+            .await
+        })
     }
 
-    fn claim<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        Box::pin(self.query_opt(
-            "claiming a run",
-            "UPDATE mcp_agent_runs SET status = 'running', updated_at = now()
-             WHERE id = $1 AND status = 'suspended' RETURNING id, status, state",
-            id,
-        ))
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        Box::pin(async move {
+            let (status, suspension) = (claim.status(), claim.suspension());
+            self.query_opt(
+                "claiming a run",
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = now()
+                 WHERE id = $1 AND status = $2 AND ($3::text IS NULL OR suspension = $3)
+                 RETURNING id, status, suspension, state",
+                &[&id, &status, &suspension],
+            )
+            .await
+        })
     }
 }

@@ -309,10 +309,11 @@ impl Agent {
                         arguments: shown.clone(),
                     },
                 );
-                self.event(state, Event::RunSuspended);
-                self.save(state, RunStatus::Suspended).await?;
+                let s = self.suspend(state, Waits::Approval).await?;
                 Ok(SkillStep::Suspend(Outcome::ApprovalRequired {
                     run_id: state.id.clone(),
+                    suspension: s.id,
+                    decision: s.decision,
                     server: server_name,
                     tool: READ_SKILL.into(),
                     arguments: shown,

@@ -83,6 +83,17 @@ fn suspended_line(helper: &str, env: &[(&str, String)]) -> String {
         .to_owned()
 }
 
+/// The run id and decision id of a `suspended run=… tool=… decision=…` line.
+fn parse_suspended(line: &str) -> (String, String) {
+    let field = |name: &str| {
+        line.split(' ')
+            .find_map(|w| w.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+            .to_owned()
+    };
+    (field("run="), field("decision="))
+}
+
 /// The scripted model, killed when dropped.
 struct FakeModel {
     _child: Killed,
@@ -224,8 +235,13 @@ async fn suspending_process() {
     let store = std::env::var("MCP_TEST_STORE").expect("set by the test that runs this");
     let agent = agent_for(&dir, &url, &store).await;
     match agent.run("write a file").await.unwrap() {
-        Outcome::ApprovalRequired { run_id, tool, .. } => {
-            println!("suspended run={run_id} tool={tool}");
+        Outcome::ApprovalRequired {
+            run_id,
+            tool,
+            decision,
+            ..
+        } => {
+            println!("suspended run={run_id} tool={tool} decision={decision}");
         }
         other => panic!("{other:?}"),
     }
@@ -323,10 +339,11 @@ async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
                 ("MCP_TEST_STORE", store.to_owned()),
             ],
         );
-        assert!(line.ends_with(" tool=write_file"), "{line}");
-        line["suspended run=".len()..line.find(" tool=").unwrap()].to_owned()
+        let (run, decision) = parse_suspended(&line);
+        assert!(line.contains(" tool=write_file "), "{line}");
+        (run, decision)
     };
-    let run = suspend();
+    let (run, decision) = suspend();
     assert!(
         !dir.join("out.txt").exists(),
         "nothing ran before the decision"
@@ -334,14 +351,14 @@ async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
     // This process is not the one that suspended it.
     let agent = agent_for(&dir, &model.url(), store).await;
     let (a, b) = tokio::join!(
-        agent.resume(&run, Decision::approve("ann")),
-        agent.resume(&run, Decision::approve("bob"))
+        agent.resume(&run, &decision, Decision::approve("ann")),
+        agent.resume(&run, &decision, Decision::approve("bob"))
     );
     let (won, lost) = match (a, b) {
         (Ok(o), Err(e)) | (Err(e), Ok(o)) => (o, e),
         other => panic!("exactly one resume must win: {other:?}"),
     };
-    assert!(lost.is_not_suspended(), "{lost}");
+    assert!(lost.is_stale_decision(), "{lost}");
     let Outcome::Finished { text, .. } = won else {
         panic!("{won:?}")
     };
@@ -352,18 +369,32 @@ async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
     );
     let events = agent.events(&run).await.unwrap();
     assert!(events.iter().any(|e| matches!(e, Event::ApprovalDecided { approved: true, by, .. } if by == "ann" || by == "bob")));
-    assert!(agent
-        .resume(&run, Decision::approve("late"))
+    let late = agent
+        .resume(&run, &decision, Decision::approve("late"))
         .await
-        .unwrap_err()
-        .is_not_suspended());
-    // Denied: the model gets an error result; nothing is written.
-    let run = suspend();
-    let Outcome::Finished { text, .. } = agent.resume(&run, Decision::deny("ann")).await.unwrap()
+        .unwrap_err();
+    assert!(
+        late.is_stale_decision() && late.is_not_suspended(),
+        "{late}"
+    );
+    // Denied with a message: the model reads it with the error result; nothing is
+    // written.
+    let (run, decision) = suspend();
+    let Outcome::Finished { text, .. } = agent
+        .resume(
+            &run,
+            &decision,
+            Decision::deny("ann").with_message("not in that folder"),
+        )
+        .await
+        .unwrap()
     else {
         panic!()
     };
-    assert!(text.contains("denied"), "{text}");
+    assert!(
+        text.contains("denied") && text.contains("not in that folder"),
+        "{text}"
+    );
     assert!(!dir.join("denied.txt").exists());
     // No secret in what the store keeps.
     let kept = if store.starts_with("postgres://") {
@@ -979,10 +1010,14 @@ async fn input_suspending_process() {
             run_id,
             tool,
             requests,
+            decision,
             ..
         } => {
             assert_eq!(requests.len(), 1, "{requests:?}");
-            println!("suspended run={run_id} tool={tool} key={}", requests[0].0);
+            println!(
+                "suspended run={run_id} tool={tool} key={} decision={decision}",
+                requests[0].0
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -1037,18 +1072,22 @@ async fn input_requests_suspend_and_resume_across_processes(store: &str) {
     let run = fields[1].trim_start_matches("run=").to_owned();
     assert_eq!(fields[2], "tool=ask_name", "{line}");
     let key = fields[3].trim_start_matches("key=").to_owned();
+    let (_, decision) = parse_suspended(&line);
 
     // Another process: the task the second call became waits on the server.
     let agent = input_agent(&dir, &model.url(), &py.url(), store).await;
     let tasks = agent.pending_tasks(&run).await.unwrap();
     assert_eq!(tasks.len(), 1, "{tasks:?}");
     assert_eq!(tasks[0].0, "py");
-    // An approval is not an answer: the run waits on, untouched.
+    // An approval is not an answer: refused, the run waits on, untouched.
     let e = agent
-        .resume(&run, Decision::approve("ann"))
+        .resume(&run, &decision, Decision::approve("ann"))
         .await
         .unwrap_err();
-    assert!(e.to_string().contains("Decision::answer"), "{e}");
+    assert!(
+        e.is_stale_decision() && e.to_string().contains("Decision::answer"),
+        "{e}"
+    );
     // Two answers at once: one wins.
     let answer = || {
         Decision::answer(
@@ -1056,22 +1095,33 @@ async fn input_requests_suspend_and_resume_across_processes(store: &str) {
             [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
         )
     };
-    let (a, b) = tokio::join!(agent.resume(&run, answer()), agent.resume(&run, answer()));
+    let (a, b) = tokio::join!(
+        agent.resume(&run, &decision, answer()),
+        agent.resume(&run, &decision, answer())
+    );
     let (next, lost) = match (a, b) {
         (Ok(o), Err(e)) | (Err(e), Ok(o)) => (o, e),
         other => panic!("exactly one resume must win: {other:?}"),
     };
-    assert!(lost.is_not_suspended(), "{lost}");
-    // The next call waits for its own input: the task's.
-    let Outcome::InputRequired { tool, requests, .. } = next else {
+    assert!(lost.is_stale_decision(), "{lost}");
+    // The next call waits for its own input: the task's, in a new suspension.
+    let Outcome::InputRequired {
+        tool,
+        requests,
+        decision: next_decision,
+        ..
+    } = next
+    else {
         panic!("{next:?}")
     };
+    assert_ne!(next_decision, decision);
     assert_eq!(tool, "long_task");
     assert_eq!(requests.len(), 1);
     assert!(requests[0].1.message.contains("What is your name?"));
     let done = agent
         .resume(
             &run,
+            &next_decision,
             Decision::answer(
                 "bob",
                 [(
@@ -1158,15 +1208,21 @@ async fn input_callbacks_answer_and_a_denial_declines() {
         .any(|e| matches!(e, Event::InputAnswered { by, .. } if by == "on_input")));
     assert_eq!(asked.lock().unwrap()[0].0, "ask_name");
     // The callback answers no more: the run suspends; denying declines.
-    let Outcome::InputRequired { run_id, .. } = agent.run("greet again").await.unwrap() else {
+    let Outcome::InputRequired {
+        run_id, decision, ..
+    } = agent.run("greet again").await.unwrap()
+    else {
         panic!()
     };
-    let Outcome::Finished { text, .. } =
-        agent.resume(&run_id, Decision::deny("dan")).await.unwrap()
+    let Outcome::Finished { text, .. } = agent
+        .resume(&run_id, &decision, Decision::deny("dan"))
+        .await
+        .unwrap()
     else {
         panic!()
     };
     assert_eq!(text, "ask_name: declined");
     agent.close().await.unwrap();
 }
+mod decisions;
 mod skills;

@@ -86,6 +86,8 @@ async fn skills_load_under_approval_bound_to_their_files() {
         server,
         tool,
         arguments,
+        decision,
+        ..
     } = agent.run("fill the form").await.unwrap()
     else {
         panic!("loading a skill in approve mode asks first")
@@ -121,7 +123,11 @@ async fn skills_load_under_approval_bound_to_their_files() {
     );
 
     let Outcome::Finished { text, .. } = agent
-        .resume(&run_id, Decision::approve("ann").with_allowed_tools())
+        .resume(
+            &run_id,
+            &decision,
+            Decision::approve("ann").with_allowed_tools(),
+        )
         .await
         .unwrap()
     else {
@@ -259,6 +265,7 @@ async fn an_approval_resumed_after_the_skill_changed_asks_again() {
     let Outcome::ApprovalRequired {
         run_id,
         arguments: shown,
+        decision,
         ..
     } = first.run("go").await.unwrap()
     else {
@@ -274,9 +281,10 @@ async fn an_approval_resumed_after_the_skill_changed_asks_again() {
     let Outcome::ApprovalRequired {
         run_id: again,
         arguments: shown_again,
+        decision: decision_again,
         ..
     } = second
-        .resume(&run_id, Decision::approve("ann"))
+        .resume(&run_id, &decision, Decision::approve("ann"))
         .await
         .unwrap()
     else {
@@ -288,8 +296,14 @@ async fn an_approval_resumed_after_the_skill_changed_asks_again() {
         .iter()
         .any(|l| l.starts_with("resources/read")));
 
+    // The approval of the old files does not carry over.
+    assert!(second
+        .resume(&run_id, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err()
+        .is_stale_decision());
     let Outcome::Finished { text, .. } = second
-        .resume(&run_id, Decision::approve("ann"))
+        .resume(&run_id, &decision_again, Decision::approve("ann"))
         .await
         .unwrap()
     else {

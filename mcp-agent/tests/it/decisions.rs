@@ -1,0 +1,292 @@
+//! A decision applies to exactly the call of the suspension a person saw, once; an
+//! error after a resume never leaves a run stuck. Against the real filesystem server,
+//! the scripted model, and both durable stores (a SQLite file, a real PostgreSQL).
+
+use std::sync::{Arc, Mutex};
+
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Event, Mode, Outcome, RunRecord, RunStatus, RunStore,
+};
+use mcp_runtime::{InputResponse, Mcp};
+use serde_json::json;
+
+use super::{filesystem, scratch, store_for, FakeModel, Postgres};
+
+fn agent(
+    model: &FakeModel,
+    server: Mcp,
+    store: Arc<dyn RunStore>,
+) -> (Agent, Arc<Mutex<Vec<Event>>>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .allow(["read_text_file", "list_directory"])
+        .server(server)
+        .store(store)
+        .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    (agent, events)
+}
+
+fn approval(outcome: Outcome) -> (String, String, String) {
+    match outcome {
+        Outcome::ApprovalRequired {
+            run_id,
+            suspension,
+            decision,
+            ..
+        } => (run_id, suspension, decision),
+        other => panic!("expected a suspension for approval: {other:?}"),
+    }
+}
+
+async fn status(store: &dyn RunStore, run: &str) -> (RunStatus, Option<String>) {
+    let r = store.load(run).await.unwrap().unwrap();
+    (r.status, r.suspension)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_and_mismatched_decisions_are_refused_sqlite() {
+    replayed_and_mismatched_decisions_are_refused("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_and_mismatched_decisions_are_refused_postgres() {
+    let pg = Postgres::start();
+    replayed_and_mismatched_decisions_are_refused(&pg.url).await;
+}
+
+/// The same decision twice, a decision for an earlier suspension once the run moved
+/// on, an answer given to a call that waits for approval, an unknown decision id, a
+/// decision for a finished run: each refused, and nothing it would have approved runs.
+async fn replayed_and_mismatched_decisions_are_refused(store_url: &str) {
+    let tag = if store_url.starts_with("postgres://") {
+        "pg"
+    } else {
+        "sqlite"
+    };
+    let dir = scratch(&format!("replays-{tag}"));
+    let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": a, "content": "one"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": b, "content": "two"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let store = store_for(&dir, store_url).await;
+    let (agent, events) = agent(&model, filesystem(&dir), store.clone());
+    let (run, s1, d1) = approval(agent.run("write two files").await.unwrap());
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Suspended, Some(s1.clone()))
+    );
+
+    // An answer is not an approval; an unknown id names nothing.
+    let answer = Decision::answer("eve", [("k", InputResponse::accept(json!({"x": 1})))]);
+    let e = agent.resume(&run, &d1, answer).await.unwrap_err();
+    assert!(e.is_stale_decision() && !e.is_not_suspended(), "{e}");
+    let e = agent
+        .resume(&run, "not-a-decision", Decision::approve("eve"))
+        .await
+        .unwrap_err();
+    assert!(e.is_stale_decision(), "{e}");
+    assert!(!a.exists(), "a refused decision ran nothing");
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Suspended, Some(s1.clone()))
+    );
+
+    // Approved: the write runs, and the run suspends again, with new ids.
+    let (again, s2, d2) = approval(
+        agent
+            .resume(&run, &d1, Decision::approve("ann"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(again, run);
+    assert_ne!((&s1, &d1), (&s2, &d2));
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
+
+    // The first decision again (a double click, a retried request): refused, and it
+    // does not approve the call that waits now.
+    let e = agent
+        .resume(&run, &d1, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.is_stale_decision() && !e.is_not_suspended(), "{e}");
+    assert!(!b.exists());
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Suspended, Some(s2.clone()))
+    );
+
+    // Ann denies, with a reason the model reads; Bob's late approval is refused.
+    let Outcome::Finished { text, .. } = agent
+        .resume(&run, &d2, Decision::deny("ann").with_message("not b"))
+        .await
+        .unwrap()
+    else {
+        panic!("the run finishes after the denial")
+    };
+    assert!(
+        text.contains("a person denied `write_file`: not b"),
+        "{text}"
+    );
+    let e = agent
+        .resume(&run, &d2, Decision::approve("bob"))
+        .await
+        .unwrap_err();
+    assert!(e.is_stale_decision() && e.is_not_suspended(), "{e}");
+    assert!(!b.exists(), "the late approval ran nothing");
+    assert_eq!(status(store.as_ref(), &run).await.0, RunStatus::Finished);
+
+    // Each refusal was told to on_event; the kept events say who decided what.
+    let seen = events.lock().unwrap().clone();
+    let refused = seen
+        .iter()
+        .filter(|e| matches!(e, Event::DecisionRefused { .. }))
+        .count();
+    assert_eq!(refused, 4, "{seen:?}");
+    let kept = agent.events(&run).await.unwrap();
+    let decided: Vec<(bool, &str)> = kept
+        .iter()
+        .filter_map(|e| match e {
+            Event::ApprovalDecided { approved, by, .. } => Some((*approved, by.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decided, [(true, "ann"), (false, "ann")], "{kept:?}");
+    let suspended: Vec<&str> = kept
+        .iter()
+        .filter_map(|e| match e {
+            Event::RunSuspended { decision, .. } => Some(decision.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(suspended, [d1.as_str(), d2.as_str()]);
+    agent.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_after_a_resume_never_leaves_the_run_stuck_sqlite() {
+    an_error_after_a_resume_never_leaves_the_run_stuck("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_after_a_resume_never_leaves_the_run_stuck_postgres() {
+    let pg = Postgres::start();
+    an_error_after_a_resume_never_leaves_the_run_stuck(&pg.url).await;
+}
+
+/// A server that cannot start when the run is resumed: nothing ran, so the run waits
+/// again for the same decision. The model failing (429) after the approved call ran:
+/// the run is `failed`, and `retry` continues it without running the call again.
+/// Corrupt stored state: the resume fails, and the run is not taken.
+async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
+    let tag = if store_url.starts_with("postgres://") {
+        "pg"
+    } else {
+        "sqlite"
+    };
+    let dir = scratch(&format!("stuck-{tag}"));
+    let out = dir.join("out.txt");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": out, "content": "once"}}]},
+            {"status": 429, "error": "slow down"},
+            {"echo_tools": true}
+        ]),
+    );
+    let store = store_for(&dir, store_url).await;
+    let (agent, events) = agent(&model, filesystem(&dir), store.clone());
+    let (run, s1, d1) = approval(agent.run("write a file").await.unwrap());
+
+    // The server is down at resume (its command does not exist).
+    let down = Mcp::builder("fs")
+        .command([dir.join("no-such-server").display().to_string()])
+        .build()
+        .unwrap();
+    let (broken, _) = self::agent(&model, down, store.clone());
+    let e = broken
+        .resume(&run, &d1, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(!e.is_stale_decision(), "{e}");
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Suspended, Some(s1.clone())),
+        "nothing ran: the run waits again for the same decision"
+    );
+    assert!(!out.exists());
+    assert!(agent.events(&run).await.unwrap().iter().any(|e| matches!(
+        e,
+        Event::RunFailed {
+            resumable: true,
+            ..
+        }
+    )));
+
+    // The same decision, from a working agent: the call runs, then the model fails.
+    let e = agent
+        .resume(&run, &d1, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.is_model(), "{e}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "once");
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Failed, None)
+    );
+    // A decision does not apply to a failed run; a retry does, once.
+    assert!(agent
+        .resume(&run, &d1, Decision::approve("ann"))
+        .await
+        .unwrap_err()
+        .is_stale_decision());
+    std::fs::remove_file(&out).unwrap();
+    let Outcome::Finished { text, .. } = agent.retry(&run).await.unwrap() else {
+        panic!("the retried run finishes")
+    };
+    assert!(
+        text.contains("write_file:"),
+        "the model saw the result it had: {text}"
+    );
+    assert!(!out.exists(), "the call that had run did not run again");
+    assert!(agent.retry(&run).await.unwrap_err().is_not_suspended());
+    let seen = events.lock().unwrap().clone();
+    assert!(seen.iter().any(|e| matches!(
+        e,
+        Event::RunFailed {
+            resumable: false,
+            ..
+        }
+    )));
+    assert!(seen.iter().any(|e| matches!(e, Event::RunRetried)));
+
+    // Corrupt stored state: the resume says so and takes nothing.
+    store
+        .save(&RunRecord {
+            id: "corrupt".into(),
+            status: RunStatus::Suspended,
+            suspension: Some("s".into()),
+            state: json!({"not": "a run"}),
+        })
+        .await
+        .unwrap();
+    let e = agent
+        .resume("corrupt", "d", Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.is_store(), "{e}");
+    assert_eq!(
+        status(store.as_ref(), "corrupt").await,
+        (RunStatus::Suspended, Some("s".into()))
+    );
+    agent.close().await.unwrap();
+}
