@@ -75,6 +75,10 @@ pub enum Event {
         tool: String,
         /// The arguments.
         arguments: Value,
+        /// What an approval will be bound to (absent for a skill load, which is bound
+        /// to the skill's fingerprint).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
     },
     /// A person decided.
     ApprovalDecided {
@@ -86,6 +90,20 @@ pub enum Event {
         by: String,
         /// When (seconds since the epoch).
         at: u64,
+        /// What the decision is bound to: an approval applies only while the server,
+        /// its configuration, the tool's definition and the arguments are these.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+    },
+    /// An approval was not applied: what it was bound to changed before the call ran
+    /// (the tool is gone, moved to another server, its definition or the server's
+    /// configuration changed, the arguments differ). Nothing ran; the call goes
+    /// through the gate again (a person is asked again, in a new suspension).
+    DecisionVoided {
+        /// The tool.
+        tool: String,
+        /// What changed.
+        reason: String,
     },
     /// A server asked for input (elicitation) that no `on_input` callback answered.
     InputRequested {
@@ -305,6 +323,71 @@ impl Decision {
     }
 }
 
+/// What a person's approval of a tool call is bound to: the call runs on it only while
+/// each part is the same when it is about to run, in whichever process resumes the
+/// run. Digests are `sha256:` and 64 hex digits (see [`mcp_runtime::digest`]); none
+/// holds a secret value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Binding {
+    /// The server's name (the host's label for it).
+    pub server: String,
+    /// The server's configuration ([`Mcp::config_fingerprint`]): how it is started or
+    /// reached.
+    pub server_config: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The tool's definition ([`mcp_runtime::McpTool::definition_digest`]): name,
+    /// description, input schema, annotations.
+    pub definition: String,
+    /// The arguments the person saw.
+    pub arguments: String,
+}
+
+impl Binding {
+    fn new(tool: &AgentTool, arguments: &Value) -> Binding {
+        Binding {
+            server: tool.facts.server.clone(),
+            server_config: tool.server_config.clone(),
+            tool: tool.facts.name.clone(),
+            definition: tool.definition.clone(),
+            arguments: mcp_runtime::digest::sha256_json(arguments),
+        }
+    }
+
+    /// What differs now, if anything: the live tool of that name, and the arguments.
+    fn changed(&self, now: Option<&AgentTool>, arguments: &Value) -> Option<String> {
+        let Some(t) = now else {
+            return Some(format!(
+                "`{}` is no longer offered by any attached server",
+                self.tool
+            ));
+        };
+        if t.facts.server != self.server {
+            return Some(format!(
+                "`{}` is now offered by server `{}`, not by `{}`",
+                self.tool, t.facts.server, self.server
+            ));
+        }
+        if t.server_config != self.server_config {
+            return Some(format!(
+                "server `{}` is now started or reached differently",
+                self.server
+            ));
+        }
+        if t.definition != self.definition {
+            return Some(format!(
+                "the definition of `{}` changed (description, input schema or annotations)",
+                self.tool
+            ));
+        }
+        if mcp_runtime::digest::sha256_json(arguments) != self.arguments {
+            return Some(format!("the arguments of `{}` changed", self.tool));
+        }
+        None
+    }
+}
+
 /// A server's request for input, as an `on_input` callback sees it.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -351,6 +434,9 @@ struct PendingCall {
     /// A person's reason for denying it, for the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     denial: Option<String>,
+    /// What a person's approval of it is bound to (set when it waits for approval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    binding: Option<Binding>,
 }
 
 impl PendingCall {
@@ -617,6 +703,10 @@ struct AgentTool {
     server: usize,
     facts: ToolFacts,
     spec: ToolSpec,
+    /// Its server's configuration fingerprint.
+    server_config: String,
+    /// Its definition's digest.
+    definition: String,
 }
 
 /// A fresh random id (96 bits, hex). A failed draw is an error, never a weak id.
@@ -819,6 +909,7 @@ impl Agent {
         }
         call.approved = Some(decision.approved);
         call.grant_tools = decision.approved && decision.allowed_tools;
+        let binding = call.binding.clone();
         if !decision.approved {
             call.denial = decision.message.map(|m| m.chars().take(4000).collect());
         }
@@ -829,6 +920,7 @@ impl Agent {
                 approved: decision.approved,
                 by: decision.by,
                 at: now(),
+                binding,
             },
         );
         self.drive(state, Some(claimed)).await
@@ -900,6 +992,7 @@ impl Agent {
     async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
         let mut all: HashMap<String, AgentTool> = HashMap::new();
         for (i, server) in self.inner.servers.iter().enumerate() {
+            let server_config = server.config_fingerprint();
             for t in server.tools().await? {
                 if let Some(other) = all.get(&t.name) {
                     return Err(Error::config(format!(
@@ -919,6 +1012,7 @@ impl Agent {
                     Some(names) => names.contains(&t.name),
                     None => t.deferred,
                 };
+                let definition = t.definition_digest();
                 let spec = ToolSpec {
                     name: t.name.clone(),
                     description: t.description.clone().unwrap_or_default(),
@@ -931,6 +1025,8 @@ impl Agent {
                         server: i,
                         facts,
                         spec,
+                        server_config: server_config.clone(),
+                        definition,
                     },
                 );
             }
@@ -1069,6 +1165,30 @@ impl Agent {
                     return self.suspend_for_input(state, call, &tools).await;
                 }
                 let tool = tools.get(&call.name);
+                // An approval holds only for what the person saw: never a silent
+                // retarget to another server, configuration, definition or arguments.
+                if call.approved == Some(true) {
+                    if let Some(why) = call
+                        .binding
+                        .as_ref()
+                        .and_then(|b| b.changed(tool, &call.arguments))
+                    {
+                        self.event(
+                            state,
+                            Event::DecisionVoided {
+                                tool: call.name.clone(),
+                                reason: why,
+                            },
+                        );
+                        if let Some(c) = state.pending.first_mut() {
+                            c.approved = None;
+                            c.binding = None;
+                            c.grant_tools = false;
+                        }
+                        known = None;
+                        continue;
+                    }
+                }
                 let verdict = match known.take() {
                     Some(v) => v,
                     None => self.verdict(&call, tool, &state.granted).await,
@@ -1079,12 +1199,17 @@ impl Agent {
                             return Err(Error::config("a suspended call names no tool"));
                         };
                         let server = tool.facts.server.clone();
+                        let binding = Binding::new(tool, &call.arguments);
+                        if let Some(c) = state.pending.first_mut() {
+                            c.binding = Some(binding.clone());
+                        }
                         self.event(
                             state,
                             Event::ApprovalRequested {
                                 server: server.clone(),
                                 tool: call.name.clone(),
                                 arguments: call.arguments.clone(),
+                                binding: Some(binding),
                             },
                         );
                         let s = self.suspend(state, Waits::Approval).await?;
@@ -1205,6 +1330,7 @@ impl Agent {
                     bound: None,
                     grant_tools: false,
                     denial: None,
+                    binding: None,
                 })
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.

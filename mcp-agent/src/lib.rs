@@ -49,7 +49,8 @@ pub mod openai;
 pub mod store;
 
 pub use agent::{
-    Agent, AgentBuilder, Decision, Event, InputAsk, Outcome, SkillApproval, MAX_PROGRESS_KEPT,
+    Agent, AgentBuilder, Binding, Decision, Event, InputAsk, Outcome, SkillApproval,
+    MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
 pub use error::{Error, Result};

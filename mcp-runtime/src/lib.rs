@@ -37,6 +37,7 @@ pub mod auth;
 mod client;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod declared;
+pub mod digest;
 mod error;
 mod hold;
 pub mod input;

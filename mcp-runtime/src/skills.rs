@@ -604,22 +604,7 @@ fn same(a: &Value, b: &Value) -> bool {
 
 /// JSON with object keys sorted at every level (a stable text to hash).
 fn canonical(v: &Value) -> String {
-    match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
-    }
+    crate::digest::canonical_json(v)
 }
 
 /// A URI without whitespace or control characters (nothing that could forge a line in
@@ -656,13 +641,7 @@ fn is_digest(d: &str) -> bool {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
+    crate::digest::hex(bytes)
 }
 
 /// Verified files of one server's skills, served again while the held entry's digest

@@ -16,6 +16,8 @@ Environment:
                           and any request carrying the 2026-07-28 `_meta`
                           envelope get -32601 Method not found, like older SDKs.
     unset (or empty)      both eras (the default).
+    PYSERVER_ECHO_DESCRIPTION=TEXT  `echo`'s description (what a changed tool looks
+                          like to a client that saw the default one).
 
 Tasks and MCP Apps: `long_task` runs as a task in both eras (the 2026-07-28
 `io.modelcontextprotocol/tasks` extension, and the 2025-11-25 experimental
@@ -753,7 +755,7 @@ server._lowlevel_server.create_initialization_options = _init_options_with_tools
 # --------------------------------------------------------------------------- tools
 
 
-@server.tool(description="Echo the message back.", structured_output=False)
+@server.tool(description=os.environ.get("PYSERVER_ECHO_DESCRIPTION") or "Echo the message back.", structured_output=False)
 def echo(message: str) -> str:
     return f"Echo: {message}"
 

@@ -307,6 +307,7 @@ impl Agent {
                         server: server_name.clone(),
                         tool: READ_SKILL.into(),
                         arguments: shown.clone(),
+                        binding: None,
                     },
                 );
                 let s = self.suspend(state, Waits::Approval).await?;

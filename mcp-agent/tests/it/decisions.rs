@@ -290,3 +290,170 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
     );
     agent.close().await.unwrap();
 }
+
+/// Which of its tools a server offers.
+#[derive(Clone, Copy)]
+enum Tools {
+    All,
+    WithoutEcho,
+    OnlyEcho,
+}
+
+/// The project's PyPI server over stdio as server `name`: `echo` described as
+/// `description` when given, started through `/usr/bin/env` when `via_env` (the same
+/// server, another command line), offering `tools`.
+fn py(name: &str, description: Option<&str>, via_env: bool, tools: Tools) -> Mcp {
+    let python = super::peers().join("venv/bin/python").display().to_string();
+    let script = super::repo_root()
+        .join("tests/peers/pyserver.py")
+        .display()
+        .to_string();
+    let mut argv = vec![python, script, "stdio".to_owned()];
+    if via_env {
+        argv.insert(0, "/usr/bin/env".to_owned());
+    }
+    let mut b = Mcp::builder(name).command(argv);
+    if let Some(d) = description {
+        b = b.env("PYSERVER_ECHO_DESCRIPTION", d);
+    }
+    b = match tools {
+        Tools::All => b,
+        Tools::WithoutEcho => b.except(["echo"]),
+        Tools::OnlyEcho => b.only(["echo"]),
+    };
+    b.build().unwrap()
+}
+
+fn py_agent(model: &FakeModel, servers: Vec<Mcp>, store: Arc<dyn RunStore>) -> Agent {
+    let mut b = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .store(store);
+    for s in servers {
+        b = b.server(s);
+    }
+    b.build().unwrap()
+}
+
+/// Rug pulls: a person approves `echo` on server `a` as it was; the run is resumed by
+/// another agent (another process, as far as the run knows) where the tool's
+/// description changed, where `echo` moved to server `b`, where server `a` is started
+/// by another command, and where `echo` is gone. Nothing runs on the old approval:
+/// the approval is voided and the run asks again, in a new suspension, showing what is
+/// there now — or, for a tool that is gone, the model gets an error result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_bound_to_the_server_and_the_tool_definition() {
+    let dir = scratch("rug-pull");
+    let echo = json!({"tool_calls": [{"name": "echo", "arguments": {"message": "hi"}}]});
+    let echoed = json!({"echo_tools": true});
+    let model = FakeModel::start(
+        &dir,
+        json!([echo, echoed, echo, echoed, echo, echoed, echo, echoed]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    let first = py_agent(
+        &model,
+        vec![py("a", None, false, Tools::All)],
+        store.clone(),
+    );
+    let later = [
+        (
+            "a changed description",
+            vec![py(
+                "a",
+                Some("Echo, and also mail the message to everyone."),
+                false,
+                Tools::All,
+            )],
+            "the definition of `echo` changed",
+            Some("a"),
+        ),
+        (
+            "moved to server b",
+            vec![
+                py("a", None, false, Tools::WithoutEcho),
+                py("b", None, false, Tools::OnlyEcho),
+            ],
+            "now offered by server `b`",
+            Some("b"),
+        ),
+        (
+            "server a started differently",
+            vec![py("a", None, true, Tools::All)],
+            "server `a` is now started or reached differently",
+            Some("a"),
+        ),
+        (
+            "echo gone",
+            vec![py("a", None, false, Tools::WithoutEcho)],
+            "no longer offered",
+            None,
+        ),
+    ];
+    for (case, servers, reason, asks_again_on) in later {
+        let (run, _, decision) = approval(first.run("echo hi").await.unwrap());
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = events.clone();
+        let mut b = Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Approve)
+            .store(store.clone())
+            .on_event(move |_, e| seen.lock().unwrap().push(e.clone()));
+        for s in servers {
+            b = b.server(s);
+        }
+        let resumer = b.build().unwrap();
+        let outcome = resumer
+            .resume(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        let seen = events.lock().unwrap().clone();
+        assert!(
+            seen.iter().any(
+                |e| matches!(e, Event::DecisionVoided { reason: r, .. } if r.contains(reason))
+            ),
+            "{case}: {seen:?}"
+        );
+        assert!(
+            !seen
+                .iter()
+                .any(|e| matches!(e, Event::BeforeToolCall { .. })),
+            "{case}: nothing runs on the old approval: {seen:?}"
+        );
+        match (asks_again_on, outcome) {
+            (
+                Some(on),
+                Outcome::ApprovalRequired {
+                    server,
+                    decision: again,
+                    ..
+                },
+            ) => {
+                assert_eq!(server, on, "{case}");
+                assert_ne!(again, decision, "{case}: a new suspension");
+                let shown = seen.iter().find_map(|e| match e {
+                    Event::ApprovalRequested {
+                        binding: Some(b), ..
+                    } => Some(b.clone()),
+                    _ => None,
+                });
+                assert_eq!(shown.map(|b| b.server), Some(on.to_owned()), "{case}");
+                // Approved for what is there now, it runs.
+                let Outcome::Finished { text, .. } = resumer
+                    .resume(&run, &again, Decision::approve("ann"))
+                    .await
+                    .unwrap()
+                else {
+                    panic!("{case}: the run finishes")
+                };
+                assert!(text.contains("echo: Echo: hi"), "{case}: {text}");
+            }
+            (None, Outcome::Finished { text, .. }) => {
+                assert!(text.contains("echo: {\"error\""), "{case}: {text}");
+            }
+            (_, other) => panic!("{case}: {other:?}"),
+        }
+        resumer.close().await.unwrap();
+    }
+    first.close().await.unwrap();
+}

@@ -113,6 +113,32 @@ impl Mcp {
         &self.spec.name
     }
 
+    /// A digest of how this server is reached (see [`crate::digest`]): for a stdio
+    /// server its program, arguments and working directory; for an HTTP server its
+    /// URL without userinfo or query; for a custom transport its name. Never an
+    /// environment value, a header, a token or a password. Two configurations that
+    /// start or reach a server differently have different fingerprints: an agent binds
+    /// a person's approval to it.
+    pub fn config_fingerprint(&self) -> String {
+        let described = match &self.spec.connect {
+            #[cfg(feature = "stdio")]
+            Connect::Stdio(c) => serde_json::json!({
+                "kind": "stdio",
+                "program": c.program(),
+                "args": c.arguments(),
+                "directory": c.working_directory().map(|d| d.display().to_string()),
+            }),
+            #[cfg(feature = "http")]
+            Connect::Http(c) => serde_json::json!({
+                "kind": "http",
+                "url": crate::url_rule::redact(c.url()),
+            }),
+            Connect::Custom(_) => serde_json::json!({"kind": "custom", "name": self.spec.name}),
+            Connect::Missing => serde_json::json!({"kind": "none"}),
+        };
+        crate::digest::sha256_json(&described)
+    }
+
     /// The session underneath (connecting happens on its first request).
     pub fn client(&self) -> Result<&Client> {
         let made = self.client.get_or_init(|| {

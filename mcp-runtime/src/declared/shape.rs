@@ -196,6 +196,27 @@ impl fmt::Debug for McpTool {
 }
 
 impl McpTool {
+    /// A digest of what the model and a person are shown of this tool, and what it
+    /// calls (see [`crate::digest`]): its model-facing name, the server's name for it,
+    /// its description, input schema and annotations, and whether only an app may
+    /// call it. Any change to one of them changes the digest; an agent binds a
+    /// person's approval to it.
+    pub fn definition_digest(&self) -> String {
+        let annotations = self
+            .definition
+            .as_ref()
+            .and_then(|d| d.annotations.as_ref())
+            .and_then(|a| serde_json::to_value(a).ok());
+        crate::digest::sha256_json(&serde_json::json!({
+            "name": self.name,
+            "server_name": self.server_name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": annotations,
+            "app_only": self.app_only,
+        }))
+    }
+
     /// Whether a call needs a person's approval first. Predicates are evaluated now,
     /// for this call. The application's own direct calls are not gated: this is policy
     /// for whatever hands tools to a model.

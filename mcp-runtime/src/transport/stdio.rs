@@ -190,6 +190,11 @@ impl StdioConfig {
     pub fn arguments(&self) -> &[String] {
         &self.args
     }
+
+    /// The working directory of the process, when one is set.
+    pub fn working_directory(&self) -> Option<&std::path::Path> {
+        self.directory.as_deref()
+    }
 }
 
 impl fmt::Debug for StdioConfig {

@@ -1,0 +1,67 @@
+//! Digests that pin what a person approved: a value's canonical JSON (object keys
+//! sorted, no whitespace, whatever order the value was built in) hashed with SHA-256,
+//! written `sha256:` and 64 lowercase hex digits. Used for a tool's definition
+//! ([`McpTool::definition_digest`](crate::McpTool::definition_digest)), a server's
+//! configuration ([`Mcp::config_fingerprint`](crate::Mcp::config_fingerprint)), a
+//! call's arguments, and a skill's fingerprint.
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+/// `v` as canonical JSON: object keys sorted at every level, no whitespace.
+pub fn canonical_json(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k])))
+                .collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical_json).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// The SHA-256 digest of `v`'s canonical JSON: `sha256:<64 hex>`.
+pub fn sha256_json(v: &Value) -> String {
+    format!(
+        "sha256:{}",
+        hex(&Sha256::digest(canonical_json(v).as_bytes()))
+    )
+}
+
+/// Lowercase hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn key_order_does_not_matter_and_values_do() {
+        let a = json!({"b": 1, "a": {"y": [1, "x"], "x": null}});
+        let b = json!({"a": {"x": null, "y": [1, "x"]}, "b": 1});
+        assert_eq!(canonical_json(&a), r#"{"a":{"x":null,"y":[1,"x"]},"b":1}"#);
+        assert_eq!(sha256_json(&a), sha256_json(&b));
+        assert_ne!(
+            sha256_json(&a),
+            sha256_json(&json!({"b": 2, "a": {"x": null, "y": [1, "x"]}}))
+        );
+        assert!(sha256_json(&a).starts_with("sha256:") && sha256_json(&a).len() == 71);
+    }
+}
