@@ -10,7 +10,9 @@
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
 //! server's own). The default mode is `read_only`; without `--allow` the allow-list is
-//! `read_text_file` and `list_directory`. It prints the model's final answer; when the
+//! `read_text_file` and `list_directory`. A resume goes on under the mode and
+//! allow-list the run started with; `--mode`/`--allow` given with `--resume` may only
+//! tighten them (a looser policy is refused, naming what differs). It prints the model's final answer; when the
 //! run suspends it prints one line per pending call,
 //! `suspended run=<RUN_ID> tool=<NAME> decision=<DECISION_ID>`, and exits 0. A resume
 //! names the decision it makes; a stale, unknown or already used decision id exits
@@ -33,7 +35,8 @@ use mcp_runtime::Mcp;
 const SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
 struct Args {
-    mode: String,
+    /// `--mode`, when given.
+    mode: Option<String>,
     allow: Vec<String>,
     store: String,
     resume: Option<Resume>,
@@ -50,7 +53,7 @@ struct Resume {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        mode: "read_only".into(),
+        mode: None,
         allow: Vec::new(),
         store: ".mcp-agent/runs.sqlite3".into(),
         resume: None,
@@ -66,7 +69,7 @@ fn parse() -> Result<Args, String> {
     while let Some(arg) = it.next() {
         let mut value = |flag: &str| it.next().ok_or(format!("{flag} needs a value"));
         match arg.as_str() {
-            "--mode" => a.mode = value("--mode")?,
+            "--mode" => a.mode = Some(value("--mode")?),
             "--allow" => a.allow.push(value("--allow")?),
             "--store" => a.store = value("--store")?,
             "--resume" => resume = Some(value("--resume")?),
@@ -107,8 +110,14 @@ fn parse() -> Result<Args, String> {
             a.dir = rest.pop();
         }
     }
-    if a.allow.is_empty() {
-        a.allow = vec!["read_text_file".into(), "list_directory".into()];
+    // A new run's defaults. A resume states no policy unless --mode or --allow is
+    // given: the run goes on under the one it started with (a stated one may only be
+    // tighter).
+    if a.resume.is_none() {
+        a.mode.get_or_insert_with(|| "read_only".into());
+        if a.allow.is_empty() {
+            a.allow = vec!["read_text_file".into(), "list_directory".into()];
+        }
     }
     Ok(a)
 }
@@ -177,28 +186,29 @@ async fn main_inner() -> Result<(), String> {
             .map_err(|_| format!("no run {} in {}", r.run, args.store))?,
         _ => unreachable!("parse gives a folder or a run"),
     };
-    let mode = match args.mode.as_str() {
-        "ask" => Mode::ask(|server, tool, arguments| {
+    let mode = match args.mode.as_deref() {
+        None => None,
+        Some("ask") => Some(Mode::ask(|server, tool, arguments| {
             eprint!("allow {server}/{tool} {arguments}? [y/N] ");
             let mut line = String::new();
             let _ = std::io::stdin().read_line(&mut line);
             let yes = line.trim().eq_ignore_ascii_case("y");
             async move { yes }
-        }),
-        other => Mode::parse(other)?,
+        })),
+        Some(other) => Some(Mode::parse(other)?),
     };
     let files = Mcp::builder("fs")
         .command(["npx", "-y", SERVER, &dir])
         .build()
         .map_err(|e| e.to_string())?;
-    let agent = Agent::builder()
-        .model(model)
-        .mode(mode)
-        .allow(args.allow)
-        .server(files)
-        .store(runs)
-        .build()
-        .map_err(|e| e.to_string())?;
+    let mut builder = Agent::builder().model(model).server(files).store(runs);
+    if let Some(mode) = mode {
+        builder = builder.mode(mode);
+    }
+    if !args.allow.is_empty() {
+        builder = builder.allow(args.allow);
+    }
+    let agent = builder.build().map_err(|e| e.to_string())?;
     let outcome = match (&args.resume, &args.prompt) {
         (Some(r), _) => {
             let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());

@@ -28,6 +28,9 @@ cat >"$work/script.json" <<JSON
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/denied.txt", "content": "no"}}]},
  {"echo_tools": true},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/p1.txt", "content": "one"}}]},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/p2.txt", "content": "two"}}]},
+ {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/pg.txt", "content": "approved"}}]},
  {"echo_tools": true}]
 JSON
@@ -70,6 +73,22 @@ out="$(run --resume "$run_id" --decision "$decision" --deny --message "not that 
 grep -q 'a person denied `write_file`: not that folder' <<<"$out" || fail "the model did not read the denial: $out"
 [[ ! -e "$work/files/denied.txt" ]] || fail "a denied write happened"
 
+# The policy is kept with the run: a resume without --mode goes on under `approve`
+# (the next write suspends again instead of being denied under the read_only
+# default); a resume that would loosen it is refused and changes nothing.
+out="$(run --mode approve "$work/files" "write two files")"
+[[ "$out" =~ $suspended ]] || fail "unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
+if err="$(run --resume "$run_id" --decision "$decision" --mode auto --approve 2>&1)"; then fail "a looser policy was taken"; fi
+grep -q "would loosen it" <<<"$err" || fail "the loosening was not named: $err"
+[[ ! -e "$work/files/p1.txt" ]] || fail "a refused resume wrote"
+out="$(run --resume "$run_id" --decision "$decision" --approve)"
+[[ "$(cat "$work/files/p1.txt")" == "one" ]] || fail "the approved write did not happen: $out"
+[[ "$out" =~ $suspended ]] || fail "the run did not go on under approve: $out"
+[[ "${BASH_REMATCH[1]}" == "$run_id" && "${BASH_REMATCH[2]}" != "$decision" ]] || fail "not a new suspension of the run: $out"
+out="$(run --resume "$run_id" --decision "${BASH_REMATCH[2]}" --approve)"
+[[ "$(cat "$work/files/p2.txt")" == "two" ]] || fail "the second approved write did not happen: $out"
+
 # The same across processes with the runs in PostgreSQL.
 pg_port="$(.peers/venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 store="$(bash tests/peers/postgres.sh start "$pg_port")"
@@ -83,4 +102,4 @@ if err="$(cargo run -q --locked -p examples --example agent_filesystem -- "$work
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, missing model: ok"

@@ -493,6 +493,20 @@ struct RunState {
     /// nothing to retry).
     #[serde(skip)]
     persisted: bool,
+    /// The policy the run goes on under (kept with it: a resume does not loosen it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy: Option<Policy>,
+    /// That policy's gate, for this process, when it is not the agent's own.
+    #[serde(skip)]
+    gate: Option<Arc<Gate>>,
+}
+
+/// The mode, allow-list and step limit in force for a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Policy {
+    mode: String,
+    allow: Vec<String>,
+    max_steps: u32,
 }
 
 /// What a suspended run waits for.
@@ -537,6 +551,8 @@ pub struct AgentBuilder {
     defer: Option<Vec<String>>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
+    /// `mode`, `allow` or `max_steps` was called: this agent states a policy.
+    policy_stated: bool,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -558,6 +574,7 @@ impl AgentBuilder {
     /// The permission mode (default [`Mode::ReadOnly`]).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self.policy_stated = true;
         self
     }
     /// Tool names the mode allows (exact model-facing names; default none).
@@ -567,6 +584,7 @@ impl AgentBuilder {
         S: Into<String>,
     {
         self.allow.extend(names.into_iter().map(Into::into));
+        self.policy_stated = true;
         self
     }
     /// Attaches a server (a declared struct derefs to its `Mcp`; clone it in).
@@ -582,6 +600,7 @@ impl AgentBuilder {
     /// The most model turns one run may take (default 20).
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.max_steps = steps;
+        self.policy_stated = true;
         self
     }
     /// Instructions for the model.
@@ -646,7 +665,8 @@ impl AgentBuilder {
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model,
-                gate: Gate::new(self.mode, self.allow),
+                gate: Arc::new(Gate::new(self.mode, self.allow)),
+                policy_stated: self.policy_stated,
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
@@ -673,7 +693,10 @@ pub struct Agent {
 
 struct AgentInner {
     model: Arc<dyn Model>,
-    gate: Gate,
+    gate: Arc<Gate>,
+    /// The builder set the mode, allow-list or step limit: a resumed run may go on
+    /// under this policy only where it is tighter than the run's own.
+    policy_stated: bool,
     servers: Vec<Mcp>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
@@ -743,6 +766,7 @@ impl Agent {
             defer: None,
             skills: true,
             skill_approvals: Vec::new(),
+            policy_stated: false,
         }
     }
 
@@ -768,6 +792,12 @@ impl Agent {
             ran: 0,
             failure: None,
             persisted: false,
+            policy: Some(Policy {
+                mode: self.inner.gate.mode().name().to_owned(),
+                allow: self.inner.gate.allowed().map(str::to_owned).collect(),
+                max_steps: self.inner.max_steps,
+            }),
+            gate: None,
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state, None).await
@@ -851,6 +881,7 @@ impl Agent {
             }
             _ => {}
         }
+        self.resume_policy(&mut state)?;
         // Atomic: of two resumes of this suspension, one gets the run.
         let Some(claimed) = self
             .inner
@@ -952,9 +983,83 @@ impl Agent {
             }
         };
         state.persisted = true;
+        if let Err(e) = self.resume_policy(&mut state) {
+            // Left as it was: failed, for an agent whose policy fits.
+            let _ = self
+                .inner
+                .store
+                .save(&RunRecord {
+                    status: RunStatus::Failed,
+                    ..claimed
+                })
+                .await;
+            return Err(e);
+        }
         state.failure = None;
         self.event(&mut state, Event::RunRetried);
         self.drive(state, None).await
+    }
+
+    /// The policy a resumed run goes on under: the one kept with it — unless this
+    /// agent states its own (its builder set the mode, the allow-list or the step
+    /// limit), which may only be tighter, and is then kept with the run. A looser one
+    /// is an error naming what differs, and the run is not taken. A run kept under
+    /// `ask` goes on under `approve` in an agent that states no policy (the callback
+    /// is code of the agent that started it).
+    fn resume_policy(&self, state: &mut RunState) -> Result<()> {
+        let Some(kept) = state.policy.clone() else {
+            return Ok(()); // kept by an older version: the agent's own
+        };
+        if self.inner.policy_stated {
+            let mut looser = self.inner.gate.looser_than(&kept.mode, &kept.allow);
+            if self.inner.max_steps > kept.max_steps {
+                looser.push(format!(
+                    "max_steps {} is more than {}",
+                    self.inner.max_steps, kept.max_steps
+                ));
+            }
+            if !looser.is_empty() {
+                return Err(Error::config(format!(
+                    "run {} goes on under mode `{}` with allow-list {:?} and max_steps {}; this agent's policy would loosen it ({}): resume it with an agent that states no policy, or a tighter one",
+                    state.id,
+                    kept.mode,
+                    kept.allow,
+                    kept.max_steps,
+                    looser.join("; ")
+                )));
+            }
+            state.gate = None;
+            state.policy = Some(Policy {
+                mode: self.inner.gate.mode().name().to_owned(),
+                allow: self.inner.gate.allowed().map(str::to_owned).collect(),
+                max_steps: self.inner.max_steps,
+            });
+            return Ok(());
+        }
+        let mode = match kept.mode.as_str() {
+            "ask" => Mode::Approve,
+            other => Mode::parse(other).map_err(|e| {
+                Error::store(format!("run {} keeps an unknown mode: {e}", state.id))
+            })?,
+        };
+        state.gate = Some(Arc::new(Gate::new(mode, kept.allow.clone())));
+        Ok(())
+    }
+
+    /// The gate a run goes on under.
+    fn gate(&self, state: &RunState) -> Arc<Gate> {
+        state
+            .gate
+            .clone()
+            .unwrap_or_else(|| self.inner.gate.clone())
+    }
+
+    /// The step limit a run goes on under.
+    fn max_steps(&self, state: &RunState) -> u32 {
+        state
+            .policy
+            .as_ref()
+            .map_or(self.inner.max_steps, |p| p.max_steps)
     }
 
     /// The background tasks a suspended run waits on (server, task id): calls a server
@@ -1191,7 +1296,10 @@ impl Agent {
                 }
                 let verdict = match known.take() {
                     Some(v) => v,
-                    None => self.verdict(&call, tool, &state.granted).await,
+                    None => {
+                        let gate = self.gate(state);
+                        self.verdict(&gate, &call, tool, &state.granted).await
+                    }
                 };
                 let block = match verdict {
                     Verdict::Suspend => {
@@ -1251,7 +1359,8 @@ impl Agent {
                                 break;
                             }
                             let t = tools.get(&next.name);
-                            match (self.verdict(next, t, &state.granted).await, t) {
+                            let gate = self.gate(state);
+                            match (self.verdict(&gate, next, t, &state.granted).await, t) {
                                 (Verdict::Allow, Some(t)) => batch.push((next.clone(), t)),
                                 (v, _) => {
                                     known = Some(v);
@@ -1290,7 +1399,7 @@ impl Agent {
                     content: results,
                 });
             }
-            if state.steps >= self.inner.max_steps {
+            if state.steps >= self.max_steps(state) {
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::StepLimit {
@@ -1390,9 +1499,10 @@ impl Agent {
     /// ones flagged for a model with a native tool search, else left out until the
     /// emulated `tool_search` loads them (and that search offered while any remain).
     fn offered(&self, tools: &HashMap<String, AgentTool>, state: &RunState) -> Vec<ToolSpec> {
+        let gate = self.gate(state);
         let mut v: Vec<&AgentTool> = tools
             .values()
-            .filter(|t| self.inner.gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
+            .filter(|t| gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
             .collect();
         v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         if self.inner.model.native_tool_search() {
@@ -1434,6 +1544,7 @@ impl Agent {
         tools: &HashMap<String, AgentTool>,
         call: &PendingCall,
     ) -> Block {
+        let gate = self.gate(state);
         let query = call
             .arguments
             .get("query")
@@ -1449,7 +1560,7 @@ impl Agent {
         names.sort();
         for name in names {
             let t = &tools[name];
-            if !t.spec.defer || !self.inner.gate.advertised(&t.facts) {
+            if !t.spec.defer || !gate.advertised(&t.facts) {
                 continue;
             }
             let text = format!("{} {}", t.spec.name, t.spec.description).to_lowercase();
@@ -1478,6 +1589,7 @@ impl Agent {
     /// then a grant of an approved skill's `allowed-tools`).
     async fn verdict(
         &self,
+        gate: &Gate,
         call: &PendingCall,
         tool: Option<&AgentTool>,
         grants: &[(String, String, String)],
@@ -1495,9 +1607,7 @@ impl Agent {
                 Verdict::Allow
             }
             None => {
-                self.inner
-                    .gate
-                    .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                gate.decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
                     .await
             }
         }

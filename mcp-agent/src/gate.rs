@@ -50,6 +50,27 @@ impl Mode {
         Mode::Ask(Arc::new(move |s, t, a| Box::pin(decide(s, t, a))))
     }
 
+    /// The mode's name: `read_only`, `ask`, `approve` or `auto`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "read_only",
+            Mode::Ask(_) => "ask",
+            Mode::Approve => "approve",
+            Mode::Auto => "auto",
+        }
+    }
+
+    /// How much the mode lets run without a person: `read_only` < `approve` (a person
+    /// says yes) < `ask` (code says yes) < `auto`.
+    fn rank(name: &str) -> u8 {
+        match name {
+            "read_only" => 0,
+            "approve" => 1,
+            "ask" => 2,
+            _ => 3,
+        }
+    }
+
     /// The mode by its name (`read_only`, `approve`, `auto`; `ask` needs a callback).
     pub fn parse(name: &str) -> Result<Mode, String> {
         match name {
@@ -124,6 +145,34 @@ impl Gate {
     /// The mode.
     pub fn mode(&self) -> &Mode {
         &self.mode
+    }
+
+    /// The allow-list.
+    pub fn allowed(&self) -> impl Iterator<Item = &str> {
+        self.allow.iter().map(String::as_str)
+    }
+
+    /// How this gate would allow more than a gate of mode `mode` (by name) with
+    /// allow-list `allow`: one line per difference, empty when it allows nothing more
+    /// (it is as tight or tighter).
+    pub fn looser_than(&self, mode: &str, allow: &[String]) -> Vec<String> {
+        let mut out = Vec::new();
+        if Mode::rank(self.mode.name()) > Mode::rank(mode) {
+            out.push(format!(
+                "mode `{}` allows more than `{mode}`",
+                self.mode.name()
+            ));
+        }
+        let extra: Vec<&str> = self
+            .allow
+            .iter()
+            .filter(|n| !allow.contains(n))
+            .map(String::as_str)
+            .collect();
+        if !extra.is_empty() {
+            out.push(format!("the allow-list adds {extra:?}"));
+        }
+        out
     }
 
     /// Whether the model is offered this tool: only tools the mode can ever allow.
@@ -276,6 +325,27 @@ mod tests {
                 .await,
             Verdict::Deny(_)
         ));
+    }
+
+    #[test]
+    fn a_tighter_gate_is_not_looser() {
+        let allow = ["read".to_owned(), "list".to_owned()];
+        let gate = |m: Mode, a: &[&str]| Gate::new(m, a.iter().copied());
+        assert!(gate(Mode::Approve, &["read"])
+            .looser_than("approve", &allow)
+            .is_empty());
+        assert!(gate(Mode::ReadOnly, &[])
+            .looser_than("auto", &allow)
+            .is_empty());
+        let e = gate(Mode::Auto, &["read", "write"]).looser_than("approve", &allow);
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].contains("auto") && e[1].contains("write"), "{e:?}");
+        assert!(!gate(Mode::ask(|_, _, _| async { true }), &[])
+            .looser_than("approve", &allow)
+            .is_empty());
+        assert!(gate(Mode::Approve, &[])
+            .looser_than("ask", &allow)
+            .is_empty());
     }
 
     #[test]

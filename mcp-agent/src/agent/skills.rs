@@ -152,7 +152,7 @@ impl Agent {
     /// approval can ever allow a load.
     fn skills_offered(&self, skills: &HashMap<String, AgentSkill>, state: &RunState) -> bool {
         !skills.is_empty()
-            && (!matches!(self.inner.gate.mode(), Mode::ReadOnly)
+            && (!matches!(self.gate(state).mode(), Mode::ReadOnly)
                 || !self.inner.skill_approvals.is_empty()
                 || !state.skill_approvals.is_empty())
     }
@@ -448,7 +448,8 @@ impl Agent {
                 allowed_tools: a.allowed_tools,
             };
         }
-        match self.inner.gate.mode() {
+        let gate = self.gate(state);
+        match gate.mode() {
             Mode::Auto => Approval::Approved {
                 allowed_tools: false,
             },

@@ -457,3 +457,82 @@ async fn an_approval_is_bound_to_the_server_and_the_tool_definition() {
     }
     first.close().await.unwrap();
 }
+
+/// The policy is kept with the run: a resuming agent that states none goes on under
+/// the run's own (not its defaults, which would be read-only here); one that states a
+/// looser one (another mode, a longer allow-list) is refused, naming what differs, and
+/// takes nothing; a tighter one is used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_keeps_the_runs_policy_and_may_only_tighten_it() {
+    let dir = scratch("policy");
+    let write = |name: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join(name), "content": name}}]});
+    let model = FakeModel::start(
+        &dir,
+        json!([write("a"), write("b"), write("c"), {"echo_tools": true}]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    let (first, _) = agent(&model, filesystem(&dir), store.clone());
+    let (run, s1, d1) = approval(first.run("write three files").await.unwrap());
+
+    let base = || {
+        Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .server(filesystem(&dir))
+            .store(store.clone())
+    };
+    for (looser, names) in [
+        (base().mode(Mode::Auto).build().unwrap(), "mode `auto`"),
+        (
+            base()
+                .mode(Mode::Approve)
+                .allow(["read_text_file", "list_directory", "write_file"])
+                .build()
+                .unwrap(),
+            "write_file",
+        ),
+    ] {
+        let e = looser
+            .resume(&run, &d1, Decision::approve("ann"))
+            .await
+            .unwrap_err();
+        assert!(
+            e.is_config()
+                && e.to_string().contains("would loosen it")
+                && e.to_string().contains(names),
+            "{e}"
+        );
+        assert_eq!(
+            status(store.as_ref(), &run).await,
+            (RunStatus::Suspended, Some(s1.clone()))
+        );
+        assert!(!dir.join("a").exists());
+        looser.close().await.unwrap();
+    }
+
+    // No policy stated: the run's own (approve): the next write asks again.
+    let plain = base().build().unwrap();
+    let (_, _, d2) = approval(
+        plain
+            .resume(&run, &d1, Decision::approve("ann"))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("a")).unwrap(), "a");
+    plain.close().await.unwrap();
+
+    // A tighter policy (read-only, nothing allowed) is used: the approved write runs,
+    // the next one is denied.
+    let tight = base().mode(Mode::ReadOnly).build().unwrap();
+    let Outcome::Finished { text, .. } = tight
+        .resume(&run, &d2, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!("the run finishes under the tighter policy")
+    };
+    assert_eq!(std::fs::read_to_string(dir.join("b")).unwrap(), "b");
+    assert!(!dir.join("c").exists(), "{text}");
+    assert!(text.contains("not allowed"), "{text}");
+    tight.close().await.unwrap();
+    first.close().await.unwrap();
+}
