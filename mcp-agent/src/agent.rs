@@ -553,6 +553,81 @@ pub struct AgentBuilder {
     skill_approvals: Vec<SkillApproval>,
     /// `mode`, `allow` or `max_steps` was called: this agent states a policy.
     policy_stated: bool,
+    integrity: Option<IntegrityKey>,
+}
+
+/// The key stored runs are MACed with (never stored, never shown).
+#[derive(Clone)]
+struct IntegrityKey(Arc<[u8]>);
+
+impl fmt::Debug for IntegrityKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("IntegrityKey(<redacted>)")
+    }
+}
+
+/// Where a run's MAC is kept in its stored state.
+const INTEGRITY_FIELD: &str = "integrity";
+
+impl IntegrityKey {
+    fn mac(&self, run_id: &str, state: &Value) -> Result<hmac::Hmac<sha2::Sha256>> {
+        use hmac::Mac as _;
+        let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&self.0)
+            .map_err(|e| Error::config(format!("the integrity key cannot be used: {e}")))?;
+        // Every field length-prefixed: two different runs never encode alike.
+        for part in [
+            b"mcp-agent run v1".as_slice(),
+            run_id.as_bytes(),
+            mcp_runtime::digest::canonical_json(state).as_bytes(),
+        ] {
+            mac.update(&(part.len() as u64).to_be_bytes());
+            mac.update(part);
+        }
+        Ok(mac)
+    }
+
+    /// Adds the MAC of `state` (an object) to it.
+    fn seal(&self, run_id: &str, state: &mut Value) -> Result<()> {
+        use hmac::Mac as _;
+        let tag = self.mac(run_id, state)?.finalize().into_bytes();
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        if let Value::Object(m) = state {
+            m.insert(INTEGRITY_FIELD.into(), format!("hmac-sha256:{hex}").into());
+        }
+        Ok(())
+    }
+
+    /// Takes the MAC out of `state` and checks it (in constant time).
+    fn open(&self, run_id: &str, state: &mut Value) -> Result<()> {
+        use hmac::Mac as _;
+        let tag = state
+            .as_object_mut()
+            .and_then(|m| m.remove(INTEGRITY_FIELD));
+        let tag = tag
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(|t| t.strip_prefix("hmac-sha256:"))
+            .and_then(unhex);
+        let mac = self.mac(run_id, state)?;
+        let ok = tag.is_some_and(|t| mac.verify_slice(&t).is_ok());
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::store(format!(
+                "run {run_id} failed its integrity check: it was changed outside the agent, or kept without (or with another) integrity key; it is not used"
+            )))
+        }
+    }
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|b| u8::from_str_radix(b, 16).ok()))
+        .collect()
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -657,8 +732,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Protects stored runs against changes made outside the agent: each run is kept
+    /// with an HMAC-SHA-256 of its state under this key (the key itself is never
+    /// stored), and a run whose MAC does not match — its arguments rewritten, a later
+    /// call pre-approved in the store, a run kept without the key — is refused with an
+    /// error for which `is_store()` is true. Every process that resumes the runs needs
+    /// the same key. Without a key the store is trusted: whoever can write it can
+    /// change what a run does. (A MAC cannot tell an older copy of the same run from
+    /// the current one: keep the store's own history out of reach too.)
+    pub fn integrity_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.integrity = Some(IntegrityKey(Arc::from(key.as_ref())));
+        self
+    }
+
     /// Builds the agent.
     pub fn build(self) -> Result<Agent> {
+        if self.integrity.as_ref().is_some_and(|k| k.0.len() < 16) {
+            return Err(Error::config(
+                "the integrity key is too short: give at least 16 random bytes (32 recommended)",
+            ));
+        }
         let model = self
             .model
             .ok_or_else(|| Error::config("no model: set one (there is no default model)"))?;
@@ -667,6 +760,7 @@ impl AgentBuilder {
                 model,
                 gate: Arc::new(Gate::new(self.mode, self.allow)),
                 policy_stated: self.policy_stated,
+                integrity: self.integrity,
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
@@ -697,6 +791,8 @@ struct AgentInner {
     /// The builder set the mode, allow-list or step limit: a resumed run may go on
     /// under this policy only where it is tighter than the run's own.
     policy_stated: bool,
+    /// MACs stored runs, when set.
+    integrity: Option<IntegrityKey>,
     servers: Vec<Mcp>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
@@ -767,6 +863,7 @@ impl Agent {
             skills: true,
             skill_approvals: Vec::new(),
             policy_stated: false,
+            integrity: None,
         }
     }
 
@@ -845,8 +942,9 @@ impl Agent {
                 false,
             ));
         }
-        let mut state: RunState = serde_json::from_value(record.state.clone())
-            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        let mut state = self.read(run_id, record.state.clone())?;
+        // The run as it waits, to put back if an error stops it before anything ran.
+        let kept = state.clone();
         let Some(waiting) = state
             .suspension
             .clone()
@@ -883,7 +981,7 @@ impl Agent {
         }
         self.resume_policy(&mut state)?;
         // Atomic: of two resumes of this suspension, one gets the run.
-        let Some(claimed) = self
+        let Some(_) = self
             .inner
             .store
             .claim(run_id, Claim::Suspended(&waiting.id))
@@ -900,7 +998,7 @@ impl Agent {
             return self
                 .fail(
                     state,
-                    Some(claimed),
+                    Some(kept.clone()),
                     Error::store(format!("run {run_id} waits for nothing")),
                 )
                 .await;
@@ -909,7 +1007,7 @@ impl Agent {
         if waiting.waits == Waits::Input {
             let Some(input) = call.input.clone() else {
                 let e = Error::store(format!("run {run_id} waits for input it does not have"));
-                return self.fail(state, Some(claimed), e).await;
+                return self.fail(state, Some(kept.clone()), e).await;
             };
             let mut actions = Vec::new();
             for key in input.keys() {
@@ -936,7 +1034,7 @@ impl Agent {
                     at: now(),
                 },
             );
-            return self.drive(state, Some(claimed)).await;
+            return self.drive(state, Some(kept.clone())).await;
         }
         call.approved = Some(decision.approved);
         call.grant_tools = decision.approved && decision.allowed_tools;
@@ -954,7 +1052,7 @@ impl Agent {
                 binding,
             },
         );
-        self.drive(state, Some(claimed)).await
+        self.drive(state, Some(kept.clone())).await
     }
 
     /// Continues a run an error stopped after something had run (status `failed`,
@@ -967,7 +1065,7 @@ impl Agent {
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
         };
-        let mut state: RunState = match serde_json::from_value(claimed.state.clone()) {
+        let mut state = match self.read(run_id, claimed.state.clone()) {
             Ok(s) => s,
             Err(e) => {
                 // Left as it was: failed, for a person to look at.
@@ -979,7 +1077,7 @@ impl Agent {
                         ..claimed
                     })
                     .await;
-                return Err(Error::store(format!("run {run_id} cannot be read: {e}")));
+                return Err(e);
             }
         };
         state.persisted = true;
@@ -1140,8 +1238,11 @@ impl Agent {
     }
 
     async fn save(&self, state: &mut RunState, status: RunStatus) -> Result<()> {
-        let state_json = serde_json::to_value(&*state)
+        let mut state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
+        if let Some(key) = &self.inner.integrity {
+            key.seal(&state.id, &mut state_json)?;
+        }
         let suspension = match status {
             RunStatus::Suspended => state.suspension.as_ref().map(|s| s.id.clone()),
             _ => None,
@@ -1184,7 +1285,7 @@ impl Agent {
     /// suspension it was resumed from (`claimed`, as it was kept); otherwise it is kept
     /// `failed` with what ran and the error, for [`Self::retry`]. A run never saved
     /// leaves nothing behind.
-    async fn drive(&self, mut state: RunState, claimed: Option<RunRecord>) -> Result<Outcome> {
+    async fn drive(&self, mut state: RunState, claimed: Option<RunState>) -> Result<Outcome> {
         let ran = state.ran;
         match self.steps(&mut state).await {
             Ok(outcome) => Ok(outcome),
@@ -1199,26 +1300,20 @@ impl Agent {
     async fn fail(
         &self,
         mut state: RunState,
-        claimed: Option<RunRecord>,
+        claimed: Option<RunState>,
         e: Error,
     ) -> Result<Outcome> {
         let error: String = e.to_string().chars().take(1000).collect();
-        if let Some(mut record) = claimed {
+        if let Some(mut kept) = claimed {
             // Nothing ran: the same suspension, the same decision to make.
-            let event = Event::RunFailed {
-                error,
-                resumable: true,
-            };
-            for f in &self.inner.on_event {
-                f(&state.id, &event);
-            }
-            if let Some(events) = record.state.get_mut("events").and_then(Value::as_array_mut) {
-                if let Ok(v) = serde_json::to_value(&event) {
-                    events.push(v);
-                }
-            }
-            record.status = RunStatus::Suspended;
-            if let Err(store) = self.inner.store.save(&record).await {
+            self.event(
+                &mut kept,
+                Event::RunFailed {
+                    error,
+                    resumable: true,
+                },
+            );
+            if let Err(store) = self.save(&mut kept, RunStatus::Suspended).await {
                 tracing::error!(run = %state.id, error = %store, "the run could not be put back in its suspension");
             }
             return Err(e);
@@ -1826,7 +1921,25 @@ impl Agent {
             .load(run_id)
             .await?
             .ok_or_else(|| Error::not_suspended(format!("no run {run_id}")))?;
-        serde_json::from_value(record.state)
-            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))
+        self.read(run_id, record.state)
+    }
+
+    /// A stored run's state, checked (its integrity, with a key) and parsed.
+    fn read(&self, run_id: &str, mut state: Value) -> Result<RunState> {
+        if let Some(key) = &self.inner.integrity {
+            key.open(run_id, &mut state)?;
+        } else if let Value::Object(m) = &mut state {
+            m.remove(INTEGRITY_FIELD);
+        }
+        let mut state: RunState = serde_json::from_value(state)
+            .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        if state.id != run_id {
+            return Err(Error::store(format!(
+                "the run kept under {run_id} says it is run {}: it is not used",
+                state.id
+            )));
+        }
+        state.persisted = true;
+        Ok(state)
     }
 }

@@ -536,3 +536,103 @@ async fn a_resume_keeps_the_runs_policy_and_may_only_tighten_it() {
     tight.close().await.unwrap();
     first.close().await.unwrap();
 }
+
+/// With an integrity key, a run changed in the store is refused: its arguments
+/// rewritten, or a run kept without the key. The same run untouched resumes (the
+/// positive control), and the key is nowhere in what the store keeps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integrity_key_refuses_runs_changed_in_the_store() {
+    let dir = scratch("integrity");
+    let (a, evil) = (dir.join("a.txt"), dir.join("evil.txt"));
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": a, "content": "one"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    const KEY: &str = "KEY-CANARY-5f0e2a9c-integrity";
+    let keyed = || {
+        Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Approve)
+            .server(filesystem(&dir))
+            .store(store.clone())
+            .integrity_key(KEY)
+            .build()
+            .unwrap()
+    };
+    let agent = keyed();
+    let (run, _, decision) = approval(agent.run("write a").await.unwrap());
+    let kept = store.load(&run).await.unwrap().unwrap();
+    assert!(kept.state["integrity"]
+        .as_str()
+        .unwrap()
+        .starts_with("hmac-sha256:"));
+
+    // The stored arguments rewritten: refused, nothing runs.
+    let mut tampered = kept.clone();
+    tampered.state["pending"][0]["arguments"]["path"] = json!(evil);
+    store.save(&tampered).await.unwrap();
+    let e = keyed()
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.is_store() && e.to_string().contains("integrity"), "{e}");
+    assert!(!evil.exists() && !a.exists());
+
+    // Put back as the agent kept it: it resumes.
+    store.save(&kept).await.unwrap();
+    let Outcome::Finished { .. } = keyed()
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!("the untouched run resumes")
+    };
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
+
+    // A run kept without the key cannot be vouched for: refused.
+    let model_again = FakeModel::start(
+        &dir,
+        json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": evil, "content": "x"}}]}]),
+    );
+    let plain = Agent::builder()
+        .model(ChatCompletions::new(model_again.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .server(filesystem(&dir))
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let (run2, _, decision2) = approval(plain.run("write evil").await.unwrap());
+    let e = keyed()
+        .resume(&run2, &decision2, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.is_store() && e.to_string().contains("integrity"), "{e}");
+    assert!(!evil.exists());
+
+    // The key is in none of the store's files; the reader sees what is stored.
+    let mut bytes = Vec::new();
+    for name in ["runs.sqlite3", "runs.sqlite3-wal"] {
+        if let Ok(b) = std::fs::read(dir.join("state").join(name)) {
+            bytes.extend(b);
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(
+        text.contains("hmac-sha256:"),
+        "the control: stored runs are read"
+    );
+    assert!(!text.contains(KEY));
+    // Too short a key is a configuration error.
+    let e = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "m").unwrap())
+        .integrity_key("short")
+        .build()
+        .unwrap_err();
+    assert!(e.is_config(), "{e}");
+    plain.close().await.unwrap();
+    agent.close().await.unwrap();
+}
