@@ -192,6 +192,11 @@ pub enum Event {
     },
     /// A failed run was taken up again ([`Agent::retry`]).
     RunRetried,
+    /// The run was cancelled ([`Agent::cancel`]); the calls it waited on did not run.
+    RunCancelled {
+        /// Who cancelled it.
+        by: String,
+    },
     /// The run ended.
     RunFinished,
 }
@@ -388,6 +393,49 @@ impl Binding {
     }
 }
 
+/// What a suspended run waits on ([`Agent::pending`]), for an application that did not
+/// see the [`Outcome`] (an approval inbox): the ids a decision names, and what the
+/// person decides on.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Pending {
+    /// The run.
+    pub run_id: String,
+    /// The suspension it waits in.
+    pub suspension: String,
+    /// The decision it waits for ([`Agent::resume`] names it).
+    pub decision: String,
+    /// The server.
+    pub server: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The arguments the model gave (for a skill load: what the person approves — its
+    /// uri, fingerprint and `allowed-tools`).
+    pub arguments: Value,
+    /// What it waits for.
+    pub waits: PendingWait,
+}
+
+/// What a suspended call waits for.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum PendingWait {
+    /// A person's approval or denial.
+    Approval {
+        /// What an approval is bound to (absent for a skill load).
+        binding: Option<Binding>,
+        /// The tool's description, as shown.
+        description: Option<String>,
+        /// The tool's input schema, as shown.
+        input_schema: Option<Value>,
+    },
+    /// Answers to a server's requests for input, by key (with their schemas).
+    Input {
+        /// The requests still unanswered.
+        requests: Vec<(String, InputRequest)>,
+    },
+}
+
 /// A server's request for input, as an `on_input` callback sees it.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -437,6 +485,9 @@ struct PendingCall {
     /// What a person's approval of it is bound to (set when it waits for approval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     binding: Option<Binding>,
+    /// The tool's description and input schema as the person was shown them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    shown: Option<(String, Value)>,
 }
 
 impl PendingCall {
@@ -935,7 +986,8 @@ impl Agent {
                 RunStatus::Running => "is running (decided already, or being resumed)",
                 RunStatus::Finished => "has finished",
                 RunStatus::Failed => "has failed (retry it)",
-                RunStatus::Suspended => "waits",
+                RunStatus::Cancelled => "was cancelled",
+                _ => "waits",
             };
             return Err(refuse(
                 format!("the run {status}: decision {decision_id} applies to nothing"),
@@ -1158,6 +1210,140 @@ impl Agent {
             .policy
             .as_ref()
             .map_or(self.inner.max_steps, |p| p.max_steps)
+    }
+
+    /// What the suspended run `run_id` waits on — the ids a decision names, the server,
+    /// tool and arguments, and the tool's definition as shown (or the input requests
+    /// with their schemas) — for an application that never saw the [`Outcome`].
+    /// `None` when the run does not wait.
+    pub async fn pending(&self, run_id: &str) -> Result<Option<Pending>> {
+        let Some(record) = self.inner.store.load(run_id).await? else {
+            return Ok(None);
+        };
+        if record.status != RunStatus::Suspended {
+            return Ok(None);
+        }
+        let state = self.read(run_id, record.state)?;
+        let (Some(s), Some(call)) = (state.suspension.as_ref(), state.pending.first()) else {
+            return Ok(None);
+        };
+        // What the person was shown: the last request for this call.
+        let shown = state.events.iter().rev().find_map(|e| match e {
+            Event::ApprovalRequested {
+                server,
+                tool,
+                arguments,
+                binding,
+            } if *tool == call.name => Some((server.clone(), arguments.clone(), binding.clone())),
+            _ => None,
+        });
+        let (server, arguments, waits) = match s.waits {
+            Waits::Approval => {
+                let (server, arguments, binding) =
+                    shown.unwrap_or_else(|| (String::new(), call.arguments.clone(), None));
+                let (description, input_schema) = match &call.shown {
+                    Some((d, schema)) => (Some(d.clone()), Some(schema.clone())),
+                    None => (None, None),
+                };
+                (
+                    server,
+                    arguments,
+                    PendingWait::Approval {
+                        binding,
+                        description,
+                        input_schema,
+                    },
+                )
+            }
+            Waits::Input => {
+                let Some(input) = &call.input else {
+                    return Err(Error::store(format!(
+                        "run {run_id} waits for input it does not have"
+                    )));
+                };
+                let given: Vec<&String> = call.answers.iter().map(|(k, _)| k).collect();
+                let requests = input
+                    .requests()
+                    .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
+                    .into_iter()
+                    .filter(|(k, _)| !given.contains(&k))
+                    .collect();
+                (
+                    input.server().to_owned(),
+                    call.arguments.clone(),
+                    PendingWait::Input { requests },
+                )
+            }
+        };
+        Ok(Some(Pending {
+            run_id: run_id.to_owned(),
+            suspension: s.id.clone(),
+            decision: s.decision.clone(),
+            server,
+            tool: call.name.clone(),
+            arguments,
+            waits,
+        }))
+    }
+
+    /// Cancels a run that waits (or failed): the calls it waited on do not run, the
+    /// transcript records them as cancelled (so the model would read it), and the run
+    /// ends `cancelled` (`Event::RunCancelled`). Of a cancel and a decision at once, one
+    /// wins. A run that does not wait or fail is refused with `is_not_suspended()`.
+    pub async fn cancel(&self, run_id: &str, by: &str) -> Result<()> {
+        let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
+            Error::not_suspended(format!("run {run_id} is unknown to the run store"))
+        })?;
+        let mut state = self.read(run_id, record.state.clone())?;
+        let claim = match (record.status, state.suspension.as_ref()) {
+            (RunStatus::Suspended, Some(s)) => Claim::Suspended(&s.id),
+            (RunStatus::Failed, _) => Claim::Failed,
+            _ => {
+                return Err(Error::not_suspended(format!(
+                    "run {run_id} neither waits nor has failed: there is nothing to cancel"
+                )))
+            }
+        };
+        if self.inner.store.claim(run_id, claim).await?.is_none() {
+            return Err(Error::not_suspended(format!(
+                "run {run_id} was decided or cancelled meanwhile"
+            )));
+        }
+        let why = format!("the run was cancelled by {by}; this call did not run");
+        let mut results = std::mem::take(&mut state.results);
+        for call in std::mem::take(&mut state.pending) {
+            results.push(Block::ToolResult {
+                id: call.id,
+                content: json!({ "error": why }).to_string(),
+                is_error: true,
+            });
+        }
+        if !results.is_empty() {
+            state.messages.push(Message {
+                role: Role::Tool,
+                content: results,
+            });
+        }
+        state.suspension = None;
+        self.event(&mut state, Event::RunCancelled { by: by.to_owned() });
+        self.save(&mut state, RunStatus::Cancelled).await
+    }
+
+    /// Forgets the run `run_id` (whatever it stands at); `false` when there was none.
+    pub async fn delete(&self, run_id: &str) -> Result<bool> {
+        self.inner.store.delete(run_id).await
+    }
+
+    /// Forgets the runs that ended (finished or cancelled) more than `age` ago; how
+    /// many.
+    pub async fn prune(&self, age: std::time::Duration) -> Result<u64> {
+        let cutoff = crate::store::unix_now().saturating_sub(age.as_secs());
+        self.inner.store.prune(cutoff).await
+    }
+
+    /// The runs of this agent's store that `filter` names, a page at a time.
+    pub async fn runs(&self, filter: &crate::store::RunFilter) -> Result<crate::store::RunPage> {
+        self.inner.store.list(filter).await
     }
 
     /// The background tasks a suspended run waits on (server, task id): calls a server
@@ -1405,6 +1591,10 @@ impl Agent {
                         let binding = Binding::new(tool, &call.arguments);
                         if let Some(c) = state.pending.first_mut() {
                             c.binding = Some(binding.clone());
+                            c.shown = Some((
+                                tool.spec.description.clone(),
+                                tool.spec.input_schema.clone(),
+                            ));
                         }
                         self.event(
                             state,
@@ -1535,6 +1725,7 @@ impl Agent {
                     grant_tools: false,
                     denial: None,
                     binding: None,
+                    shown: None,
                 })
                 .collect();
             // Kept while the calls run: a crash loses at most this turn's results.

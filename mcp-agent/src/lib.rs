@@ -49,8 +49,8 @@ pub mod openai;
 pub mod store;
 
 pub use agent::{
-    Agent, AgentBuilder, Binding, Decision, Event, InputAsk, Outcome, SkillApproval,
-    MAX_PROGRESS_KEPT,
+    Agent, AgentBuilder, Binding, Decision, Event, InputAsk, Outcome, Pending, PendingWait,
+    SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
 pub use error::{Error, Result};
@@ -65,7 +65,9 @@ pub use openai::ChatCompletions;
 pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
-pub use store::{Claim, MemoryRunStore, RunRecord, RunStatus, RunStore};
+pub use store::{
+    Claim, MemoryRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+};
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
 /// as doc tests, so they cannot drift from the API.

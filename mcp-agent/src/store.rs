@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 /// Where a run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum RunStatus {
     /// The loop is working on it.
     Running,
@@ -25,6 +26,8 @@ pub enum RunStatus {
     /// keeps its transcript, what already ran and the error;
     /// [`Agent::retry`](crate::Agent::retry) continues it from where it stopped.
     Failed,
+    /// A person or the application cancelled it ([`Agent::cancel`](crate::Agent::cancel)).
+    Cancelled,
 }
 
 impl RunStatus {
@@ -34,6 +37,7 @@ impl RunStatus {
             RunStatus::Suspended => "suspended",
             RunStatus::Finished => "finished",
             RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
         }
     }
 
@@ -43,6 +47,7 @@ impl RunStatus {
             "suspended" => Some(RunStatus::Suspended),
             "finished" => Some(RunStatus::Finished),
             "failed" => Some(RunStatus::Failed),
+            "cancelled" => Some(RunStatus::Cancelled),
             _ => None,
         }
     }
@@ -61,6 +66,121 @@ pub struct RunRecord {
     pub suspension: Option<String>,
     /// Its state, as JSON.
     pub state: Value,
+}
+
+/// Which runs [`RunStore::list`] returns: all by default; by status, by when they
+/// last changed (seconds since the epoch), a page at a time (at most `limit`, 100 by
+/// default and at most 1000, after the `cursor` a previous page returned), in id order.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RunFilter {
+    /// Only runs in this status.
+    pub status: Option<RunStatus>,
+    /// Only runs that last changed before this time.
+    pub before: Option<u64>,
+    /// Only runs that last changed at or after this time.
+    pub after: Option<u64>,
+    /// The most runs in one page (0 means 100; more than 1000 means 1000).
+    pub limit: usize,
+    /// Where a previous page ended ([`RunPage::next`]).
+    pub cursor: Option<String>,
+}
+
+impl RunFilter {
+    /// Every run, 100 a page.
+    pub fn new() -> RunFilter {
+        RunFilter::default()
+    }
+    /// Only runs in `status`.
+    pub fn status(mut self, status: RunStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+    /// Only runs that last changed before `secs` (seconds since the epoch).
+    pub fn before(mut self, secs: u64) -> Self {
+        self.before = Some(secs);
+        self
+    }
+    /// Only runs that last changed at or after `secs`.
+    pub fn after(mut self, secs: u64) -> Self {
+        self.after = Some(secs);
+        self
+    }
+    /// At most `n` runs a page.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = n;
+        self
+    }
+    /// The page after the one that returned this cursor.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+    /// The page size this filter asks for.
+    pub fn page_size(&self) -> usize {
+        match self.limit {
+            0 => 100,
+            n => n.min(1000),
+        }
+    }
+}
+
+/// A run as listed: no state, just where it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunSummary {
+    /// The run's id.
+    pub id: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The suspension it waits in, when it waits.
+    pub suspension: Option<String>,
+    /// When it last changed (seconds since the epoch).
+    pub updated_at: u64,
+}
+
+impl RunSummary {
+    /// A summary (for stores of your own).
+    pub fn new(
+        id: String,
+        status: RunStatus,
+        suspension: Option<String>,
+        updated_at: u64,
+    ) -> RunSummary {
+        RunSummary {
+            id,
+            status,
+            suspension,
+            updated_at,
+        }
+    }
+}
+
+/// One page of [`RunStore::list`].
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RunPage {
+    /// The runs, in id order.
+    pub runs: Vec<RunSummary>,
+    /// Give it to [`RunFilter::cursor`] for the next page; `None` on the last.
+    pub next: Option<String>,
+}
+
+impl RunPage {
+    /// The page of `all` that `filter` names (for stores that filter in memory).
+    pub fn of(mut all: Vec<RunSummary>, filter: &RunFilter) -> RunPage {
+        all.retain(|r| {
+            filter.status.is_none_or(|s| s == r.status)
+                && filter.before.is_none_or(|b| r.updated_at < b)
+                && filter.after.is_none_or(|a| r.updated_at >= a)
+                && filter.cursor.as_deref().is_none_or(|c| r.id.as_str() > c)
+        });
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        let size = filter.page_size();
+        let next = (all.len() > size).then(|| all[size - 1].id.clone());
+        all.truncate(size);
+        RunPage { runs: all, next }
+    }
 }
 
 /// What a claim takes: a run in this status and, for a suspended run, in this
@@ -115,6 +235,13 @@ pub trait RunStore: Send + Sync + 'static {
         id: &'a str,
         claim: Claim<'a>,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// The runs `filter` names, a page at a time.
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>>;
+    /// Forgets the run `id`; `false` when there was none.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
+    /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
+    /// the epoch); how many.
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>>;
 }
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
@@ -131,12 +258,56 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         (**self).claim(id, claim)
     }
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        (**self).list(filter)
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        (**self).delete(id)
+    }
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        (**self).prune(secs)
+    }
 }
 
-/// Runs kept in memory, for the life of the process.
-#[derive(Debug, Default)]
+/// The time now, in seconds since the epoch.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Runs kept in memory, for the life of the process. Bounded: at most
+/// [`MemoryRunStore::DEFAULT_CAPACITY`] runs (or the capacity given); when full, the
+/// run that ended longest ago makes room, and a new run is refused (a store error)
+/// when every kept run still waits or runs.
+#[derive(Debug)]
 pub struct MemoryRunStore {
-    runs: Mutex<HashMap<String, RunRecord>>,
+    runs: Mutex<HashMap<String, (RunRecord, u64)>>,
+    capacity: usize,
+}
+
+impl Default for MemoryRunStore {
+    fn default() -> Self {
+        MemoryRunStore::with_capacity(MemoryRunStore::DEFAULT_CAPACITY)
+    }
+}
+
+impl MemoryRunStore {
+    /// How many runs a default memory store keeps.
+    pub const DEFAULT_CAPACITY: usize = 10_000;
+
+    /// A store that keeps at most `capacity` runs (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        MemoryRunStore {
+            runs: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+        }
+    }
+}
+
+fn ended(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Finished | RunStatus::Cancelled)
 }
 
 /// A lock that a panic elsewhere does not poison for good.
@@ -146,12 +317,53 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl RunStore for MemoryRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
-        lock(&self.runs).insert(run.id.clone(), run.clone());
+        let mut runs = lock(&self.runs);
+        if !runs.contains_key(&run.id) && runs.len() >= self.capacity {
+            // Make room: the run that ended longest ago goes.
+            let oldest = runs
+                .iter()
+                .filter(|(_, (r, _))| ended(r.status))
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => {
+                    runs.remove(&id);
+                }
+                None => {
+                    let cap = self.capacity;
+                    return Box::pin(async move {
+                        Err(Error::store(format!(
+                            "the memory run store is full: its {cap} runs all wait or run (use MemoryRunStore::with_capacity, or a durable store)"
+                        )))
+                    });
+                }
+            }
+        }
+        runs.insert(run.id.clone(), (run.clone(), unix_now()));
         Box::pin(async { Ok(()) })
     }
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        let r = lock(&self.runs).get(id).cloned();
+        let r = lock(&self.runs).get(id).map(|(r, _)| r.clone());
         Box::pin(async move { Ok(r) })
+    }
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        let all = lock(&self.runs)
+            .values()
+            .map(|(r, at)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
+            .collect();
+        let p = RunPage::of(all, filter);
+        Box::pin(async move { Ok(p) })
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let gone = lock(&self.runs).remove(id).is_some();
+        Box::pin(async move { Ok(gone) })
+    }
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        let mut runs = lock(&self.runs);
+        let before = runs.len();
+        runs.retain(|_, (r, at)| !(ended(r.status) && *at < secs));
+        let n = (before - runs.len()) as u64;
+        Box::pin(async move { Ok(n) })
     }
     fn claim<'a>(
         &'a self,
@@ -160,8 +372,9 @@ impl RunStore for MemoryRunStore {
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let claimed = match runs.get_mut(id) {
-            Some(r) if claim.matches(r) => {
+            Some((r, at)) if claim.matches(r) => {
                 r.status = RunStatus::Running;
+                *at = unix_now();
                 Some(r.clone())
             }
             _ => None,
@@ -347,6 +560,74 @@ impl RunStore for SqliteRunStore {
             )
         }))
     }
+
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        let status = filter.status.map(RunStatus::as_str);
+        let before = filter.before.map(|b| b.min(i64::MAX as u64) as i64);
+        let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
+        let cursor = filter.cursor.clone();
+        let size = filter.page_size();
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id, status, suspension, updated_at FROM mcp_agent_runs
+                     WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2)
+                       AND (?3 IS NULL OR updated_at >= ?3) AND (?4 IS NULL OR id > ?4)
+                     ORDER BY id LIMIT ?5",
+                )
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map(
+                    rusqlite::params![status, before, after, cursor, (size + 1) as i64],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ))
+                    },
+                )
+                .map_err(|e| s.fail(e))?;
+            let mut runs = Vec::new();
+            for row in rows {
+                let (id, status, suspension, at) = row.map_err(|e| s.fail(e))?;
+                let status = RunStatus::parse(&status)
+                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
+                runs.push(RunSummary::new(id, status, suspension, at.max(0) as u64));
+            }
+            Ok(page_of(runs, size))
+        }))
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            c.execute("DELETE FROM mcp_agent_runs WHERE id = ?1", [&id])
+                .map(|n| n > 0)
+                .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        let before = secs.min(i64::MAX as u64) as i64;
+        Box::pin(self.blocking(move |s, c| {
+            c.execute(
+                "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled') AND updated_at < ?1",
+                [before],
+            )
+            .map(|n| n as u64)
+            .map_err(|e| s.fail(e))
+        }))
+    }
+}
+
+/// A page from rows fetched one past `size` (in id order).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn page_of(mut runs: Vec<RunSummary>, size: usize) -> RunPage {
+    let next = (runs.len() > size).then(|| runs[size - 1].id.clone());
+    runs.truncate(size);
+    RunPage { runs, next }
 }
 
 /// The run a statement returns (id, status, suspension, state), if it returns one.
@@ -420,6 +701,33 @@ mod tests {
     #[tokio::test]
     async fn memory_claims_once() {
         claims_once(&MemoryRunStore::default()).await;
+    }
+
+    #[tokio::test]
+    async fn the_memory_store_is_bounded() {
+        let store = MemoryRunStore::with_capacity(2);
+        let run = |id: &str, status| RunRecord {
+            id: id.into(),
+            status,
+            suspension: None,
+            state: json!({}),
+        };
+        store.save(&run("a", RunStatus::Suspended)).await.unwrap();
+        store.save(&run("b", RunStatus::Suspended)).await.unwrap();
+        // Full of runs that still wait: a new one is refused, the old ones stay.
+        let e = store
+            .save(&run("c", RunStatus::Suspended))
+            .await
+            .unwrap_err();
+        assert!(e.is_store() && e.to_string().contains("full"), "{e}");
+        // Saving a kept run is never refused.
+        store.save(&run("a", RunStatus::Finished)).await.unwrap();
+        // An ended run makes room.
+        store.save(&run("c", RunStatus::Suspended)).await.unwrap();
+        assert!(store.load("a").await.unwrap().is_none());
+        assert!(store.load("b").await.unwrap().is_some());
+        let page = store.list(&RunFilter::new()).await.unwrap();
+        assert_eq!(page.runs.len(), 2);
     }
 
     #[cfg(feature = "sqlite")]
@@ -558,6 +866,75 @@ impl RunStore for PostgresRunStore {
                 &[&id, &status, &suspension],
             )
             .await
+        })
+    }
+
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        Box::pin(async move {
+            let status = filter.status.map(RunStatus::as_str);
+            let before = filter.before.map(|b| b.min(i64::MAX as u64) as i64);
+            let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
+            let size = filter.page_size();
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT id, status, suspension, extract(epoch FROM updated_at)::bigint
+                     FROM mcp_agent_runs
+                     WHERE ($1::text IS NULL OR status = $1)
+                       AND ($2::bigint IS NULL OR updated_at < to_timestamp($2::bigint))
+                       AND ($3::bigint IS NULL OR updated_at >= to_timestamp($3::bigint))
+                       AND ($4::text IS NULL OR id > $4)
+                     ORDER BY id LIMIT $5",
+                    &[
+                        &status,
+                        &before,
+                        &after,
+                        &filter.cursor,
+                        &((size + 1) as i64),
+                    ],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("listing runs", e)))?;
+            let mut runs = Vec::new();
+            for r in rows {
+                let status: String = r.get(1);
+                let status = RunStatus::parse(&status)
+                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
+                let at: i64 = r.get(3);
+                runs.push(RunSummary::new(
+                    r.get(0),
+                    status,
+                    r.get(2),
+                    at.max(0) as u64,
+                ));
+            }
+            Ok(page_of(runs, size))
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute("DELETE FROM mcp_agent_runs WHERE id = $1", &[&id])
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("deleting a run", e)))
+        })
+    }
+
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(async move {
+            let before = secs.min(i64::MAX as u64) as i64;
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute(
+                    "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled')
+                     AND updated_at < to_timestamp($1::bigint)",
+                    &[&before],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))
         })
     }
 }

@@ -636,3 +636,133 @@ async fn an_integrity_key_refuses_runs_changed_in_the_store() {
     plain.close().await.unwrap();
     agent.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbox_lists_describes_cancels_deletes_and_prunes_sqlite() {
+    an_inbox_lists_describes_cancels_deletes_and_prunes("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbox_lists_describes_cancels_deletes_and_prunes_postgres() {
+    let pg = Postgres::start();
+    an_inbox_lists_describes_cancels_deletes_and_prunes(&pg.url).await;
+}
+
+/// An approval inbox for an application that never saw the outcomes: the waiting
+/// runs listed a page at a time, what each waits on described (ids, server, tool,
+/// arguments, the tool's definition as shown), a run cancelled (its call never runs,
+/// a decision for it is refused), finished and cancelled runs pruned, a run deleted.
+async fn an_inbox_lists_describes_cancels_deletes_and_prunes(store_url: &str) {
+    use mcp_agent::{PendingWait, RunFilter};
+    let tag = if store_url.starts_with("postgres://") {
+        "pg"
+    } else {
+        "sqlite"
+    };
+    let dir = scratch(&format!("inbox-{tag}"));
+    let file = |n: &str| dir.join(n);
+    let write = |n: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": file(n), "content": n}}]});
+    let model = FakeModel::start(
+        &dir,
+        json!([write("a"), write("b"), {"echo_tools": true}, write("c")]),
+    );
+    let store = store_for(&dir, store_url).await;
+    let (agent, events) = agent(&model, filesystem(&dir), store.clone());
+    let (run1, s1, d1) = approval(agent.run("write a").await.unwrap());
+    let (run2, _, d2) = approval(agent.run("write b").await.unwrap());
+
+    // Listed, a page at a time.
+    let waiting = RunFilter::new().status(RunStatus::Suspended).limit(1);
+    let first = agent.runs(&waiting).await.unwrap();
+    assert_eq!(first.runs.len(), 1);
+    let second = agent
+        .runs(&waiting.clone().cursor(first.next.clone().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(second.runs.len(), 1);
+    assert!(second.next.is_none());
+    let mut ids = vec![first.runs[0].id.clone(), second.runs[0].id.clone()];
+    ids.sort();
+    let mut want = vec![run1.clone(), run2.clone()];
+    want.sort();
+    assert_eq!(ids, want);
+    assert!(first.runs[0].updated_at > 0);
+
+    // Described as the person saw it.
+    let p = agent.pending(&run1).await.unwrap().expect("run 1 waits");
+    assert_eq!(
+        (p.suspension.as_str(), p.decision.as_str()),
+        (s1.as_str(), d1.as_str())
+    );
+    assert_eq!((p.server.as_str(), p.tool.as_str()), ("fs", "write_file"));
+    assert_eq!(p.arguments["path"], json!(file("a")));
+    let PendingWait::Approval {
+        binding: Some(binding),
+        description: Some(description),
+        input_schema: Some(schema),
+    } = p.waits
+    else {
+        panic!("{:?}", p.waits)
+    };
+    assert_eq!(binding.server, "fs");
+    assert!(!description.is_empty());
+    assert!(schema["properties"].get("path").is_some(), "{schema}");
+
+    // Cancelled: nothing runs, the decision is refused, the run ends.
+    agent.cancel(&run2, "ann").await.unwrap();
+    assert!(agent.pending(&run2).await.unwrap().is_none());
+    assert_eq!(status(store.as_ref(), &run2).await.0, RunStatus::Cancelled);
+    let e = agent
+        .resume(&run2, &d2, Decision::approve("bob"))
+        .await
+        .unwrap_err();
+    assert!(e.is_stale_decision(), "{e}");
+    assert!(agent
+        .cancel(&run2, "ann")
+        .await
+        .unwrap_err()
+        .is_not_suspended());
+    assert!(!file("b").exists());
+    assert!(events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::RunCancelled { by } if by == "ann")));
+
+    // Run 1 finishes; ended runs are pruned once they are old enough.
+    let Outcome::Finished { .. } = agent
+        .resume(&run1, &d1, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    let finished = agent
+        .runs(&RunFilter::new().status(RunStatus::Finished))
+        .await
+        .unwrap();
+    assert_eq!(finished.runs.len(), 1);
+    assert_eq!(finished.runs[0].id, run1);
+    assert_eq!(
+        agent
+            .prune(std::time::Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (run3, _, _) = approval(agent.run("write c").await.unwrap());
+    assert_eq!(agent.prune(std::time::Duration::ZERO).await.unwrap(), 2);
+    let left = agent.runs(&RunFilter::new()).await.unwrap();
+    assert_eq!(
+        left.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+        [run3.as_str()],
+        "a waiting run is never pruned"
+    );
+
+    // Deleted.
+    assert!(agent.delete(&run3).await.unwrap());
+    assert!(!agent.delete(&run3).await.unwrap());
+    assert!(store.load(&run3).await.unwrap().is_none());
+    agent.close().await.unwrap();
+}
