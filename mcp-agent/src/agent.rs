@@ -192,6 +192,15 @@ pub enum Event {
     },
     /// A failed run was taken up again ([`Agent::retry`]).
     RunRetried,
+    /// A suspension expired with no decision: the call it waited on did not run.
+    SuspensionExpired {
+        /// The suspension.
+        suspension: String,
+        /// The decision nobody made.
+        decision: String,
+        /// The tool.
+        tool: String,
+    },
     /// The run was cancelled ([`Agent::cancel`]); the calls it waited on did not run.
     RunCancelled {
         /// Who cancelled it.
@@ -254,6 +263,25 @@ pub enum Outcome {
         /// The run.
         run_id: String,
     },
+    /// Nobody decided before the suspension expired, and the agent ends such runs
+    /// ([`Expiry::End`]): the call did not run.
+    Expired {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// What happens to a run whose suspension expired undecided
+/// ([`AgentBuilder::suspension_expiry`], [`Agent::expire_due`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Expiry {
+    /// The model reads that the call expired and was not run, and the run goes on
+    /// (the default).
+    #[default]
+    Continue,
+    /// The run ends ([`Outcome::Expired`]).
+    End,
 }
 
 /// A person's decision on a suspended call: approve or deny a call that waits for
@@ -576,6 +604,9 @@ struct Suspension {
     id: String,
     decision: String,
     waits: Waits,
+    /// When decisions stop applying (milliseconds since the epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
 }
 
 /// A tool an approved skill's `allowed-tools` granted (same server, exact name).
@@ -605,6 +636,8 @@ pub struct AgentBuilder {
     /// `mode`, `allow` or `max_steps` was called: this agent states a policy.
     policy_stated: bool,
     integrity: Option<IntegrityKey>,
+    expiry: Option<std::time::Duration>,
+    on_expiry: Expiry,
 }
 
 /// The key stored runs are MACed with (never stored, never shown).
@@ -783,6 +816,21 @@ impl AgentBuilder {
         self
     }
 
+    /// How long a suspension waits for a decision (default: for ever). A decision
+    /// after that is refused as stale; [`Agent::expire_due`] then gives the model an
+    /// "expired, not run" result for the call and goes on, or ends the run (see
+    /// [`on_expiry`](Self::on_expiry)).
+    pub fn suspension_expiry(mut self, after: std::time::Duration) -> Self {
+        self.expiry = Some(after);
+        self
+    }
+
+    /// What an expired suspension does to its run (default [`Expiry::Continue`]).
+    pub fn on_expiry(mut self, action: Expiry) -> Self {
+        self.on_expiry = action;
+        self
+    }
+
     /// Protects stored runs against changes made outside the agent: each run is kept
     /// with an HMAC-SHA-256 of its state under this key (the key itself is never
     /// stored), and a run whose MAC does not match — its arguments rewritten, a later
@@ -812,6 +860,8 @@ impl AgentBuilder {
                 gate: Arc::new(Gate::new(self.mode, self.allow)),
                 policy_stated: self.policy_stated,
                 integrity: self.integrity,
+                expiry: self.expiry,
+                on_expiry: self.on_expiry,
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
@@ -844,6 +894,10 @@ struct AgentInner {
     policy_stated: bool,
     /// MACs stored runs, when set.
     integrity: Option<IntegrityKey>,
+    /// How long a suspension waits for a decision.
+    expiry: Option<std::time::Duration>,
+    /// What an expired suspension does.
+    on_expiry: Expiry,
     servers: Vec<Mcp>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
@@ -890,6 +944,14 @@ fn random_id() -> Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// Milliseconds since the epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis().min(u64::MAX as u128) as u64)
+        .unwrap_or(0)
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -915,6 +977,8 @@ impl Agent {
             skill_approvals: Vec::new(),
             policy_stated: false,
             integrity: None,
+            expiry: None,
+            on_expiry: Expiry::Continue,
         }
     }
 
@@ -1014,6 +1078,15 @@ impl Agent {
                     "decision {decision_id} is not the one the run waits for (it was applied already, or belongs to an earlier suspension)"
                 ),
                 true,
+            ));
+        }
+        if let Some(at) = waiting.expires_at.filter(|at| now_ms() >= *at) {
+            return Err(refuse(
+                format!(
+                    "the suspension expired ({} ms since the epoch) before decision {decision_id} came; it no longer applies",
+                    at
+                ),
+                false,
             ));
         }
         match (waiting.waits, decision.answering) {
@@ -1286,6 +1359,108 @@ impl Agent {
         }))
     }
 
+    /// Expires the suspensions whose time has passed (see
+    /// [`AgentBuilder::suspension_expiry`]): for each, the call it waited on does not
+    /// run — the model reads "expired, not run" — and the run goes on, or ends
+    /// ([`Expiry::End`]); `Event::SuspensionExpired`. Returns what became of each run
+    /// expired now (a run decided meanwhile is left to its decision). Call it from a
+    /// timer; any process with the store may.
+    pub async fn expire_due(&self) -> Result<Vec<(String, Result<Outcome>)>> {
+        let mut due = Vec::new();
+        let mut filter = crate::store::RunFilter::new()
+            .status(RunStatus::Suspended)
+            .limit(1000);
+        loop {
+            let page = self.inner.store.list(&filter).await?;
+            due.extend(page.runs.into_iter().map(|r| r.id));
+            match page.next {
+                Some(next) => filter = filter.cursor(next),
+                None => break,
+            }
+        }
+        let mut out = Vec::new();
+        for run_id in due {
+            if let Some(done) = self.expire(&run_id).await.transpose() {
+                out.push((run_id, done));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Expires `run_id`'s suspension if its time has passed; `None` when it has not
+    /// (or the run was decided meanwhile).
+    async fn expire(&self, run_id: &str) -> Result<Option<Outcome>> {
+        let Some(record) = self.inner.store.load(run_id).await? else {
+            return Ok(None);
+        };
+        let mut state = self.read(run_id, record.state)?;
+        let Some(s) = state
+            .suspension
+            .clone()
+            .filter(|s| s.expires_at.is_some_and(|at| now_ms() >= at))
+        else {
+            return Ok(None);
+        };
+        if self
+            .inner
+            .store
+            .claim(run_id, Claim::Suspended(&s.id))
+            .await?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        self.resume_policy(&mut state)?;
+        state.suspension = None;
+        let Some(call) = (!state.pending.is_empty()).then(|| state.pending.remove(0)) else {
+            return self
+                .fail(
+                    state,
+                    None,
+                    Error::store(format!("run {run_id} waits for nothing")),
+                )
+                .await
+                .map(Some);
+        };
+        self.event(
+            &mut state,
+            Event::SuspensionExpired {
+                suspension: s.id,
+                decision: s.decision,
+                tool: call.name.clone(),
+            },
+        );
+        state.results.push(Block::ToolResult {
+            id: call.id,
+            content: json!({
+                "error": format!("expired: nobody decided in time; `{}` was not run", call.name)
+            })
+            .to_string(),
+            is_error: true,
+        });
+        if self.inner.on_expiry == Expiry::End {
+            let mut results = std::mem::take(&mut state.results);
+            for rest in std::mem::take(&mut state.pending) {
+                results.push(Block::ToolResult {
+                    id: rest.id,
+                    content: json!({ "error": "not run: the run ended when a suspension expired" })
+                        .to_string(),
+                    is_error: true,
+                });
+            }
+            state.messages.push(Message {
+                role: Role::Tool,
+                content: results,
+            });
+            self.event(&mut state, Event::RunFinished);
+            self.save(&mut state, RunStatus::Finished).await?;
+            return Ok(Some(Outcome::Expired {
+                run_id: run_id.to_owned(),
+            }));
+        }
+        self.drive(state, None).await.map(Some)
+    }
+
     /// Cancels a run that waits (or failed): the calls it waited on do not run, the
     /// transcript records them as cancelled (so the model would read it), and the run
     /// ends `cancelled` (`Event::RunCancelled`). Of a cancel and a decision at once, one
@@ -1453,6 +1628,10 @@ impl Agent {
             id: random_id()?,
             decision: random_id()?,
             waits,
+            expires_at: self
+                .inner
+                .expiry
+                .map(|d| now_ms().saturating_add(d.as_millis().min(u64::MAX as u128) as u64)),
         };
         state.suspension = Some(s.clone());
         self.event(

@@ -49,7 +49,7 @@ pub mod openai;
 pub mod store;
 
 pub use agent::{
-    Agent, AgentBuilder, Binding, Decision, Event, InputAsk, Outcome, Pending, PendingWait,
+    Agent, AgentBuilder, Binding, Decision, Event, Expiry, InputAsk, Outcome, Pending, PendingWait,
     SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;

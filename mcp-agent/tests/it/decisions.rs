@@ -766,3 +766,81 @@ async fn an_inbox_lists_describes_cancels_deletes_and_prunes(store_url: &str) {
     assert!(store.load(&run3).await.unwrap().is_none());
     agent.close().await.unwrap();
 }
+
+/// A suspension with an expiry: a decision after it is refused; `expire_due` gives
+/// the model "expired, not run" and the run goes on — or ends, by setting. A run
+/// whose suspension has not expired is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_suspension_refuses_decisions_and_the_run_goes_on_or_ends() {
+    use mcp_agent::Expiry;
+    let dir = scratch("expiry");
+    let write = |n: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join(n), "content": n}}]});
+    let model = FakeModel::start(
+        &dir,
+        json!([write("a"), write("b"), {"echo_tools": true}, write("c")]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    let expiring = |after: std::time::Duration, on: Expiry| {
+        Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Approve)
+            .server(filesystem(&dir))
+            .store(store.clone())
+            .suspension_expiry(after)
+            .on_expiry(on)
+            .build()
+            .unwrap()
+    };
+    let short = expiring(std::time::Duration::from_millis(500), Expiry::Continue);
+    let (run, _, decision) = approval(short.run("write a").await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let e = short
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_stale_decision() && e.to_string().contains("expired"),
+        "{e}"
+    );
+    // Another run, with an hour to wait: left alone.
+    let long = expiring(std::time::Duration::from_secs(3600), Expiry::Continue);
+    let (waiting, _, _) = approval(long.run("write b").await.unwrap());
+    let done = short.expire_due().await.unwrap();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert_eq!(done[0].0, run);
+    let Ok(Outcome::Finished { text, .. }) = &done[0].1 else {
+        panic!("{done:?}")
+    };
+    assert!(
+        text.contains("expired") && text.contains("was not run"),
+        "{text}"
+    );
+    assert!(!dir.join("a").exists());
+    assert!(short
+        .events(&run)
+        .await
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::SuspensionExpired { decision: d, .. } if *d == decision)));
+    assert_eq!(
+        status(store.as_ref(), &waiting).await.0,
+        RunStatus::Suspended
+    );
+    assert!(short.expire_due().await.unwrap().is_empty());
+
+    // Ending by setting.
+    let ending = expiring(std::time::Duration::from_millis(500), Expiry::End);
+    let (run3, _, _) = approval(ending.run("write c").await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    let done = ending.expire_due().await.unwrap();
+    let ended: Vec<_> = done.iter().filter(|(id, _)| *id == run3).collect();
+    assert!(
+        matches!(ended.as_slice(), [(_, Ok(Outcome::Expired { .. }))]),
+        "{done:?}"
+    );
+    assert_eq!(status(store.as_ref(), &run3).await.0, RunStatus::Finished);
+    assert!(!dir.join("c").exists());
+    short.close().await.unwrap();
+    long.close().await.unwrap();
+    ending.close().await.unwrap();
+}
