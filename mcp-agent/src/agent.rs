@@ -1401,6 +1401,8 @@ impl Agent {
         else {
             return Ok(None);
         };
+        // Before the claim: a policy this agent may not apply leaves the run as it is.
+        self.resume_policy(&mut state)?;
         if self
             .inner
             .store
@@ -1410,7 +1412,6 @@ impl Agent {
         {
             return Ok(None);
         }
-        self.resume_policy(&mut state)?;
         state.suspension = None;
         let Some(call) = (!state.pending.is_empty()).then(|| state.pending.remove(0)) else {
             return self
