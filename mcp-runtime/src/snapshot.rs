@@ -296,6 +296,7 @@ pub fn did_you_mean<'a>(
 /// check this list against the handle's real methods.
 pub const HANDLE_METHODS: &[&str] = &[
     "name",
+    "config_fingerprint",
     "client",
     "tools",
     "builder",
