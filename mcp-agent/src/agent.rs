@@ -1190,10 +1190,14 @@ impl Agent {
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
         };
-        let mut state = match self.read(run_id, claimed.state.clone()) {
+        let prepared = self
+            .read(run_id, claimed.state.clone())
+            .and_then(|mut s| self.resume_policy(&mut s).map(|()| s));
+        let mut state = match prepared {
             Ok(s) => s,
             Err(e) => {
-                // Left as it was: failed, for a person to look at.
+                // Left as it was: failed, for a person to look at (unreadable) or for
+                // an agent whose policy fits.
                 let _ = self
                     .inner
                     .store
@@ -1205,19 +1209,6 @@ impl Agent {
                 return Err(e);
             }
         };
-        state.persisted = true;
-        if let Err(e) = self.resume_policy(&mut state) {
-            // Left as it was: failed, for an agent whose policy fits.
-            let _ = self
-                .inner
-                .store
-                .save(&RunRecord {
-                    status: RunStatus::Failed,
-                    ..claimed
-                })
-                .await;
-            return Err(e);
-        }
         state.failure = None;
         self.event(&mut state, Event::RunRetried);
         self.drive(state, None).await
