@@ -378,19 +378,22 @@ pub struct Binding {
 }
 
 impl Binding {
-    fn new(tool: &AgentTool, arguments: &Value) -> Binding {
+    /// What an approval of calling `tool` (of the server `server`) with `arguments`
+    /// is bound to.
+    fn new(server: &Mcp, tool: &AgentTool, arguments: &Value) -> Binding {
         Binding {
             server: tool.facts.server.clone(),
-            server_config: tool.server_config.clone(),
+            server_config: server.config_fingerprint(),
             tool: tool.facts.name.clone(),
-            definition: tool.definition.clone(),
+            definition: tool.def.definition_digest(),
             arguments: mcp_runtime::digest::sha256_json(arguments),
         }
     }
 
-    /// What differs now, if anything: the live tool of that name, and the arguments.
-    fn changed(&self, now: Option<&AgentTool>, arguments: &Value) -> Option<String> {
-        let Some(t) = now else {
+    /// What differs now, if anything: the live tool of that name (with its server),
+    /// and the arguments.
+    fn changed(&self, now: Option<(&Mcp, &AgentTool)>, arguments: &Value) -> Option<String> {
+        let Some((server, t)) = now else {
             return Some(format!(
                 "`{}` is no longer offered by any attached server",
                 self.tool
@@ -402,13 +405,13 @@ impl Binding {
                 self.tool, t.facts.server, self.server
             ));
         }
-        if t.server_config != self.server_config {
+        if server.config_fingerprint() != self.server_config {
             return Some(format!(
                 "server `{}` is now started or reached differently",
                 self.server
             ));
         }
-        if t.definition != self.definition {
+        if t.def.definition_digest() != self.definition {
             return Some(format!(
                 "the definition of `{}` changed (description, input schema or annotations)",
                 self.tool
@@ -674,9 +677,9 @@ impl IntegrityKey {
     fn seal(&self, run_id: &str, state: &mut Value) -> Result<()> {
         use hmac::Mac as _;
         let tag = self.mac(run_id, state)?.finalize().into_bytes();
-        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
         if let Value::Object(m) = state {
-            m.insert(INTEGRITY_FIELD.into(), format!("hmac-sha256:{hex}").into());
+            let tag = format!("hmac-sha256:{}", mcp_runtime::digest::hex(&tag));
+            m.insert(INTEGRITY_FIELD.into(), tag.into());
         }
         Ok(())
     }
@@ -927,10 +930,28 @@ struct AgentTool {
     server: usize,
     facts: ToolFacts,
     spec: ToolSpec,
-    /// Its server's configuration fingerprint.
-    server_config: String,
-    /// Its definition's digest.
-    definition: String,
+    /// The tool as its server's handle shapes it (digested only when an approval is
+    /// bound or checked).
+    def: Arc<mcp_runtime::McpTool>,
+}
+
+/// Ends the current turn of a run that will not go on: every call still pending gets
+/// an error result saying `why`, and the turn's results join the transcript.
+fn close_turn(state: &mut RunState, why: &str) {
+    let mut results = std::mem::take(&mut state.results);
+    for call in std::mem::take(&mut state.pending) {
+        results.push(Block::ToolResult {
+            id: call.id,
+            content: json!({ "error": why }).to_string(),
+            is_error: true,
+        });
+    }
+    if !results.is_empty() {
+        state.messages.push(Message {
+            role: Role::Tool,
+            content: results,
+        });
+    }
 }
 
 /// A fresh random id (96 bits, hex). A failed draw is an error, never a weak id.
@@ -941,7 +962,7 @@ fn random_id() -> Result<String> {
             "the system's random number generator failed ({e}); no id can be made"
         ))
     })?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+    Ok(mcp_runtime::digest::hex(&b))
 }
 
 /// Milliseconds since the epoch.
@@ -1004,11 +1025,7 @@ impl Agent {
             ran: 0,
             failure: None,
             persisted: false,
-            policy: Some(Policy {
-                mode: self.inner.gate.mode().name().to_owned(),
-                allow: self.inner.gate.allowed().map(str::to_owned).collect(),
-                max_steps: self.inner.max_steps,
-            }),
+            policy: Some(self.own_policy()),
             gate: None,
         };
         self.event(&mut state, Event::RunStarted);
@@ -1031,7 +1048,12 @@ impl Agent {
         decision_id: &str,
         decision: Decision,
     ) -> Result<Outcome> {
-        let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
+        let RunRecord {
+            status,
+            suspension: stored_suspension,
+            state: stored,
+            ..
+        } = self.inner.store.load(run_id).await?.ok_or_else(|| {
             Error::not_suspended(format!("run {run_id} is unknown to the run store"))
         })?;
         let refuse = |reason: String, waiting: bool| {
@@ -1045,8 +1067,8 @@ impl Agent {
             }
             Error::stale(format!("run {run_id}: {reason}"), waiting)
         };
-        if record.status != RunStatus::Suspended {
-            let status = match record.status {
+        if status != RunStatus::Suspended {
+            let status = match status {
                 RunStatus::Running => "is running (decided already, or being resumed)",
                 RunStatus::Finished => "has finished",
                 RunStatus::Failed => "has failed (retry it)",
@@ -1058,13 +1080,13 @@ impl Agent {
                 false,
             ));
         }
-        let mut state = self.read(run_id, record.state.clone())?;
+        let mut state = self.read(run_id, stored)?;
         // The run as it waits, to put back if an error stops it before anything ran.
         let kept = state.clone();
         let Some(waiting) = state
             .suspension
             .clone()
-            .filter(|s| record.suspension.as_deref() == Some(s.id.as_str()))
+            .filter(|s| stored_suspension.as_deref() == Some(s.id.as_str()))
         else {
             return Err(refuse(
                 "the run waits in no suspension a decision can name (kept by an older version)"
@@ -1123,7 +1145,7 @@ impl Agent {
             return self
                 .fail(
                     state,
-                    Some(kept.clone()),
+                    Some(kept),
                     Error::store(format!("run {run_id} waits for nothing")),
                 )
                 .await;
@@ -1132,7 +1154,7 @@ impl Agent {
         if waiting.waits == Waits::Input {
             let Some(input) = call.input.clone() else {
                 let e = Error::store(format!("run {run_id} waits for input it does not have"));
-                return self.fail(state, Some(kept.clone()), e).await;
+                return self.fail(state, Some(kept), e).await;
             };
             let mut actions = Vec::new();
             for key in input.keys() {
@@ -1159,7 +1181,7 @@ impl Agent {
                     at: now(),
                 },
             );
-            return self.drive(state, Some(kept.clone())).await;
+            return self.drive(state, Some(kept)).await;
         }
         call.approved = Some(decision.approved);
         call.grant_tools = decision.approved && decision.allowed_tools;
@@ -1177,7 +1199,7 @@ impl Agent {
                 binding,
             },
         );
-        self.drive(state, Some(kept.clone())).await
+        self.drive(state, Some(kept)).await
     }
 
     /// Continues a run an error stopped after something had run (status `failed`,
@@ -1243,11 +1265,7 @@ impl Agent {
                 )));
             }
             state.gate = None;
-            state.policy = Some(Policy {
-                mode: self.inner.gate.mode().name().to_owned(),
-                allow: self.inner.gate.allowed().map(str::to_owned).collect(),
-                max_steps: self.inner.max_steps,
-            });
+            state.policy = Some(self.own_policy());
             return Ok(());
         }
         let mode = match kept.mode.as_str() {
@@ -1258,6 +1276,15 @@ impl Agent {
         };
         state.gate = Some(Arc::new(Gate::new(mode, kept.allow.clone())));
         Ok(())
+    }
+
+    /// The policy this agent was built with.
+    fn own_policy(&self) -> Policy {
+        Policy {
+            mode: self.inner.gate.mode().name().to_owned(),
+            allow: self.inner.gate.allowed().map(str::to_owned).collect(),
+            max_steps: self.inner.max_steps,
+        }
     }
 
     /// The gate a run goes on under.
@@ -1357,25 +1384,24 @@ impl Agent {
     /// expired now (a run decided meanwhile is left to its decision). Call it from a
     /// timer; any process with the store may.
     pub async fn expire_due(&self) -> Result<Vec<(String, Result<Outcome>)>> {
-        let mut due = Vec::new();
+        let mut out = Vec::new();
         let mut filter = crate::store::RunFilter::new()
             .status(RunStatus::Suspended)
             .limit(1000);
+        // A page at a time (id order): runs expired on one page leave the listing,
+        // and the cursor goes on past the last id seen.
         loop {
             let page = self.inner.store.list(&filter).await?;
-            due.extend(page.runs.into_iter().map(|r| r.id));
+            for run in page.runs {
+                if let Some(done) = self.expire(&run.id).await.transpose() {
+                    out.push((run.id, done));
+                }
+            }
             match page.next {
                 Some(next) => filter = filter.cursor(next),
-                None => break,
+                None => return Ok(out),
             }
         }
-        let mut out = Vec::new();
-        for run_id in due {
-            if let Some(done) = self.expire(&run_id).await.transpose() {
-                out.push((run_id, done));
-            }
-        }
-        Ok(out)
     }
 
     /// Expires `run_id`'s suspension if its time has passed; `None` when it has not
@@ -1431,19 +1457,10 @@ impl Agent {
             is_error: true,
         });
         if self.inner.on_expiry == Expiry::End {
-            let mut results = std::mem::take(&mut state.results);
-            for rest in std::mem::take(&mut state.pending) {
-                results.push(Block::ToolResult {
-                    id: rest.id,
-                    content: json!({ "error": "not run: the run ended when a suspension expired" })
-                        .to_string(),
-                    is_error: true,
-                });
-            }
-            state.messages.push(Message {
-                role: Role::Tool,
-                content: results,
-            });
+            close_turn(
+                &mut state,
+                "not run: the run ended when a suspension expired",
+            );
             self.event(&mut state, Event::RunFinished);
             self.save(&mut state, RunStatus::Finished).await?;
             return Ok(Some(Outcome::Expired {
@@ -1461,8 +1478,9 @@ impl Agent {
         let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
             Error::not_suspended(format!("run {run_id} is unknown to the run store"))
         })?;
-        let mut state = self.read(run_id, record.state.clone())?;
-        let claim = match (record.status, state.suspension.as_ref()) {
+        let status = record.status;
+        let mut state = self.read(run_id, record.state)?;
+        let claim = match (status, state.suspension.as_ref()) {
             (RunStatus::Suspended, Some(s)) => Claim::Suspended(&s.id),
             (RunStatus::Failed, _) => Claim::Failed,
             _ => {
@@ -1476,21 +1494,10 @@ impl Agent {
                 "run {run_id} was decided or cancelled meanwhile"
             )));
         }
-        let why = format!("the run was cancelled by {by}; this call did not run");
-        let mut results = std::mem::take(&mut state.results);
-        for call in std::mem::take(&mut state.pending) {
-            results.push(Block::ToolResult {
-                id: call.id,
-                content: json!({ "error": why }).to_string(),
-                is_error: true,
-            });
-        }
-        if !results.is_empty() {
-            state.messages.push(Message {
-                role: Role::Tool,
-                content: results,
-            });
-        }
+        close_turn(
+            &mut state,
+            &format!("the run was cancelled by {by}; this call did not run"),
+        );
         state.suspension = None;
         self.event(&mut state, Event::RunCancelled { by: by.to_owned() });
         self.save(&mut state, RunStatus::Cancelled).await
@@ -1548,7 +1555,6 @@ impl Agent {
     async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
         let mut all: HashMap<String, AgentTool> = HashMap::new();
         for (i, server) in self.inner.servers.iter().enumerate() {
-            let server_config = server.config_fingerprint();
             for t in server.tools().await? {
                 if let Some(other) = all.get(&t.name) {
                     return Err(Error::config(format!(
@@ -1568,7 +1574,6 @@ impl Agent {
                     Some(names) => names.contains(&t.name),
                     None => t.deferred,
                 };
-                let definition = t.definition_digest();
                 let spec = ToolSpec {
                     name: t.name.clone(),
                     description: t.description.clone().unwrap_or_default(),
@@ -1581,8 +1586,7 @@ impl Agent {
                         server: i,
                         facts,
                         spec,
-                        server_config: server_config.clone(),
-                        definition,
+                        def: Arc::new(t),
                     },
                 );
             }
@@ -1725,11 +1729,10 @@ impl Agent {
                 // An approval holds only for what the person saw: never a silent
                 // retarget to another server, configuration, definition or arguments.
                 if call.approved == Some(true) {
-                    if let Some(why) = call
-                        .binding
-                        .as_ref()
-                        .and_then(|b| b.changed(tool, &call.arguments))
-                    {
+                    if let Some(why) = call.binding.as_ref().and_then(|b| {
+                        let now = tool.map(|t| (&self.inner.servers[t.server], t));
+                        b.changed(now, &call.arguments)
+                    }) {
                         self.event(
                             state,
                             Event::DecisionVoided {
@@ -1759,7 +1762,8 @@ impl Agent {
                             return Err(Error::config("a suspended call names no tool"));
                         };
                         let server = tool.facts.server.clone();
-                        let binding = Binding::new(tool, &call.arguments);
+                        let binding =
+                            Binding::new(&self.inner.servers[tool.server], tool, &call.arguments);
                         if let Some(c) = state.pending.first_mut() {
                             c.binding = Some(binding.clone());
                             c.shown = Some((

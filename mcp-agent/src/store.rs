@@ -30,6 +30,7 @@ pub enum RunStatus {
     Cancelled,
 }
 
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
 impl RunStatus {
     fn as_str(self) -> &'static str {
         match self {
@@ -176,10 +177,7 @@ impl RunPage {
                 && filter.cursor.as_deref().is_none_or(|c| r.id.as_str() > c)
         });
         all.sort_by(|a, b| a.id.cmp(&b.id));
-        let size = filter.page_size();
-        let next = (all.len() > size).then(|| all[size - 1].id.clone());
-        all.truncate(size);
-        RunPage { runs: all, next }
+        page_of(all, filter.page_size())
     }
 }
 
@@ -204,6 +202,7 @@ impl Claim<'_> {
         }
     }
 
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     fn status(&self) -> &'static str {
         match self {
             Claim::Suspended(_) => "suspended",
@@ -211,6 +210,7 @@ impl Claim<'_> {
         }
     }
 
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     fn suspension(&self) -> Option<&str> {
         match self {
             Claim::Suspended(s) => Some(s),
@@ -416,12 +416,11 @@ impl SqliteRunStore {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::store(format!("cannot create {}: {e}", dir.display())))?;
         }
-        store
-            .connection()?
-            // Write-ahead logging: one fsync per save (still synchronous=FULL), and
-            // readers in other processes do not block a writer.
-            .execute_batch(
-                "PRAGMA journal_mode = WAL;
+        let c = store.connection()?;
+        // Write-ahead logging: one fsync per save (still synchronous=FULL), and
+        // readers in other processes do not block a writer.
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
                  CREATE TABLE IF NOT EXISTS mcp_agent_runs (
                  id TEXT PRIMARY KEY,
                  status TEXT NOT NULL,
@@ -429,16 +428,16 @@ impl SqliteRunStore {
                  updated_at INTEGER NOT NULL,
                  suspension TEXT
              );",
-            )
-            .map_err(|e| store.fail(e))?;
-        store.blocking_migrate()?;
+        )
+        .map_err(|e| store.fail(e))?;
+        store.migrate(&c)?;
+        *lock(&store.conn) = Some(c);
         Ok(store)
     }
 
     /// A table made before runs had suspension ids gains the column (its suspended
     /// runs have none, so no decision applies to them: they are refused as stale).
-    fn blocking_migrate(&self) -> Result<()> {
-        let c = self.connection()?;
+    fn migrate(&self, c: &rusqlite::Connection) -> Result<()> {
         let has: bool = c
             .query_row(
                 "SELECT COUNT(*) FROM pragma_table_info('mcp_agent_runs') WHERE name = 'suspension'",
@@ -622,8 +621,7 @@ impl RunStore for SqliteRunStore {
     }
 }
 
-/// A page from rows fetched one past `size` (in id order).
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// A page of `runs` (in id order, at least one past `size` when more follow).
 fn page_of(mut runs: Vec<RunSummary>, size: usize) -> RunPage {
     let next = (runs.len() > size).then(|| runs[size - 1].id.clone());
     runs.truncate(size);

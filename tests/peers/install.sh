@@ -140,60 +140,46 @@ install_node22() {
   echo "$want" >"$stamp"
 }
 
-# ---- the official conformance suite (runs on node 22) -----------------------
+# ---- npm packages installed into a folder of their own ----------------------
+# npm_component LABEL DIR MARKER PKG...: installs the pinned PKGs into DIR unless its
+# stamp names exactly them and MARKER (a file the install leaves) exists.
+npm_component() {
+  local label="$1" dir="$2" marker="$3"
+  shift 3
+  local want="$*" stamp="$dir/.stamp"
+  if stamp_ok "$stamp" "$want" && [ -e "$marker" ]; then
+    log "$label up to date"
+    return
+  fi
+  command -v npm >/dev/null || die "npm not found on PATH (needed to install $label)"
+  log "installing $want into $dir"
+  mkdir -p "$dir"
+  rm -f "$stamp"
+  npm install --prefix "$dir" --no-audit --no-fund --save-exact "$@" >&2 \
+    || die "npm install $want failed"
+  [ -e "$marker" ] || die "missing after install: $marker"
+  echo "$want" >"$stamp"
+}
+
+# the official conformance suite (runs on node 22)
 CONF_DIR="$PEERS/conformance"
 CONF_BIN="$CONF_DIR/node_modules/.bin/conformance"
 install_conformance() {
-  local want="$CONFORMANCE_PKG" stamp="$CONF_DIR/.stamp"
-  if stamp_ok "$stamp" "$want" && [ -x "$CONF_BIN" ]; then
-    log "conformance suite up to date"
-    return
-  fi
-  log "installing $CONFORMANCE_PKG into $CONF_DIR"
-  mkdir -p "$CONF_DIR"
-  rm -f "$stamp"
-  npm install --prefix "$CONF_DIR" --no-audit --no-fund --save-exact "$CONFORMANCE_PKG" >&2 \
-    || die "npm install $CONFORMANCE_PKG failed"
-  [ -x "$CONF_BIN" ] || die "missing after install: $CONF_BIN"
-  echo "$want" >"$stamp"
+  npm_component "conformance suite" "$CONF_DIR" "$CONF_BIN" "$CONFORMANCE_PKG"
 }
 
-# ---- oidc-provider (authorization server for the OAuth tests) ---------------
+# oidc-provider (authorization server for the OAuth tests)
 OIDC_DIR="$PEERS/oidc"
 OIDC_MAIN="$OIDC_DIR/node_modules/oidc-provider/package.json"
 install_oidc() {
-  local want="${OIDC_PKGS[*]}" stamp="$OIDC_DIR/.stamp"
-  if stamp_ok "$stamp" "$want" && [ -f "$OIDC_MAIN" ]; then
-    log "oidc-provider up to date"
-    return
-  fi
-  command -v npm >/dev/null || die "npm not found on PATH (needed to install oidc-provider)"
-  log "installing ${OIDC_PKGS[*]} into $OIDC_DIR"
-  mkdir -p "$OIDC_DIR"
-  rm -f "$stamp"
-  npm install --prefix "$OIDC_DIR" --no-audit --no-fund --save-exact "${OIDC_PKGS[@]}" >&2 \
-    || die "npm install ${OIDC_PKGS[*]} failed"
-  [ -f "$OIDC_MAIN" ] || die "missing after install: $OIDC_MAIN"
-  echo "$want" >"$stamp"
+  npm_component "oidc-provider" "$OIDC_DIR" "$OIDC_MAIN" "${OIDC_PKGS[@]}"
 }
 
-# ---- the TypeScript SDK v2 server (a server of both eras) --------------------
+# the TypeScript SDK v2 server (a server of both eras)
 TS_DIR="$PEERS/tsserver"
 TS_MAIN="$TS_DIR/node_modules/@modelcontextprotocol/server/package.json"
 install_tsserver() {
-  local want="${TS_SERVER_PKGS[*]}" stamp="$TS_DIR/.stamp"
-  if stamp_ok "$stamp" "$want" && [ -f "$TS_MAIN" ]; then
-    log "TypeScript SDK v2 server up to date"
-    return
-  fi
-  command -v npm >/dev/null || die "npm not found on PATH (needed to install the TypeScript SDK v2 server)"
-  log "installing ${TS_SERVER_PKGS[*]} into $TS_DIR"
-  mkdir -p "$TS_DIR"
-  rm -f "$stamp"
-  npm install --prefix "$TS_DIR" --no-audit --no-fund --save-exact "${TS_SERVER_PKGS[@]}" >&2 \
-    || die "npm install ${TS_SERVER_PKGS[*]} failed"
-  [ -f "$TS_MAIN" ] || die "missing after install: $TS_MAIN"
-  echo "$want" >"$stamp"
+  npm_component "TypeScript SDK v2 server" "$TS_DIR" "$TS_MAIN" "${TS_SERVER_PKGS[@]}"
 }
 
 # ---- PostgreSQL (real binaries from the npm registry) ------------------------
