@@ -18,6 +18,8 @@ enum Kind {
     Model(ModelError),
     Mcp(mcp_runtime::Error),
     Store(String),
+    /// Another process holds the run now.
+    LeaseLost(String),
     Config(String),
     NotSuspended(String),
     /// A decision that does not apply to what the run waits for now; `waiting` when
@@ -32,6 +34,11 @@ impl Error {
     pub(crate) fn store(detail: impl Into<String>) -> Self {
         Error {
             kind: Kind::Store(detail.into()),
+        }
+    }
+    pub(crate) fn lease_lost(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::LeaseLost(detail.into()),
         }
     }
     pub(crate) fn config(detail: impl Into<String>) -> Self {
@@ -69,9 +76,16 @@ impl Error {
     pub fn is_mcp(&self) -> bool {
         matches!(self.kind, Kind::Mcp(_))
     }
-    /// The run store failed.
+    /// The run store failed (or refused a change: see
+    /// [`is_lease_lost`](Self::is_lease_lost)).
     pub fn is_store(&self) -> bool {
-        matches!(self.kind, Kind::Store(_))
+        matches!(self.kind, Kind::Store(_) | Kind::LeaseLost(_))
+    }
+    /// This process no longer holds the run: its lease ended and another process
+    /// recovered the run ([`Agent::recover`](crate::Agent::recover)), or claimed it
+    /// again. What this process did since is not kept; the holder goes on.
+    pub fn is_lease_lost(&self) -> bool {
+        matches!(self.kind, Kind::LeaseLost(_))
     }
     /// The agent is configured in a way that cannot work.
     pub fn is_config(&self) -> bool {
@@ -115,7 +129,7 @@ impl fmt::Display for Error {
         match &self.kind {
             Kind::Model(e) => write!(f, "{e}"),
             Kind::Mcp(e) => write!(f, "an MCP server: {e}"),
-            Kind::Store(d) => write!(f, "the run store: {d}"),
+            Kind::Store(d) | Kind::LeaseLost(d) => write!(f, "the run store: {d}"),
             Kind::Config(d) => write!(f, "agent configuration: {d}"),
             Kind::NotSuspended(d) => write!(f, "{d}"),
             Kind::Stale { detail, .. } => write!(f, "a stale decision, refused: {detail}"),

@@ -67,6 +67,22 @@ pub struct RunRecord {
     pub suspension: Option<String>,
     /// Its state, as JSON.
     pub state: Value,
+    /// Who holds the run and until when: the process that claimed it (or started
+    /// it). Only the holder's saves are kept (see [`RunStore::save`]).
+    pub lease: Option<Lease>,
+}
+
+/// A process's hold on a run it works on: an owner token of its own and an expiry.
+/// While the holder works it renews the lease ([`RunStore::renew`]); a run whose
+/// holder died is left `running` with a lease that expires, and
+/// [`Agent::recover`](crate::Agent::recover) takes it over ([`Claim::Stale`]). A
+/// holder whose lease was taken over can no longer save the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The holder (a random token, new for every claim).
+    pub owner: String,
+    /// When the hold ends unless renewed (milliseconds since the epoch).
+    pub until: u64,
 }
 
 /// Which runs [`RunStore::list`] returns: all by default; by status, by when they
@@ -184,11 +200,16 @@ impl RunPage {
 /// What a claim takes: a run in this status and, for a suspended run, in this
 /// suspension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Claim<'a> {
     /// A suspended run, waiting in the suspension with this id.
     Suspended(&'a str),
     /// A failed run ([`Agent::retry`](crate::Agent::retry)).
     Failed,
+    /// A running run whose holder stopped renewing its lease: the lease ended before
+    /// this time (milliseconds since the epoch), or it has none
+    /// ([`Agent::recover`](crate::Agent::recover)).
+    Stale(u64),
 }
 
 impl Claim<'_> {
@@ -199,6 +220,10 @@ impl Claim<'_> {
                 run.status == RunStatus::Suspended && run.suspension.as_deref() == Some(*s)
             }
             Claim::Failed => run.status == RunStatus::Failed,
+            Claim::Stale(now) => {
+                run.status == RunStatus::Running
+                    && run.lease.as_ref().is_none_or(|l| l.until < *now)
+            }
         }
     }
 
@@ -207,6 +232,7 @@ impl Claim<'_> {
         match self {
             Claim::Suspended(_) => "suspended",
             Claim::Failed => "failed",
+            Claim::Stale(_) => "running",
         }
     }
 
@@ -214,27 +240,59 @@ impl Claim<'_> {
     fn suspension(&self) -> Option<&str> {
         match self {
             Claim::Suspended(s) => Some(s),
-            Claim::Failed => None,
+            Claim::Failed | Claim::Stale(_) => None,
+        }
+    }
+
+    /// For a stale claim: the time the lease must have ended before (as SQL wants it).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    fn stale_before(&self) -> Option<i64> {
+        match self {
+            Claim::Stale(now) => Some(sql_int(*now)),
+            _ => None,
         }
     }
 }
 
+/// A `u64` as SQL's signed 64-bit integer (saturating).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+fn sql_int(n: u64) -> i64 {
+    n.min(i64::MAX as u64) as i64
+}
+
+/// The error a save or a renewal gets when another process holds the run now.
+pub(crate) fn lease_lost(id: &str) -> Error {
+    Error::lease_lost(format!(
+        "run {id} is held by another process now (its lease ended and the run was recovered, or it was claimed again): this process's changes to it are not kept"
+    ))
+}
+
 /// Keeps runs. `claim` is what makes a decision apply exactly once: of two resumes of
 /// one suspension, one gets the run and the other `None`; a decision for another
-/// suspension of the same run gets `None` too.
+/// suspension of the same run gets `None` too. Leases make a run a process died on
+/// recoverable, and fence the dead (or only slow) process out once it is.
 pub trait RunStore: Send + Sync + 'static {
-    /// Keeps the run (replacing what was kept under its id).
+    /// Keeps the run (replacing what was kept under its id) — only when the kept run's
+    /// lease owner is the record's (both none counts as the same), or nothing is kept
+    /// under its id yet; otherwise an error for which `is_lease_lost()` is true, and
+    /// nothing changes. Atomic.
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
-    /// Moves the run `id` to running, atomically, when it is what `claim` takes (its
-    /// status, and for a suspended run its suspension id), and returns it; `None`
-    /// otherwise (decided already, another suspension, finished, or unknown).
+    /// Moves the run `id` to running under `lease`, atomically, when it is what
+    /// `claim` takes (its status; for a suspended run its suspension id; for a stale
+    /// run an expired lease), and returns it (with the new lease); `None` otherwise
+    /// (decided already, another suspension, finished, held, or unknown).
     fn claim<'a>(
         &'a self,
         id: &'a str,
         claim: Claim<'a>,
+        lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Extends the hold of `lease.owner` on the run `id` to `lease.until`. `false` when
+    /// another owner holds the run now; `true` when the owner does (or nothing is kept
+    /// under `id` yet).
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>>;
     /// The runs `filter` names, a page at a time.
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>>;
     /// Forgets the run `id`; `false` when there was none.
@@ -255,8 +313,12 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
         &'a self,
         id: &'a str,
         claim: Claim<'a>,
+        lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        (**self).claim(id, claim)
+        (**self).claim(id, claim, lease)
+    }
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        (**self).renew(id, lease)
     }
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         (**self).list(filter)
@@ -318,6 +380,12 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl RunStore for MemoryRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let mut runs = lock(&self.runs);
+        if let Some((kept, _)) = runs.get(&run.id) {
+            if owner(&kept.lease) != owner(&run.lease) {
+                let e = lease_lost(&run.id);
+                return Box::pin(async move { Err(e) });
+            }
+        }
         if !runs.contains_key(&run.id) && runs.len() >= self.capacity {
             // Make room: the run that ended longest ago goes.
             let oldest = runs
@@ -369,11 +437,13 @@ impl RunStore for MemoryRunStore {
         &'a self,
         id: &'a str,
         claim: Claim<'a>,
+        lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let claimed = match runs.get_mut(id) {
             Some((r, at)) if claim.matches(r) => {
                 r.status = RunStatus::Running;
+                r.lease = Some(lease.clone());
                 *at = unix_now();
                 Some(r.clone())
             }
@@ -381,6 +451,25 @@ impl RunStore for MemoryRunStore {
         };
         Box::pin(async move { Ok(claimed) })
     }
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        let mut runs = lock(&self.runs);
+        let ours = match runs.get_mut(id) {
+            Some((r, _)) => match &mut r.lease {
+                Some(l) if l.owner == lease.owner => {
+                    l.until = lease.until;
+                    true
+                }
+                _ => false,
+            },
+            None => true,
+        };
+        Box::pin(async move { Ok(ours) })
+    }
+}
+
+/// The owner of a lease, if any.
+fn owner(lease: &Option<Lease>) -> Option<&str> {
+    lease.as_ref().map(|l| l.owner.as_str())
 }
 
 /// Runs kept in a SQLite file (created with its table when missing): no server, no
@@ -426,7 +515,9 @@ impl SqliteRunStore {
                  status TEXT NOT NULL,
                  state TEXT NOT NULL,
                  updated_at INTEGER NOT NULL,
-                 suspension TEXT
+                 suspension TEXT,
+                 lease_owner TEXT,
+                 lease_until INTEGER
              );",
         )
         .map_err(|e| store.fail(e))?;
@@ -435,20 +526,29 @@ impl SqliteRunStore {
         Ok(store)
     }
 
-    /// A table made before runs had suspension ids gains the column (its suspended
-    /// runs have none, so no decision applies to them: they are refused as stale).
+    /// A table made before runs had suspension ids or leases gains the columns (its
+    /// suspended runs have no suspension id, so no decision applies to them: they are
+    /// refused as stale; its running runs have no lease, so they can be recovered).
     fn migrate(&self, c: &rusqlite::Connection) -> Result<()> {
-        let has: bool = c
-            .query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('mcp_agent_runs') WHERE name = 'suspension'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n > 0)
-            .map_err(|e| self.fail(e))?;
-        if !has {
-            c.execute_batch("ALTER TABLE mcp_agent_runs ADD COLUMN suspension TEXT;")
+        for (column, kind) in [
+            ("suspension", "TEXT"),
+            ("lease_owner", "TEXT"),
+            ("lease_until", "INTEGER"),
+        ] {
+            let has: bool = c
+                .query_row(
+                    "SELECT COUNT(*) FROM pragma_table_info('mcp_agent_runs') WHERE name = ?1",
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
                 .map_err(|e| self.fail(e))?;
+            if !has {
+                c.execute_batch(&format!(
+                    "ALTER TABLE mcp_agent_runs ADD COLUMN {column} {kind};"
+                ))
+                .map_err(|e| self.fail(e))?;
+            }
         }
         Ok(())
     }
@@ -487,13 +587,19 @@ impl SqliteRunStore {
     }
 }
 
+/// A run as a row gives it: id, status, suspension, state, lease owner, lease end.
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-fn record(
-    id: String,
-    status: String,
-    suspension: Option<String>,
-    state: String,
-) -> Result<RunRecord> {
+type Row = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<i64>,
+);
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn record((id, status, suspension, state, owner, until): Row) -> Result<RunRecord> {
     Ok(RunRecord {
         id,
         status: RunStatus::parse(&status)
@@ -501,7 +607,20 @@ fn record(
         suspension,
         state: serde_json::from_str(&state)
             .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+        lease: owner.map(|owner| Lease {
+            owner,
+            until: until.unwrap_or(0).max(0) as u64,
+        }),
     })
+}
+
+/// The lease columns of a record: owner, end.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i64>) {
+    match lease {
+        Some(l) => (Some(l.owner.clone()), Some(sql_int(l.until))),
+        None => (None, None),
+    }
 }
 
 #[cfg(feature = "sqlite")]
@@ -517,15 +636,24 @@ impl RunStore for SqliteRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
         let suspension = run.suspension.clone();
+        let (owner, until) = lease_columns(&run.lease);
         Box::pin(self.blocking(move |s, c| {
-            c.execute(
-                "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
-                   updated_at = excluded.updated_at, suspension = excluded.suspension",
-                rusqlite::params![id, status, state, now(), suspension],
-            )
-            .map(|_| ())
-            .map_err(|e| s.fail(e))
+            // Fenced: a row held by another lease owner is left as it is.
+            let n = c
+                .execute(
+                    "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
+                       updated_at = excluded.updated_at, suspension = excluded.suspension,
+                       lease_until = excluded.lease_until
+                     WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
+                    rusqlite::params![id, status, state, now(), suspension, owner, until],
+                )
+                .map_err(|e| s.fail(e))?;
+            if n == 0 {
+                return Err(lease_lost(&id));
+            }
+            Ok(())
         }))
     }
 
@@ -535,7 +663,7 @@ impl RunStore for SqliteRunStore {
             one_run(
                 s,
                 c,
-                "SELECT id, status, suspension, state FROM mcp_agent_runs WHERE id = ?1",
+                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = ?1",
                 [&id],
             )
         }))
@@ -545,18 +673,46 @@ impl RunStore for SqliteRunStore {
         &'a self,
         id: &'a str,
         claim: Claim<'a>,
+        lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let id = id.to_owned();
         let (status, suspension) = (claim.status(), claim.suspension().map(str::to_owned));
+        let stale = claim.stale_before();
+        let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
         Box::pin(self.blocking(move |s, c| {
             one_run(
                 s,
                 c,
-                "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?5, lease_until = ?6
                  WHERE id = ?1 AND status = ?3 AND (?4 IS NULL OR suspension = ?4)
-                 RETURNING id, status, suspension, state",
-                rusqlite::params![id, now(), status, suspension],
+                   AND (?7 IS NULL OR lease_until IS NULL OR lease_until < ?7)
+                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+                rusqlite::params![id, now(), status, suspension, owner, until, stale],
             )
+        }))
+    }
+
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
+        Box::pin(self.blocking(move |s, c| {
+            let n = c
+                .execute(
+                    "UPDATE mcp_agent_runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2",
+                    rusqlite::params![id, owner, until],
+                )
+                .map_err(|e| s.fail(e))?;
+            if n > 0 {
+                return Ok(true);
+            }
+            let kept: i64 = c
+                .query_row(
+                    "SELECT COUNT(*) FROM mcp_agent_runs WHERE id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| s.fail(e))?;
+            Ok(kept == 0)
         }))
     }
 
@@ -628,7 +784,8 @@ fn page_of(mut runs: Vec<RunSummary>, size: usize) -> RunPage {
     RunPage { runs, next }
 }
 
-/// The run a statement returns (id, status, suspension, state), if it returns one.
+/// The run a statement returns (id, status, suspension, state, lease owner, lease
+/// end), if it returns one.
 #[cfg(feature = "sqlite")]
 fn one_run(
     s: &SqliteRunStore,
@@ -638,11 +795,18 @@ fn one_run(
 ) -> Result<Option<RunRecord>> {
     use rusqlite::OptionalExtension as _;
     c.query_row(sql, params, |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
     })
     .optional()
     .map_err(|e| s.fail(e))?
-    .map(|(id, status, suspension, state)| record(id, status, suspension, state))
+    .map(record)
     .transpose()
 }
 
@@ -651,23 +815,41 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn lease(owner: &str) -> Lease {
+        Lease {
+            owner: owner.into(),
+            until: u64::MAX / 2,
+        }
+    }
+
     async fn claims_once(store: &dyn RunStore) {
         let run = RunRecord {
             id: "r1".into(),
             status: RunStatus::Suspended,
             suspension: Some("s1".into()),
             state: json!({"n": 1}),
+            lease: None,
         };
         store.save(&run).await.unwrap();
         // Another suspension of the same run, or a retry, takes nothing.
         assert!(store
-            .claim("r1", Claim::Suspended("s0"))
+            .claim("r1", Claim::Suspended("s0"), &lease("x"))
             .await
             .unwrap()
             .is_none());
-        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_none());
-        let first = store.claim("r1", Claim::Suspended("s1")).await.unwrap();
-        let second = store.claim("r1", Claim::Suspended("s1")).await.unwrap();
+        assert!(store
+            .claim("r1", Claim::Failed, &lease("x"))
+            .await
+            .unwrap()
+            .is_none());
+        let first = store
+            .claim("r1", Claim::Suspended("s1"), &lease("x"))
+            .await
+            .unwrap();
+        let second = store
+            .claim("r1", Claim::Suspended("s1"), &lease("x"))
+            .await
+            .unwrap();
         let first = first.unwrap();
         assert_eq!(first.state, json!({"n": 1}));
         assert_eq!(first.suspension.as_deref(), Some("s1"));
@@ -677,7 +859,7 @@ mod tests {
             RunStatus::Running
         );
         assert!(store
-            .claim("unknown", Claim::Suspended("s1"))
+            .claim("unknown", Claim::Suspended("s1"), &lease("x"))
             .await
             .unwrap()
             .is_none());
@@ -689,11 +871,20 @@ mod tests {
                 status: RunStatus::Failed,
                 suspension: None,
                 state: json!({"n": 2}),
+                lease: first.lease.clone(),
             })
             .await
             .unwrap();
-        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_some());
-        assert!(store.claim("r1", Claim::Failed).await.unwrap().is_none());
+        assert!(store
+            .claim("r1", Claim::Failed, &lease("x"))
+            .await
+            .unwrap()
+            .is_some());
+        assert!(store
+            .claim("r1", Claim::Failed, &lease("x"))
+            .await
+            .unwrap()
+            .is_none());
     }
 
     #[tokio::test]
@@ -709,6 +900,7 @@ mod tests {
             status,
             suspension: None,
             state: json!({}),
+            lease: None,
         };
         store.save(&run("a", RunStatus::Suspended)).await.unwrap();
         store.save(&run("b", RunStatus::Suspended)).await.unwrap();
@@ -742,6 +934,7 @@ mod tests {
                 status: RunStatus::Suspended,
                 suspension: Some("s".into()),
                 state: json!({}),
+                lease: None,
             })
             .await
             .unwrap();
@@ -749,7 +942,7 @@ mod tests {
             .map(|_| {
                 let s = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
                 tokio::spawn(async move {
-                    s.claim("r2", Claim::Suspended("s"))
+                    s.claim("r2", Claim::Suspended("s"), &lease("x"))
                         .await
                         .unwrap()
                         .is_some()
@@ -788,7 +981,9 @@ impl PostgresRunStore {
                  state text NOT NULL,
                  updated_at timestamptz NOT NULL DEFAULT now()
              );
-             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;",
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_owner text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;",
         )
         .await
         .map_err(pg)?;
@@ -797,7 +992,8 @@ impl PostgresRunStore {
         })
     }
 
-    /// One run, from a query returning `id, status, suspension, state`.
+    /// One run, from a query returning `id, status, suspension, state, lease_owner,
+    /// lease_until`.
     async fn query_opt(
         &self,
         what: &str,
@@ -809,7 +1005,7 @@ impl PostgresRunStore {
             .query_opt(sql, params)
             .await
             .map_err(|e| pg(mcp_runtime::__private::PgPool::error(what, e)))?;
-        row.map(|r| record(r.get(0), r.get(1), r.get(2), r.get(3)))
+        row.map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
             .transpose()
     }
 }
@@ -825,16 +1021,24 @@ impl RunStore for PostgresRunStore {
         Box::pin(async move {
             let client = self.pool.client().await.map_err(pg)?;
             let state = run.state.to_string();
-            client
+            let (owner, until) = lease_columns(&run.lease);
+            // Fenced: a row held by another lease owner is left as it is.
+            let n = client
                 .execute(
-                    "INSERT INTO mcp_agent_runs (id, status, state, suspension) VALUES ($1, $2, $3, $4)
+                    "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
+                     VALUES ($1, $2, $3, $4, $5, $6)
                      ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
-                       suspension = EXCLUDED.suspension, updated_at = now()",
-                    &[&run.id, &run.status.as_str(), &state, &run.suspension],
+                       suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
+                       updated_at = now()
+                     WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner",
+                    &[&run.id, &run.status.as_str(), &state, &run.suspension, &owner, &until],
                 )
                 .await
-                .map(|_| ())
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))?;
+            if n == 0 {
+                return Err(lease_lost(&run.id));
+            }
+            Ok(())
         })
     }
 
@@ -842,7 +1046,7 @@ impl RunStore for PostgresRunStore {
         Box::pin(async move {
             self.query_opt(
                 "reading a run",
-                "SELECT id, status, suspension, state FROM mcp_agent_runs WHERE id = $1",
+                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = $1",
                 &[&id],
             )
             .await
@@ -853,17 +1057,42 @@ impl RunStore for PostgresRunStore {
         &'a self,
         id: &'a str,
         claim: Claim<'a>,
+        lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         Box::pin(async move {
             let (status, suspension) = (claim.status(), claim.suspension());
+            let stale = claim.stale_before();
+            let until = sql_int(lease.until);
             self.query_opt(
                 "claiming a run",
-                "UPDATE mcp_agent_runs SET status = 'running', updated_at = now()
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = now(),
+                   lease_owner = $4, lease_until = $5
                  WHERE id = $1 AND status = $2 AND ($3::text IS NULL OR suspension = $3)
-                 RETURNING id, status, suspension, state",
-                &[&id, &status, &suspension],
+                   AND ($6::bigint IS NULL OR lease_until IS NULL OR lease_until < $6)
+                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+                &[&id, &status, &suspension, &lease.owner, &until, &stale],
             )
             .await
+        })
+    }
+
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let until = sql_int(lease.until);
+            let client = self.pool.client().await.map_err(pg)?;
+            let row = client
+                .query_one(
+                    "WITH renewed AS (
+                       UPDATE mcp_agent_runs SET lease_until = $3
+                       WHERE id = $1 AND lease_owner = $2 RETURNING id)
+                     SELECT (SELECT count(*) FROM renewed),
+                            (SELECT count(*) FROM mcp_agent_runs WHERE id = $1)",
+                    &[&id, &lease.owner, &until],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("renewing a lease", e)))?;
+            let (renewed, kept): (i64, i64) = (row.get(0), row.get(1));
+            Ok(renewed > 0 || kept == 0)
         })
     }
 

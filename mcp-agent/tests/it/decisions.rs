@@ -276,6 +276,7 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
             status: RunStatus::Suspended,
             suspension: Some("s".into()),
             state: json!({"not": "a run"}),
+            lease: None,
         })
         .await
         .unwrap();

@@ -1225,4 +1225,5 @@ async fn input_callbacks_answer_and_a_denial_declines() {
     agent.close().await.unwrap();
 }
 mod decisions;
+mod recovery;
 mod skills;

@@ -1,0 +1,226 @@
+//! Building an [`Agent`].
+
+use super::*;
+
+/// Builds an [`Agent`].
+pub struct AgentBuilder {
+    model: Option<Arc<dyn Model>>,
+    mode: Mode,
+    allow: Vec<String>,
+    servers: Vec<Mcp>,
+    store: Arc<dyn RunStore>,
+    max_steps: u32,
+    system: Option<String>,
+    on_event: Vec<EventFn>,
+    on_input: Vec<InputFn>,
+    defer: Option<Vec<String>>,
+    skills: bool,
+    skill_approvals: Vec<SkillApproval>,
+    /// `mode`, `allow` or `max_steps` was called: this agent states a policy.
+    policy_stated: bool,
+    integrity: Option<IntegrityKey>,
+    expiry: Option<std::time::Duration>,
+    on_expiry: Expiry,
+    lease: std::time::Duration,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("mode", &self.mode)
+            .field("allow", &self.allow)
+            .field("servers", &self.servers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentBuilder {
+    /// The model (required: there is no default).
+    pub fn model(mut self, model: impl Model) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+    /// The permission mode (default [`Mode::ReadOnly`]).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self.policy_stated = true;
+        self
+    }
+    /// Tool names the mode allows (exact model-facing names; default none).
+    pub fn allow<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allow.extend(names.into_iter().map(Into::into));
+        self.policy_stated = true;
+        self
+    }
+    /// Attaches a server (a declared struct derefs to its `Mcp`; clone it in).
+    pub fn server(mut self, server: Mcp) -> Self {
+        self.servers.push(server);
+        self
+    }
+    /// Where suspended runs are kept (default: in memory).
+    pub fn store(mut self, store: impl RunStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+    /// The most model turns one run may take (default 20).
+    pub fn max_steps(mut self, steps: u32) -> Self {
+        self.max_steps = steps;
+        self.policy_stated = true;
+        self
+    }
+    /// Instructions for the model.
+    pub fn system(mut self, text: impl Into<String>) -> Self {
+        self.system = Some(text.into());
+        self
+    }
+    /// Keeps these tools (model-facing names) out of the model's context until a tool
+    /// search loads them, instead of what the servers' declarations defer. Models with
+    /// a native tool search (Anthropic) get them flagged; for the others the agent
+    /// offers a `tool_search` function that loads the tools matching a query.
+    pub fn defer<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.defer = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Called with each event of every run (the run's id, the event).
+    pub fn on_event(mut self, f: impl Fn(&str, &Event) + Send + Sync + 'static) -> Self {
+        self.on_event.push(Arc::new(f));
+        self
+    }
+    /// Answers a server's requests for input (elicitation) during a run: return the
+    /// answer, or `None` to leave it to a person — the run then suspends with
+    /// [`Outcome::InputRequired`]. Callbacks are asked in the order added; the first
+    /// answer wins. Without any, every request suspends the run.
+    ///
+    /// Suspending for input needs a 2026-07-28 server (its requests are stateless and
+    /// can be answered from another process). Servers before 2026-07-28 ask over the
+    /// live connection: their requests go to the attached `Mcp`'s own input handler.
+    pub fn on_input<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(InputAsk) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Option<InputResponse>> + Send + 'static,
+    {
+        self.on_input.push(Arc::new(move |ask| Box::pin(f(ask))));
+        self
+    }
+    /// The agent. Connections to the servers are made on first use and kept.
+    /// Offers the skills of attached servers to the model (default: on). Off, no
+    /// skill is listed or loaded.
+    pub fn skills(mut self, on: bool) -> Self {
+        self.skills = on;
+        self
+    }
+
+    /// An approval of a skill given earlier (kept by the application, such as from an
+    /// [`Event::SkillLoaded`] after a person approved): the skill loads without asking
+    /// while its files are the ones approved.
+    pub fn approve_skill(mut self, approval: SkillApproval) -> Self {
+        self.skill_approvals.push(approval);
+        self
+    }
+
+    /// How long a suspension waits for a decision (default: for ever). A decision
+    /// after that is refused as stale; [`Agent::expire_due`] then gives the model an
+    /// "expired, not run" result for the call and goes on, or ends the run (see
+    /// [`on_expiry`](Self::on_expiry)).
+    pub fn suspension_expiry(mut self, after: std::time::Duration) -> Self {
+        self.expiry = Some(after);
+        self
+    }
+
+    /// What an expired suspension does to its run (default [`Expiry::Continue`]).
+    pub fn on_expiry(mut self, action: Expiry) -> Self {
+        self.on_expiry = action;
+        self
+    }
+
+    /// How long this process's hold on a run it works on lasts without renewal
+    /// (default 60 s; at least 100 ms). It is renewed every third of that while the
+    /// run is worked on; a run whose process died is left `running` until its lease
+    /// ends, and then [`Agent::recover`] (or [`Agent::recover_stale`]) in any process
+    /// takes it over. A process whose lease was taken over can no longer save the run
+    /// ([`Error::is_lease_lost`]). Machines that share a store need clocks that agree
+    /// to well within this.
+    pub fn lease(mut self, lease: std::time::Duration) -> Self {
+        self.lease = lease.max(std::time::Duration::from_millis(100));
+        self
+    }
+
+    /// Protects stored runs against changes made outside the agent: each run is kept
+    /// with an HMAC-SHA-256 of its state under this key (the key itself is never
+    /// stored), and a run whose MAC does not match — its arguments rewritten, a later
+    /// call pre-approved in the store, a run kept without the key — is refused with an
+    /// error for which `is_store()` is true. Every process that resumes the runs needs
+    /// the same key. Without a key the store is trusted: whoever can write it can
+    /// change what a run does. (A MAC cannot tell an older copy of the same run from
+    /// the current one: keep the store's own history out of reach too.)
+    pub fn integrity_key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.integrity = Some(IntegrityKey(Arc::from(key.as_ref())));
+        self
+    }
+
+    /// Builds the agent.
+    pub fn build(self) -> Result<Agent> {
+        if self.integrity.as_ref().is_some_and(|k| k.0.len() < 16) {
+            return Err(Error::config(
+                "the integrity key is too short: give at least 16 random bytes (32 recommended)",
+            ));
+        }
+        let model = self
+            .model
+            .ok_or_else(|| Error::config("no model: set one (there is no default model)"))?;
+        Ok(Agent {
+            inner: Arc::new(AgentInner {
+                model,
+                gate: Arc::new(Gate::new(self.mode, self.allow)),
+                policy_stated: self.policy_stated,
+                integrity: self.integrity,
+                expiry: self.expiry,
+                on_expiry: self.on_expiry,
+                lease: self.lease,
+                servers: self.servers,
+                store: self.store,
+                max_steps: self.max_steps.max(1),
+                system: self.system,
+                on_event: self.on_event,
+                on_input: self.on_input,
+                defer: self.defer,
+                skills: self.skills,
+                skill_approvals: self.skill_approvals,
+                loaded_skills: Default::default(),
+            }),
+        })
+    }
+}
+
+impl Agent {
+    /// Starts building an agent.
+    pub fn builder() -> AgentBuilder {
+        AgentBuilder {
+            model: None,
+            mode: Mode::ReadOnly,
+            allow: Vec::new(),
+            servers: Vec::new(),
+            store: Arc::new(MemoryRunStore::default()),
+            max_steps: 20,
+            system: None,
+            on_event: Vec::new(),
+            on_input: Vec::new(),
+            defer: None,
+            skills: true,
+            skill_approvals: Vec::new(),
+            policy_stated: false,
+            integrity: None,
+            expiry: None,
+            on_expiry: Expiry::Continue,
+            lease: std::time::Duration::from_secs(60),
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! Running allowed calls on their servers: concurrently, with progress, and with input callbacks.
+
+use super::*;
+
+impl Agent {
+    /// Runs allowed calls: one is awaited here, several run concurrently. Events and
+    /// results keep the model's order. A call that paused for input gives its input
+    /// (and the answers callbacks gave) instead of a result.
+    pub(super) async fn run_tools(
+        &self,
+        state: &mut RunState,
+        batch: Vec<(PendingCall, &AgentTool)>,
+    ) -> Result<Vec<std::result::Result<Block, Paused>>> {
+        // At most once: the calls are recorded as sent before they are, so a run
+        // recovered after a crash knows their outcome is unknown.
+        for (c, (_, tool)) in state.pending.iter_mut().zip(&batch) {
+            c.executing = Some(tool.facts.server.clone());
+        }
+        self.save(state, RunStatus::Running).await?;
+        for (call, tool) in &batch {
+            self.event(
+                state,
+                Event::BeforeToolCall {
+                    server: tool.facts.server.clone(),
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                },
+            );
+        }
+        let mut ends: Vec<Option<(CallEnd, Vec<Event>)>> = Vec::new();
+        ends.resize_with(batch.len(), || None);
+        if let [(call, tool)] = batch.as_slice() {
+            ends[0] = Some(self.call_server(&state.id, tool, call).await);
+        } else {
+            // Dropping the run (a cancelled future) aborts the calls with the set.
+            let mut set = tokio::task::JoinSet::new();
+            for (i, (call, tool)) in batch.iter().enumerate() {
+                let agent = self.clone();
+                let (run, tool, call) = (state.id.clone(), (*tool).clone(), call.clone());
+                set.spawn(async move { (i, agent.call_server(&run, &tool, &call).await) });
+            }
+            while let Some(joined) = set.join_next().await {
+                match joined {
+                    Ok((i, end)) => ends[i] = Some(end),
+                    Err(e) => tracing::warn!(error = %e, "a tool call task failed"),
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(batch.len());
+        for ((call, tool), end) in batch.iter().zip(ends) {
+            let (end, events) = end.unwrap_or_else(|| {
+                (
+                    CallEnd::Done(
+                        json!({ "error": "the tool call did not complete" }).to_string(),
+                        true,
+                    ),
+                    Vec::new(),
+                )
+            });
+            // Already delivered to the callbacks live; kept with the run here.
+            state.events.extend(events);
+            state.ran += 1;
+            match end {
+                CallEnd::Done(content, is_error) => {
+                    self.event(
+                        state,
+                        Event::AfterToolResult {
+                            server: tool.facts.server.clone(),
+                            tool: call.name.clone(),
+                            is_error,
+                        },
+                    );
+                    out.push(Ok(Block::ToolResult {
+                        id: call.id.clone(),
+                        content,
+                        is_error,
+                    }));
+                }
+                CallEnd::Paused(input, answers) => out.push(Err((input, answers))),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Asks the `on_input` callbacks; the first answer wins.
+    pub(super) async fn ask_callbacks(&self, ask: InputAsk) -> Option<InputResponse> {
+        for f in &self.inner.on_input {
+            if let Some(answer) = f(ask.clone()).await {
+                return Some(answer);
+            }
+        }
+        None
+    }
+
+    /// One MCP call: its text for the model and whether it failed — or, when the server
+    /// asks for input no callback gives, the input — with the events it produced on the
+    /// way (progress, answers), delivered to the callbacks as they happen.
+    pub(super) async fn call_server(
+        &self,
+        run_id: &str,
+        tool: &AgentTool,
+        call: &PendingCall,
+    ) -> (CallEnd, Vec<Event>) {
+        let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
+        let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
+        let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
+        let base = RequestOptions::default()
+            .pause_on_input()
+            .with_progress(move |p| {
+                let event = Event::ToolProgress {
+                    server: server_name.clone(),
+                    tool: tool_name.clone(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.as_ref().map(|m| m.chars().take(1000).collect()),
+                };
+                for f in &inner.on_event {
+                    f(&run, &event);
+                }
+                let mut kept = lock(&sink);
+                if kept.len() >= MAX_PROGRESS_KEPT {
+                    kept.pop();
+                }
+                kept.push(event);
+            });
+        let server = &self.inner.servers[tool.server];
+        let mut notes = Vec::new();
+        // Answers a person gave on resume: they go with the first attempt.
+        let mut answers = match (&call.input, call.answered) {
+            (Some(input), true) => Some((input.clone(), call.answers.clone())),
+            _ => None,
+        };
+        let mut end = CallEnd::Done(
+            json!({ "error": format!("`{}` kept asking for input ({MAX_INPUT_ROUNDS} rounds)", call.name) })
+                .to_string(),
+            true,
+        );
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let mut options = base.clone();
+            if let Some((input, given)) = answers.take() {
+                let responses: Vec<(String, InputResponse)> = given
+                    .iter()
+                    .filter_map(|(k, v)| InputResponse::from_value(v).map(|r| (k.clone(), r)))
+                    .collect();
+                options = options.with_input_answers(input, responses);
+            }
+            let e = match server
+                .call_with(&call.name, call.arguments.clone(), options)
+                .await
+            {
+                Ok(r) => {
+                    let mut text = r.text();
+                    if text.is_empty() {
+                        if let Some(s) = &r.structured_content {
+                            text = s.to_string();
+                        }
+                    }
+                    end = CallEnd::Done(text, r.is_error());
+                    break;
+                }
+                Err(e) => e,
+            };
+            // A protocol failure is the model's to read too; the loop goes on.
+            let Some(input) = e.pending_input() else {
+                end = CallEnd::Done(json!({ "error": e.to_string() }).to_string(), true);
+                break;
+            };
+            let requests = match input.requests() {
+                Ok(r) => r,
+                Err(why) => {
+                    end = CallEnd::Done(json!({ "error": why.to_string() }).to_string(), true);
+                    break;
+                }
+            };
+            let mut given = Vec::new();
+            for (key, request) in requests {
+                let ask = InputAsk {
+                    run_id: run_id.to_owned(),
+                    tool: call.name.clone(),
+                    key: key.clone(),
+                    request,
+                };
+                if let Some(answer) = self.ask_callbacks(ask).await {
+                    given.push((key, answer));
+                }
+            }
+            if !given.is_empty() {
+                let event = Event::InputAnswered {
+                    tool: call.name.clone(),
+                    actions: given.iter().map(|(_, a)| a.action().to_owned()).collect(),
+                    by: "on_input".into(),
+                    at: now(),
+                };
+                for f in &self.inner.on_event {
+                    f(run_id, &event);
+                }
+                notes.push(event);
+            }
+            let given: Vec<(String, Value)> =
+                given.into_iter().map(|(k, a)| (k, a.to_value())).collect();
+            if given.len() == input.keys().count() {
+                answers = Some((input.clone(), given));
+                continue;
+            }
+            end = CallEnd::Paused(input.clone(), given);
+            break;
+        }
+        let mut events = std::mem::take(&mut *lock(&seen));
+        events.extend(notes);
+        (end, events)
+    }
+}

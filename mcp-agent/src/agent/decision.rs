@@ -1,0 +1,279 @@
+//! What a run ends with ([`Outcome`]), what a person decides ([`Decision`]), what a decision is bound to ([`Binding`]) and what a suspended run waits on ([`Pending`]).
+
+use super::*;
+
+/// How a run ended (for now).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The model's final answer.
+    Finished {
+        /// The run.
+        run_id: String,
+        /// The answer.
+        text: String,
+    },
+    /// A tool call waits for a person: [`Agent::resume`] with the decision id and the
+    /// decision, from this process or another.
+    ApprovalRequired {
+        /// The run.
+        run_id: String,
+        /// This suspension of the run (every suspension has its own id).
+        suspension: String,
+        /// The decision the call waits for: a resume names it, and it applies once.
+        decision: String,
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments the model gave.
+        arguments: Value,
+    },
+    /// A tool call waits for input a server asked for and no `on_input` callback
+    /// answered: [`Agent::resume`] with [`Decision::answer`] (or a denial, which
+    /// declines), from this process or another.
+    InputRequired {
+        /// The run.
+        run_id: String,
+        /// This suspension of the run.
+        suspension: String,
+        /// The decision the call waits for: a resume names it, and it applies once.
+        decision: String,
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments the model gave.
+        arguments: Value,
+        /// What the server asks, by its key for each request.
+        requests: Vec<(String, InputRequest)>,
+    },
+    /// The run took as many model turns as allowed without finishing.
+    StepLimit {
+        /// The run.
+        run_id: String,
+    },
+    /// Nobody decided before the suspension expired, and the agent ends such runs
+    /// ([`Expiry::End`]): the call did not run.
+    Expired {
+        /// The run.
+        run_id: String,
+    },
+}
+
+/// What happens to a run whose suspension expired undecided
+/// ([`AgentBuilder::suspension_expiry`], [`Agent::expire_due`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Expiry {
+    /// The model reads that the call expired and was not run, and the run goes on
+    /// (the default).
+    #[default]
+    Continue,
+    /// The run ends ([`Outcome::Expired`]).
+    End,
+}
+
+/// A person's decision on a suspended call: approve or deny a call that waits for
+/// approval; answer (or deny, which declines) a call that waits for input.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    /// Run the call (or give the model an error result).
+    pub approved: bool,
+    /// Who decided (kept in the run's events).
+    pub by: String,
+    /// Answers to the input a server asked for, by request key.
+    pub answers: Vec<(String, InputResponse)>,
+    /// For loading a skill: also grant the tools its `allowed-tools` names (see
+    /// [`with_allowed_tools`](Self::with_allowed_tools)).
+    pub allowed_tools: bool,
+    /// For a denial: why, for the model to read with the error result.
+    pub message: Option<String>,
+    /// Made with [`answer`](Self::answer): it answers input, it approves nothing.
+    pub(super) answering: bool,
+}
+
+impl Decision {
+    /// Approve, by `who`.
+    pub fn approve(who: impl Into<String>) -> Self {
+        Decision {
+            approved: true,
+            by: who.into(),
+            answers: Vec::new(),
+            allowed_tools: false,
+            message: None,
+            answering: false,
+        }
+    }
+    /// Deny, by `who`. For a call that waits for input: every request is declined.
+    pub fn deny(who: impl Into<String>) -> Self {
+        Decision {
+            approved: false,
+            by: who.into(),
+            answers: Vec::new(),
+            allowed_tools: false,
+            message: None,
+            answering: false,
+        }
+    }
+    /// Answers the input a call waits for, by `who`: one answer per request key of
+    /// [`Outcome::InputRequired`] (a request left unanswered is declined).
+    pub fn answer<I, K>(who: impl Into<String>, answers: I) -> Self
+    where
+        I: IntoIterator<Item = (K, InputResponse)>,
+        K: Into<String>,
+    {
+        Decision {
+            approved: true,
+            by: who.into(),
+            answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
+            allowed_tools: false,
+            message: None,
+            answering: true,
+        }
+    }
+    /// For an approval of loading a skill: also grant the tools of the skill's server
+    /// that its `allowed-tools` names, while the run acts on it. Without this the
+    /// skill's `allowed-tools` are ignored.
+    pub fn with_allowed_tools(mut self) -> Self {
+        self.allowed_tools = true;
+        self
+    }
+    /// For a denial: tells the model why (it reads it with the call's error result).
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = Some(message.into());
+        self
+    }
+}
+
+/// What a person's approval of a tool call is bound to: the call runs on it only while
+/// each part is the same when it is about to run, in whichever process resumes the
+/// run. Digests are `sha256:` and 64 hex digits (see [`mcp_runtime::digest`]); none
+/// holds a secret value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Binding {
+    /// The server's name (the host's label for it).
+    pub server: String,
+    /// The server's configuration ([`Mcp::config_fingerprint`]): how it is started or
+    /// reached.
+    pub server_config: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The tool's definition ([`mcp_runtime::McpTool::definition_digest`]): name,
+    /// description, input schema, annotations.
+    pub definition: String,
+    /// The arguments the person saw.
+    pub arguments: String,
+}
+
+impl Binding {
+    /// What an approval of calling `tool` (of the server `server`) with `arguments`
+    /// is bound to.
+    pub(super) fn new(server: &Mcp, tool: &AgentTool, arguments: &Value) -> Binding {
+        Binding {
+            server: tool.facts.server.clone(),
+            server_config: server.config_fingerprint(),
+            tool: tool.facts.name.clone(),
+            definition: tool.def.definition_digest(),
+            arguments: mcp_runtime::digest::sha256_json(arguments),
+        }
+    }
+
+    /// What differs now, if anything: the live tool of that name (with its server),
+    /// and the arguments.
+    pub(super) fn changed(
+        &self,
+        now: Option<(&Mcp, &AgentTool)>,
+        arguments: &Value,
+    ) -> Option<String> {
+        let Some((server, t)) = now else {
+            return Some(format!(
+                "`{}` is no longer offered by any attached server",
+                self.tool
+            ));
+        };
+        if t.facts.server != self.server {
+            return Some(format!(
+                "`{}` is now offered by server `{}`, not by `{}`",
+                self.tool, t.facts.server, self.server
+            ));
+        }
+        if server.config_fingerprint() != self.server_config {
+            return Some(format!(
+                "server `{}` is now started or reached differently",
+                self.server
+            ));
+        }
+        if t.def.definition_digest() != self.definition {
+            return Some(format!(
+                "the definition of `{}` changed (description, input schema or annotations)",
+                self.tool
+            ));
+        }
+        if mcp_runtime::digest::sha256_json(arguments) != self.arguments {
+            return Some(format!("the arguments of `{}` changed", self.tool));
+        }
+        None
+    }
+}
+
+/// What a suspended run waits on ([`Agent::pending`]), for an application that did not
+/// see the [`Outcome`] (an approval inbox): the ids a decision names, and what the
+/// person decides on.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Pending {
+    /// The run.
+    pub run_id: String,
+    /// The suspension it waits in.
+    pub suspension: String,
+    /// The decision it waits for ([`Agent::resume`] names it).
+    pub decision: String,
+    /// The server.
+    pub server: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The arguments the model gave (for a skill load: what the person approves — its
+    /// uri, fingerprint and `allowed-tools`).
+    pub arguments: Value,
+    /// What it waits for.
+    pub waits: PendingWait,
+}
+
+/// What a suspended call waits for.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum PendingWait {
+    /// A person's approval or denial.
+    Approval {
+        /// What an approval is bound to (absent for a skill load).
+        binding: Option<Binding>,
+        /// The tool's description, as shown.
+        description: Option<String>,
+        /// The tool's input schema, as shown.
+        input_schema: Option<Value>,
+    },
+    /// Answers to a server's requests for input, by key (with their schemas).
+    Input {
+        /// The requests still unanswered.
+        requests: Vec<(String, InputRequest)>,
+    },
+}
+
+/// A server's request for input, as an `on_input` callback sees it.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct InputAsk {
+    /// The run.
+    pub run_id: String,
+    /// The tool whose call asked (model-facing name).
+    pub tool: String,
+    /// The server's key for this request.
+    pub key: String,
+    /// The request (its `server` names the server).
+    pub request: InputRequest,
+}
+
+pub(super) type InputFn =
+    Arc<dyn Fn(InputAsk) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;

@@ -1,0 +1,219 @@
+//! What happens in a run, in order: the events callbacks get and the run keeps.
+
+use super::*;
+
+/// Something that happened in a run, in order. Delivered to the `on_event` callbacks
+/// and kept with the run. Events carry tool names and the model's arguments, never a
+/// configured secret (tokens, header or environment values).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// The run started.
+    RunStarted,
+    /// A tool call the gate allowed is about to run.
+    BeforeToolCall {
+        /// The server.
+        server: String,
+        /// The tool's model-facing name.
+        tool: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A tool call returned.
+    AfterToolResult {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The tool failed.
+        is_error: bool,
+    },
+    /// A running tool reported progress (the seed's `after_tool_progress`). A run keeps
+    /// at most [`MAX_PROGRESS_KEPT`] of them per call (the latest last); callbacks see
+    /// every one.
+    ToolProgress {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// How far along.
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// The server's message (at most 1000 characters kept).
+        message: Option<String>,
+    },
+    /// The gate denied a call.
+    Denied {
+        /// The tool the model asked for.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A call waits for a person's approval.
+    ApprovalRequested {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The arguments.
+        arguments: Value,
+        /// What an approval will be bound to (absent for a skill load, which is bound
+        /// to the skill's fingerprint).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+    },
+    /// A person decided.
+    ApprovalDecided {
+        /// The tool.
+        tool: String,
+        /// Approved or denied.
+        approved: bool,
+        /// Who decided.
+        by: String,
+        /// When (seconds since the epoch).
+        at: u64,
+        /// What the decision is bound to: an approval applies only while the server,
+        /// its configuration, the tool's definition and the arguments are these.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+    },
+    /// An approval was not applied: what it was bound to changed before the call ran
+    /// (the tool is gone, moved to another server, its definition or the server's
+    /// configuration changed, the arguments differ). Nothing ran; the call goes
+    /// through the gate again (a person is asked again, in a new suspension).
+    DecisionVoided {
+        /// The tool.
+        tool: String,
+        /// What changed.
+        reason: String,
+    },
+    /// A server asked for input (elicitation) that no `on_input` callback answered.
+    InputRequested {
+        /// The server.
+        server: String,
+        /// The tool whose call asked.
+        tool: String,
+        /// What the server says it needs, one message per request (at most 1000
+        /// characters each kept).
+        messages: Vec<String>,
+        /// The background task waiting for the input, when the call runs as one.
+        task: Option<String>,
+    },
+    /// Input was given (by a callback or a person); the values themselves are not kept
+    /// in events.
+    InputAnswered {
+        /// The tool.
+        tool: String,
+        /// `accept`, `decline` or `cancel`, one per request answered.
+        actions: Vec<String>,
+        /// Who answered (`on_input` for a callback).
+        by: String,
+        /// When (seconds since the epoch).
+        at: u64,
+    },
+    /// A skill was loaded: its `SKILL.md` checked against the entry, which the run
+    /// holds from now on.
+    SkillLoaded {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// The fingerprint of its files the load was approved for.
+        fingerprint: String,
+        /// Tools of the server its `allowed-tools` named that the approval granted.
+        granted_tools: Vec<String>,
+    },
+    /// A file of a loaded skill was read and checked.
+    SkillFileRead {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// The file's URI.
+        path: String,
+    },
+    /// A skill's file did not match the entry it was loaded from (or is loaded
+    /// from): the content was not used, the skill is no longer held and its approvals
+    /// in the run are revoked. It changed and needs re-approval.
+    SkillChanged {
+        /// The server.
+        server: String,
+        /// The skill's `SKILL.md` URI.
+        uri: String,
+        /// What differed.
+        reason: String,
+    },
+    /// The run stopped to wait for a decision or for input.
+    RunSuspended {
+        /// The suspension's id.
+        #[serde(default)]
+        suspension: String,
+        /// The decision it waits for (what a resume names).
+        #[serde(default)]
+        decision: String,
+    },
+    /// A decision was refused: it did not apply to what the run waits for (already
+    /// applied, for an earlier suspension, of the other kind, or for a run that is
+    /// not waiting). Nothing changed.
+    DecisionRefused {
+        /// The decision the resume named.
+        decision: String,
+        /// Who decided.
+        by: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// An error stopped the run. When nothing had run since it was resumed it waits
+    /// again for the same decision (`resumable`); otherwise it is `failed`, keeping
+    /// what ran, and [`Agent::retry`] continues it.
+    RunFailed {
+        /// What went wrong.
+        error: String,
+        /// The run waits again in the suspension it was resumed from.
+        resumable: bool,
+    },
+    /// A failed run was taken up again ([`Agent::retry`]).
+    RunRetried,
+    /// A suspension expired with no decision: the call it waited on did not run.
+    SuspensionExpired {
+        /// The suspension.
+        suspension: String,
+        /// The decision nobody made.
+        decision: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The run was cancelled ([`Agent::cancel`]); the calls it waited on did not run.
+    RunCancelled {
+        /// Who cancelled it.
+        by: String,
+    },
+    /// The model answered (the answer is kept with the run).
+    ModelAnswered {
+        /// The model turn (1 for the first).
+        step: u32,
+        /// How many tool calls it asked for (0: a final answer).
+        tool_calls: u32,
+    },
+    /// A run whose process stopped working on it (its lease ended) was taken over
+    /// ([`Agent::recover`]).
+    RunRecovered,
+    /// A call had been sent when the run's process stopped, and its result was never
+    /// kept: it may or may not have taken effect. It is not sent again — the model
+    /// reads "outcome unknown" — unless the tool's annotations say it is idempotent
+    /// or read-only (`resent`).
+    OutcomeUnknown {
+        /// The server it was sent to.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Sent again (the tool says a repeat is harmless).
+        resent: bool,
+    },
+    /// The run ended.
+    RunFinished,
+}
+
+pub(super) type EventFn = Arc<dyn Fn(&str, &Event) + Send + Sync>;

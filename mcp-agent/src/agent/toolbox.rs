@@ -1,0 +1,170 @@
+//! The tools a run sees: listed from the attached servers, offered to the model (deferred ones behind a tool search), and the gate's verdict on a call.
+
+use super::*;
+
+impl Agent {
+    /// The tools of every attached server; model-facing names must be unique.
+    pub(super) async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
+        let mut all: HashMap<String, AgentTool> = HashMap::new();
+        for (i, server) in self.inner.servers.iter().enumerate() {
+            for t in server.tools().await? {
+                if let Some(other) = all.get(&t.name) {
+                    return Err(Error::config(format!(
+                        "two attached servers offer a tool named `{}`: {} and {}; give one a prefix",
+                        t.name,
+                        self.inner.servers[other.server].name(),
+                        server.name()
+                    )));
+                }
+                let facts = ToolFacts {
+                    name: t.name.clone(),
+                    server: server.name().to_owned(),
+                    app_only: t.app_only,
+                    requires_approval: t.requires_approval(),
+                };
+                let defer = match &self.inner.defer {
+                    Some(names) => names.contains(&t.name),
+                    None => t.deferred,
+                };
+                let spec = ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone().unwrap_or_default(),
+                    input_schema: t.input_schema.clone(),
+                    defer,
+                };
+                all.insert(
+                    t.name.clone(),
+                    AgentTool {
+                        server: i,
+                        facts,
+                        spec,
+                        def: Arc::new(t),
+                    },
+                );
+            }
+        }
+        Ok(all)
+    }
+
+    /// The tools the model is offered this turn: what the gate can allow; deferred
+    /// ones flagged for a model with a native tool search, else left out until the
+    /// emulated `tool_search` loads them (and that search offered while any remain).
+    pub(super) fn offered(
+        &self,
+        tools: &HashMap<String, AgentTool>,
+        state: &RunState,
+    ) -> Vec<ToolSpec> {
+        let gate = self.gate(state);
+        let mut v: Vec<&AgentTool> = tools
+            .values()
+            .filter(|t| gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
+            .collect();
+        v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        if self.inner.model.native_tool_search() {
+            return v.into_iter().map(|t| t.spec.clone()).collect();
+        }
+        let mut offered: Vec<ToolSpec> = Vec::new();
+        let mut hidden: Vec<&ToolSpec> = Vec::new();
+        for t in v {
+            if !t.spec.defer || state.loaded.contains(&t.spec.name) {
+                let mut spec = t.spec.clone();
+                spec.defer = false;
+                offered.push(spec);
+            } else {
+                hidden.push(&t.spec);
+            }
+        }
+        if !hidden.is_empty() && !tools.contains_key(TOOL_SEARCH) {
+            let catalogue: Vec<String> = hidden
+                .iter()
+                .map(|t| format!("{}: {}", t.name, t.description.lines().next().unwrap_or("")))
+                .collect();
+            offered.push(ToolSpec {
+                name: TOOL_SEARCH.into(),
+                description: format!(
+                    "Loads more tools: give words to search for (or exact names); the matching tools become callable. Available:\n{}",
+                    catalogue.join("\n")
+                ),
+                input_schema: serde_json::json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+                defer: false,
+            });
+        }
+        offered
+    }
+
+    /// The emulated tool search: loads the deferred tools matching the query's words.
+    pub(super) fn search_tools(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+        call: &PendingCall,
+    ) -> Block {
+        let gate = self.gate(state);
+        let query = call
+            .arguments
+            .get("query")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_lowercase();
+        let words: Vec<&str> = query
+            .split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut found: Vec<Value> = Vec::new();
+        let mut names: Vec<&String> = tools.keys().collect();
+        names.sort();
+        for name in names {
+            let t = &tools[name];
+            if !t.spec.defer || !gate.advertised(&t.facts) {
+                continue;
+            }
+            let text = format!("{} {}", t.spec.name, t.spec.description).to_lowercase();
+            if words.iter().any(|w| text.contains(w)) {
+                if !state.loaded.contains(name) {
+                    state.loaded.push(name.clone());
+                }
+                found.push(json!({"name": t.spec.name, "description": t.spec.description}));
+            }
+        }
+        Block::ToolResult {
+            id: call.id.clone(),
+            content: json!({ "loaded": found }).to_string(),
+            is_error: false,
+        }
+    }
+
+    /// A call of the skill tools (when no server offers a tool of that name).
+    pub(super) fn is_skill_call(&self, name: &str, tools: &HashMap<String, AgentTool>) -> bool {
+        self.inner.skills
+            && (name == READ_SKILL || name == READ_SKILL_FILE)
+            && !tools.contains_key(name)
+    }
+
+    /// The gate's verdict on one pending call (a person's decision, if recorded, wins;
+    /// then a grant of an approved skill's `allowed-tools`).
+    pub(super) async fn verdict(
+        &self,
+        gate: &Gate,
+        call: &PendingCall,
+        tool: Option<&AgentTool>,
+        grants: &[(String, String, String)],
+    ) -> Verdict {
+        match call.approved {
+            Some(true) => Verdict::Allow,
+            Some(false) => Verdict::Deny(match &call.denial {
+                Some(why) => format!("a person denied `{}`: {why}", call.name),
+                None => format!("a person denied `{}`", call.name),
+            }),
+            None if tool.is_some_and(|t| {
+                granted(grants, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
+            }) =>
+            {
+                Verdict::Allow
+            }
+            None => {
+                gate.decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                    .await
+            }
+        }
+    }
+}
