@@ -227,26 +227,23 @@ async fn main_inner() -> Result<(), String> {
         Outcome::Finished { text, .. } => println!("{text}"),
         // (server-filesystem asks for no input; a server that does suspends the same way,
         // and `--deny` declines it.)
-        Outcome::ApprovalRequired {
-            run_id,
-            tool,
-            decision,
-            ..
-        }
-        | Outcome::InputRequired {
-            run_id,
-            tool,
-            decision,
-            ..
-        } => {
+        Outcome::ApprovalRequired { run_id, calls, .. }
+        | Outcome::InputRequired { run_id, calls, .. } => {
             let file = dir_file(&args.store, &run_id);
             if let Some(parent) = file.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
             }
             std::fs::write(file, &dir).map_err(|e| e.to_string())?;
-            // Server text goes to a terminal: no control characters.
-            let tool: String = tool.chars().filter(|c| !c.is_control()).collect();
-            println!("suspended run={run_id} tool={tool} decision={decision}");
+            // One line per call the run waits on (the calls of one model turn are
+            // decided together, each by its own decision id).
+            for call in calls {
+                // Server text goes to a terminal: no control characters.
+                let tool: String = call.tool.chars().filter(|c| !c.is_control()).collect();
+                println!(
+                    "suspended run={run_id} tool={tool} decision={}",
+                    call.decision
+                );
+            }
         }
         Outcome::StepLimit { run_id } => println!("run {run_id} stopped at the step limit"),
         other => println!("{other:?}"),

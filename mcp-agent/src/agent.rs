@@ -28,12 +28,15 @@ mod toolbox;
 
 pub use builder::AgentBuilder;
 use decision::*;
-pub use decision::{Binding, Decision, Expiry, InputAsk, Outcome, Pending, PendingWait};
+pub use decision::{
+    Always, Binding, Decision, DecisionKind, Expiry, InputAsk, Outcome, Pending, PendingWait,
+};
 pub use events::Event;
 use events::*;
 use integrity::*;
+use run::{error_result, suspended_outcome};
 pub use skills::SkillApproval;
-use skills::{HeldSkill, SkillStep, READ_SKILL, READ_SKILL_FILE};
+use skills::{AgentSkill, HeldSkill, SkillStep, READ_SKILL, READ_SKILL_FILE};
 use state::*;
 
 /// A tool an approved skill's `allowed-tools` granted (same server, exact name).
@@ -270,6 +273,12 @@ impl Agent {
             key.open(run_id, &mut state)?;
         } else if let Value::Object(m) = &mut state {
             m.remove(INTEGRITY_FIELD);
+        }
+        let version = state.get("version").and_then(Value::as_u64).unwrap_or(1);
+        if version != u64::from(STATE_VERSION) {
+            return Err(Error::store(format!(
+                "run {run_id} is kept in format {version}, and this version of mcp-agent reads format {STATE_VERSION}: finish or cancel it with the version that kept it"
+            )));
         }
         let mut state: RunState = serde_json::from_value(state)
             .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;

@@ -3,18 +3,31 @@
 use super::*;
 
 impl Agent {
-    /// Runs allowed calls: one is awaited here, several run concurrently. Events and
-    /// results keep the model's order. A call that paused for input gives its input
-    /// (and the answers callbacks gave) instead of a result.
+    /// Runs the calls at `indices` of the turn (each offered by a server of `tools`):
+    /// one is awaited here, several run concurrently. Events and results keep the
+    /// model's order. A call that paused for input gives its input (and the answers
+    /// callbacks gave) instead of a result.
     pub(super) async fn run_tools(
         &self,
         state: &mut RunState,
-        batch: Vec<(PendingCall, &AgentTool)>,
+        indices: &[usize],
+        tools: &HashMap<String, AgentTool>,
     ) -> Result<Vec<std::result::Result<Block, Paused>>> {
-        // At most once: the calls are recorded as sent before they are, so a run
-        // recovered after a crash knows their outcome is unknown.
-        for (c, (_, tool)) in state.pending.iter_mut().zip(&batch) {
-            c.executing = Some(tool.facts.server.clone());
+        let mut batch: Vec<(PendingCall, &AgentTool)> = Vec::with_capacity(indices.len());
+        for &i in indices {
+            let call = &mut state.pending[i];
+            let Some(tool) = tools.get(&call.name) else {
+                return Err(Error::config("a call to run names no tool"));
+            };
+            // At most once: the call is recorded as sent before it is, so a run
+            // recovered after a crash knows its outcome is unknown.
+            let sent = CallState::Executing {
+                server: tool.facts.server.clone(),
+            };
+            let ready = std::mem::replace(&mut call.at, sent);
+            let mut call = call.clone();
+            call.at = ready;
+            batch.push((call, tool));
         }
         self.save(state, RunStatus::Running).await?;
         for (call, tool) in &batch {
@@ -126,8 +139,8 @@ impl Agent {
         let server = &self.inner.servers[tool.server];
         let mut notes = Vec::new();
         // Answers a person gave on resume: they go with the first attempt.
-        let mut answers = match (&call.input, call.answered) {
-            (Some(input), true) => Some((input.clone(), call.answers.clone())),
+        let mut answers = match &call.at {
+            CallState::Answered { input, answers } => Some((input.clone(), answers.clone())),
             _ => None,
         };
         let mut end = CallEnd::Done(

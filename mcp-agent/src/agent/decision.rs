@@ -28,6 +28,10 @@ pub enum Outcome {
         tool: String,
         /// The arguments the model gave.
         arguments: Value,
+        /// Every call the suspension waits on, this one first: the calls of one model
+        /// turn that need a person are decided together (each by its own decision id,
+        /// in one resume or several; the run goes on once all are decided).
+        calls: Vec<Pending>,
     },
     /// A tool call waits for input a server asked for and no `on_input` callback
     /// answered: [`Agent::resume`] with [`Decision::answer`] (or a denial, which
@@ -47,6 +51,9 @@ pub enum Outcome {
         arguments: Value,
         /// What the server asks, by its key for each request.
         requests: Vec<(String, InputRequest)>,
+        /// Every call the suspension waits on, this one first (see
+        /// [`Outcome::ApprovalRequired`]).
+        calls: Vec<Pending>,
     },
     /// The run took as many model turns as allowed without finishing.
     StepLimit {
@@ -74,47 +81,73 @@ pub enum Expiry {
     End,
 }
 
-/// A person's decision on a suspended call: approve or deny a call that waits for
-/// approval; answer (or deny, which declines) a call that waits for input.
+/// A person's decision on one suspended call: approve, deny (with a message the model
+/// reads), edit its arguments, or answer the input it waits for. Who decided is kept
+/// in the run's events.
 #[derive(Clone, Debug)]
 pub struct Decision {
-    /// Run the call (or give the model an error result).
-    pub approved: bool,
-    /// Who decided (kept in the run's events).
-    pub by: String,
-    /// Answers to the input a server asked for, by request key.
-    pub answers: Vec<(String, InputResponse)>,
-    /// For loading a skill: also grant the tools its `allowed-tools` names (see
-    /// [`with_allowed_tools`](Self::with_allowed_tools)).
-    pub allowed_tools: bool,
-    /// For a denial: why, for the model to read with the error result.
-    pub message: Option<String>,
-    /// Made with [`answer`](Self::answer): it answers input, it approves nothing.
-    pub(super) answering: bool,
+    pub(super) by: String,
+    pub(super) kind: DecisionKind,
+    pub(super) allowed_tools: bool,
+    pub(super) always: Option<Always>,
+}
+
+/// What a [`Decision`] decides.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum DecisionKind {
+    /// Run the call (for a call that waits for input: answer nothing, which declines).
+    Approve,
+    /// Do not run it: the model gets an error result, with the message when there is
+    /// one. For a call that waits for input: every request is declined.
+    Deny {
+        /// Why, for the model to read.
+        message: Option<String>,
+    },
+    /// Run it with these arguments instead. The edited call goes through the gate
+    /// again (a denial wins); the approval is bound to the edited arguments.
+    Edit {
+        /// The arguments to run it with.
+        arguments: Value,
+    },
+    /// Answers to the input a call waits for, by request key (a request left
+    /// unanswered is declined).
+    Answer {
+        /// The answers.
+        answers: Vec<(String, InputResponse)>,
+    },
+}
+
+/// How far "always allow this tool" reaches ([`Decision::always`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Always {
+    /// The rest of this run: later calls of the same tool, on the same server, as
+    /// defined now, run without asking.
+    Run,
 }
 
 impl Decision {
+    fn new(who: impl Into<String>, kind: DecisionKind) -> Self {
+        Decision {
+            by: who.into(),
+            kind,
+            allowed_tools: false,
+            always: None,
+        }
+    }
     /// Approve, by `who`.
     pub fn approve(who: impl Into<String>) -> Self {
-        Decision {
-            approved: true,
-            by: who.into(),
-            answers: Vec::new(),
-            allowed_tools: false,
-            message: None,
-            answering: false,
-        }
+        Decision::new(who, DecisionKind::Approve)
     }
     /// Deny, by `who`. For a call that waits for input: every request is declined.
     pub fn deny(who: impl Into<String>) -> Self {
-        Decision {
-            approved: false,
-            by: who.into(),
-            answers: Vec::new(),
-            allowed_tools: false,
-            message: None,
-            answering: false,
-        }
+        Decision::new(who, DecisionKind::Deny { message: None })
+    }
+    /// Approve the call with other arguments, by `who`: the edited call goes through
+    /// the gate again, and the approval is bound to these arguments.
+    pub fn edit(who: impl Into<String>, arguments: Value) -> Self {
+        Decision::new(who, DecisionKind::Edit { arguments })
     }
     /// Answers the input a call waits for, by `who`: one answer per request key of
     /// [`Outcome::InputRequired`] (a request left unanswered is declined).
@@ -123,14 +156,12 @@ impl Decision {
         I: IntoIterator<Item = (K, InputResponse)>,
         K: Into<String>,
     {
-        Decision {
-            approved: true,
-            by: who.into(),
-            answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
-            allowed_tools: false,
-            message: None,
-            answering: true,
-        }
+        Decision::new(
+            who,
+            DecisionKind::Answer {
+                answers: answers.into_iter().map(|(k, a)| (k.into(), a)).collect(),
+            },
+        )
     }
     /// For an approval of loading a skill: also grant the tools of the skill's server
     /// that its `allowed-tools` names, while the run acts on it. Without this the
@@ -141,8 +172,41 @@ impl Decision {
     }
     /// For a denial: tells the model why (it reads it with the call's error result).
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
-        self.message = Some(message.into());
+        if let DecisionKind::Deny { message: m } = &mut self.kind {
+            *m = Some(message.into());
+        }
         self
+    }
+    /// For an approval (or an edit): also allow later calls of this tool without
+    /// asking, as far as `scope` reaches — while the tool is the same (server, its
+    /// configuration, the tool's definition); a changed tool asks again. The gate's
+    /// denials still win.
+    pub fn always(mut self, scope: Always) -> Self {
+        self.always = Some(scope);
+        self
+    }
+    /// Who decided.
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+    /// What was decided.
+    pub fn kind(&self) -> &DecisionKind {
+        &self.kind
+    }
+    /// It lets the call run (an approval or an edit).
+    pub fn approves(&self) -> bool {
+        matches!(self.kind, DecisionKind::Approve | DecisionKind::Edit { .. })
+    }
+    /// The name of its kind, as events keep it.
+    pub(super) fn kind_name(&self) -> &'static str {
+        match (&self.kind, self.always) {
+            (DecisionKind::Approve, Some(Always::Run)) => "approve_always_run",
+            (DecisionKind::Approve, None) => "approve",
+            (DecisionKind::Deny { .. }, _) => "deny",
+            (DecisionKind::Edit { .. }, Some(Always::Run)) => "edit_always_run",
+            (DecisionKind::Edit { .. }, None) => "edit",
+            (DecisionKind::Answer { .. }, _) => "answer",
+        }
     }
 }
 
@@ -221,7 +285,7 @@ impl Binding {
 /// What a suspended run waits on ([`Agent::pending`]), for an application that did not
 /// see the [`Outcome`] (an approval inbox): the ids a decision names, and what the
 /// person decides on.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Pending {
     /// The run.
@@ -241,8 +305,60 @@ pub struct Pending {
     pub waits: PendingWait,
 }
 
+impl Pending {
+    /// What `call` waits for in the suspension `suspension` of run `run_id`; `None`
+    /// when it waits for nobody.
+    pub(super) fn of(
+        run_id: &str,
+        suspension: &str,
+        call: &PendingCall,
+    ) -> Result<Option<Pending>> {
+        let (decision, server, arguments, waits) = match &call.at {
+            CallState::AwaitingApproval(a) => (
+                a.decision.clone(),
+                a.server.clone(),
+                a.arguments.clone(),
+                PendingWait::Approval {
+                    binding: a.binding.clone(),
+                    description: a.description.clone(),
+                    input_schema: a.input_schema.clone(),
+                },
+            ),
+            CallState::AwaitingInput {
+                decision,
+                input,
+                answers,
+            } => {
+                let given: Vec<&String> = answers.iter().map(|(k, _)| k).collect();
+                let requests = input
+                    .requests()
+                    .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
+                    .into_iter()
+                    .filter(|(k, _)| !given.contains(&k))
+                    .collect();
+                (
+                    decision.clone(),
+                    input.server().to_owned(),
+                    call.arguments.clone(),
+                    PendingWait::Input { requests },
+                )
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(Pending {
+            run_id: run_id.to_owned(),
+            suspension: suspension.to_owned(),
+            decision,
+            server,
+            tool: call.name.clone(),
+            arguments,
+            waits,
+        }))
+    }
+}
+
 /// What a suspended call waits for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum PendingWait {
     /// A person's approval or denial.

@@ -63,6 +63,9 @@ pub enum Event {
         /// to the skill's fingerprint).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<Binding>,
+        /// The decision that names this call ([`Agent::resume`]).
+        #[serde(default)]
+        decision: String,
     },
     /// A person decided.
     ApprovalDecided {
@@ -75,9 +78,17 @@ pub enum Event {
         /// When (seconds since the epoch).
         at: u64,
         /// What the decision is bound to: an approval applies only while the server,
-        /// its configuration, the tool's definition and the arguments are these.
+        /// its configuration, the tool's definition and the arguments are these (for
+        /// an edit: the edited arguments).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<Binding>,
+        /// The decision's id.
+        #[serde(default)]
+        decision: String,
+        /// What was decided: `approve`, `deny`, `edit`, `approve_always_run` or
+        /// `edit_always_run` (the tool is allowed for the rest of the run).
+        #[serde(default)]
+        kind: String,
     },
     /// An approval was not applied: what it was bound to changed before the call ran
     /// (the tool is gone, moved to another server, its definition or the server's
@@ -145,14 +156,14 @@ pub enum Event {
         /// What differed.
         reason: String,
     },
-    /// The run stopped to wait for a decision or for input.
+    /// The run stopped to wait for decisions or for input.
     RunSuspended {
         /// The suspension's id.
         #[serde(default)]
         suspension: String,
-        /// The decision it waits for (what a resume names).
+        /// The decisions it waits for, one per call (what a resume names).
         #[serde(default)]
-        decision: String,
+        decisions: Vec<String>,
     },
     /// A decision was refused: it did not apply to what the run waits for (already
     /// applied, for an earlier suspension, of the other kind, or for a run that is

@@ -3,78 +3,26 @@
 use super::*;
 
 impl Agent {
-    /// What the suspended run `run_id` waits on — the ids a decision names, the server,
-    /// tool and arguments, and the tool's definition as shown (or the input requests
-    /// with their schemas) — for an application that never saw the [`Outcome`].
-    /// `None` when the run does not wait.
-    pub async fn pending(&self, run_id: &str) -> Result<Option<Pending>> {
+    /// What the suspended run `run_id` waits on, one entry per call — the ids a
+    /// decision names, the server, tool and arguments, and the tool's definition as
+    /// shown (or the input requests with their schemas) — for an application that
+    /// never saw the [`Outcome`]. Empty when the run does not wait.
+    pub async fn pending(&self, run_id: &str) -> Result<Vec<Pending>> {
         let Some(record) = self.inner.store.load(run_id).await? else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         if record.status != RunStatus::Suspended {
-            return Ok(None);
+            return Ok(Vec::new());
         }
         let state = self.read(run_id, record.state)?;
-        let (Some(s), Some(call)) = (state.suspension.as_ref(), state.pending.first()) else {
-            return Ok(None);
+        let Some(s) = &state.suspension else {
+            return Ok(Vec::new());
         };
-        // What the person was shown: the last request for this call.
-        let shown = state.events.iter().rev().find_map(|e| match e {
-            Event::ApprovalRequested {
-                server,
-                tool,
-                arguments,
-                binding,
-            } if *tool == call.name => Some((server.clone(), arguments.clone(), binding.clone())),
-            _ => None,
-        });
-        let (server, arguments, waits) = match s.waits {
-            Waits::Approval => {
-                let (server, arguments, binding) =
-                    shown.unwrap_or_else(|| (String::new(), call.arguments.clone(), None));
-                let (description, input_schema) = match &call.shown {
-                    Some((d, schema)) => (Some(d.clone()), Some(schema.clone())),
-                    None => (None, None),
-                };
-                (
-                    server,
-                    arguments,
-                    PendingWait::Approval {
-                        binding,
-                        description,
-                        input_schema,
-                    },
-                )
-            }
-            Waits::Input => {
-                let Some(input) = &call.input else {
-                    return Err(Error::store(format!(
-                        "run {run_id} waits for input it does not have"
-                    )));
-                };
-                let given: Vec<&String> = call.answers.iter().map(|(k, _)| k).collect();
-                let requests = input
-                    .requests()
-                    .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
-                    .into_iter()
-                    .filter(|(k, _)| !given.contains(&k))
-                    .collect();
-                (
-                    input.server().to_owned(),
-                    call.arguments.clone(),
-                    PendingWait::Input { requests },
-                )
-            }
-        };
-        Ok(Some(Pending {
-            run_id: run_id.to_owned(),
-            suspension: s.id.clone(),
-            decision: s.decision.clone(),
-            server,
-            tool: call.name.clone(),
-            arguments,
-            waits,
-        }))
+        let mut out = Vec::new();
+        for call in &state.pending {
+            out.extend(Pending::of(run_id, &s.id, call)?);
+        }
+        Ok(out)
     }
 
     /// Expires the suspensions whose time has passed (see
@@ -110,7 +58,7 @@ impl Agent {
         let Some(record) = self.inner.store.load(run_id).await? else {
             return Ok(None);
         };
-        let mut state = self.read(run_id, record.state)?;
+        let state = self.read(run_id, record.state)?;
         let Some(s) = state
             .suspension
             .clone()
@@ -118,39 +66,53 @@ impl Agent {
         else {
             return Ok(None);
         };
-        // Before the claim: a policy this agent may not apply leaves the run as it is.
-        self.resume_policy(&mut state)?;
-        let Some((_, lease)) = self.claim(run_id, Claim::Suspended(&s.id)).await? else {
+        drop(state);
+        let Some((claimed, lease)) = self.claim(run_id, Claim::Suspended(&s.id)).await? else {
             return Ok(None);
+        };
+        // A policy this agent may not apply (or a run it cannot read) leaves the run
+        // waiting as it was.
+        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut st| {
+            self.resume_policy(&mut st)?;
+            Ok(st)
+        });
+        let mut state = match prepared {
+            Ok(st) => st,
+            Err(e) => {
+                let back = RunRecord {
+                    status: RunStatus::Suspended,
+                    ..claimed
+                };
+                if let Err(store) = self.inner.store.save(&back).await {
+                    tracing::error!(run = %run_id, error = %store, "the run could not be put back in its suspension");
+                }
+                return Err(e);
+            }
         };
         state.lease = Some(lease);
         state.suspension = None;
-        let Some(call) = (!state.pending.is_empty()).then(|| state.pending.remove(0)) else {
-            return self
-                .fail(
-                    state,
-                    None,
-                    Error::store(format!("run {run_id} waits for nothing")),
-                )
-                .await
-                .map(Some);
-        };
-        self.event(
-            &mut state,
-            Event::SuspensionExpired {
-                suspension: s.id,
-                decision: s.decision,
-                tool: call.name.clone(),
-            },
-        );
-        state.results.push(Block::ToolResult {
-            id: call.id,
-            content: json!({
-                "error": format!("expired: nobody decided in time; `{}` was not run", call.name)
-            })
-            .to_string(),
-            is_error: true,
-        });
+        // Every call nobody decided ends unrun; the decided ones go on.
+        let mut i = 0;
+        while i < state.pending.len() {
+            let Some(decision) = state.pending[i].at.decision().map(str::to_owned) else {
+                i += 1;
+                continue;
+            };
+            let call = state.pending.remove(i);
+            self.event(
+                &mut state,
+                Event::SuspensionExpired {
+                    suspension: s.id.clone(),
+                    decision,
+                    tool: call.name.clone(),
+                },
+            );
+            let why = format!(
+                "expired: nobody decided in time; `{}` was not run",
+                call.name
+            );
+            state.results.push(error_result(call.id, why));
+        }
         if self.inner.on_expiry == Expiry::End {
             close_turn(
                 &mut state,
@@ -226,7 +188,12 @@ impl Agent {
             .pending
             .iter()
             .filter_map(|c| {
-                let input = c.input.as_ref()?;
+                let input = match &c.at {
+                    CallState::AwaitingInput { input, .. } | CallState::Answered { input, .. } => {
+                        input
+                    }
+                    _ => return None,
+                };
                 Some((input.server().to_owned(), input.task_id()?.to_owned()))
             })
             .collect())

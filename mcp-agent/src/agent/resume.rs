@@ -3,172 +3,272 @@
 use super::*;
 
 impl Agent {
-    /// Continues a suspended run with a person's decision on what it waits for — in
-    /// this process or another (with the same store). `decision_id` is the `decision`
-    /// of the [`Outcome`] that suspended the run: a decision applies to exactly that
-    /// call of exactly that suspension, once. Anything else — the same decision again
-    /// (a double click, a retried request), one for an earlier suspension of the run,
-    /// an answer to a call that waits for approval or an approval of one that waits
-    /// for input, a decision for a run that is not waiting — is refused with an error
-    /// for which [`is_stale_decision`](Error::is_stale_decision) is true, and changes
-    /// nothing. An error while the run goes on never leaves it stuck: see
-    /// [`Event::RunFailed`] and [`retry`](Self::retry).
+    /// Continues a suspended run with a person's decision on one call it waits for —
+    /// in this process or another (with the same store). `decision_id` is the
+    /// `decision` of that call (in the [`Outcome`]'s `calls`, or [`pending`]): a
+    /// decision applies to exactly that call of exactly that suspension, once. Anything
+    /// else — the same decision again (a double click, a retried request), one for an
+    /// earlier suspension of the run, an answer to a call that waits for approval or an
+    /// approval of one that waits for input, a decision for a run that is not waiting —
+    /// is refused with an error for which [`is_stale_decision`](Error::is_stale_decision)
+    /// is true, and changes nothing. When other calls of the suspension still wait, the
+    /// decision is kept and the run waits on (the outcome lists what is left); once
+    /// every call is decided it goes on. An error while it goes on never leaves it
+    /// stuck: see [`Event::RunFailed`] and [`retry`](Self::retry).
+    ///
+    /// [`pending`]: Self::pending
     pub async fn resume(
         &self,
         run_id: &str,
         decision_id: &str,
         decision: Decision,
     ) -> Result<Outcome> {
-        let RunRecord {
-            status,
-            suspension: stored_suspension,
-            state: stored,
-            ..
-        } = self.inner.store.load(run_id).await?.ok_or_else(|| {
-            Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-        })?;
+        self.decide(run_id, [(decision_id, decision)]).await
+    }
+
+    /// Several decisions on calls of one suspension at once (see
+    /// [`resume`](Self::resume)): all apply, or — when any of them does not apply —
+    /// none does.
+    pub async fn decide<I, S>(&self, run_id: &str, decisions: I) -> Result<Outcome>
+    where
+        I: IntoIterator<Item = (S, Decision)>,
+        S: Into<String>,
+    {
+        let decisions: Vec<(String, Decision)> = decisions
+            .into_iter()
+            .map(|(id, d)| (id.into(), d))
+            .collect();
+        if decisions.is_empty() {
+            return Err(Error::config("no decision given"));
+        }
         let refuse = |reason: String, waiting: bool| {
-            let event = Event::DecisionRefused {
-                decision: decision_id.to_owned(),
-                by: decision.by.clone(),
-                reason: reason.clone(),
-            };
-            for f in &self.inner.on_event {
-                f(run_id, &event);
+            for (id, d) in &decisions {
+                let event = Event::DecisionRefused {
+                    decision: id.clone(),
+                    by: d.by.clone(),
+                    reason: reason.clone(),
+                };
+                for f in &self.inner.on_event {
+                    f(run_id, &event);
+                }
             }
             Error::stale(format!("run {run_id}: {reason}"), waiting)
         };
-        if status != RunStatus::Suspended {
-            let status = match status {
-                RunStatus::Running => "is running (decided already, or being resumed)",
-                RunStatus::Finished => "has finished",
-                RunStatus::Failed => "has failed (retry it)",
-                RunStatus::Cancelled => "was cancelled",
-                _ => "waits",
+        let named = decisions
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut tries = 0;
+        let (claimed, lease) = loop {
+            let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
+                Error::not_suspended(format!("run {run_id} is unknown to the run store"))
+            })?;
+            let state = self.read(run_id, record.state)?;
+            let sid = state
+                .suspension
+                .as_ref()
+                .map(|s| s.id.clone())
+                .filter(|s| record.suspension.as_deref() == Some(s.as_str()));
+            // Another decision on this suspension is being kept (claimed, not yet
+            // saved): when it leaves the run waiting in it, these may still apply.
+            let busy = record.status == RunStatus::Running
+                && sid.is_some()
+                && applicable(&state, &decisions).is_ok();
+            if busy && tries < 100 {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+            if record.status != RunStatus::Suspended {
+                let status = match record.status {
+                    RunStatus::Running => "is running (decided already, or being resumed)",
+                    RunStatus::Finished => "has finished",
+                    RunStatus::Failed => "has failed (retry it)",
+                    RunStatus::Cancelled => "was cancelled",
+                    _ => "waits",
+                };
+                return Err(refuse(
+                    format!("the run {status}: decision {named} applies to nothing"),
+                    false,
+                ));
+            }
+            let Some(sid) = sid else {
+                return Err(refuse(
+                    "the run waits in no suspension a decision can name (kept by an older version)"
+                        .into(),
+                    false,
+                ));
             };
-            return Err(refuse(
-                format!("the run {status}: decision {decision_id} applies to nothing"),
-                false,
-            ));
-        }
-        let mut state = self.read(run_id, stored)?;
-        // The run as it waits, to put back if an error stops it before anything ran.
-        let kept = state.clone();
-        let Some(waiting) = state
-            .suspension
-            .clone()
-            .filter(|s| stored_suspension.as_deref() == Some(s.id.as_str()))
-        else {
-            return Err(refuse(
-                "the run waits in no suspension a decision can name (kept by an older version)"
-                    .into(),
-                false,
-            ));
-        };
-        if waiting.decision != decision_id {
-            return Err(refuse(
-                format!(
-                    "decision {decision_id} is not the one the run waits for (it was applied already, or belongs to an earlier suspension)"
-                ),
-                true,
-            ));
-        }
-        if let Some(at) = waiting.expires_at.filter(|at| now_ms() >= *at) {
-            return Err(refuse(
-                format!(
-                    "the suspension expired ({} ms since the epoch) before decision {decision_id} came; it no longer applies",
-                    at
-                ),
-                false,
-            ));
-        }
-        match (waiting.waits, decision.answering) {
-            (Waits::Approval, true) => {
-                return Err(refuse(
-                    format!("decision {decision_id} waits for an approval or a denial, not for answers"),
-                    true,
-                ))
+            // Refused before the claim when it cannot apply; checked again on what the
+            // claim returns (another decision on the same suspension may come first).
+            applicable(&state, &decisions).map_err(|(why, waiting)| refuse(why, waiting))?;
+            // Atomic: of two resumes of this suspension, one gets the run.
+            if let Some(c) = self.claim(run_id, Claim::Suspended(&sid)).await? {
+                break c;
             }
-            (Waits::Input, false) if decision.approved => {
+            tries += 1;
+            if tries > 100 {
                 return Err(refuse(
-                    format!("decision {decision_id} waits for input: resume it with Decision::answer (or deny, which declines)"),
-                    true,
-                ))
+                    format!("decision {named} was applied already (or the run moved on)"),
+                    false,
+                ));
             }
-            _ => {}
-        }
-        self.resume_policy(&mut state)?;
-        // Atomic: of two resumes of this suspension, one gets the run.
-        let Some((_, lease)) = self.claim(run_id, Claim::Suspended(&waiting.id)).await? else {
-            return Err(refuse(
-                format!("decision {decision_id} was applied already"),
-                false,
-            ));
         };
-        let mut kept = kept;
-        kept.lease = Some(lease.clone());
+        let put_back = |record: RunRecord| async move {
+            let back = RunRecord {
+                status: RunStatus::Suspended,
+                ..record
+            };
+            if let Err(e) = self.inner.store.save(&back).await {
+                tracing::error!(run = %run_id, error = %e, "the run could not be put back in its suspension");
+            }
+        };
+        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut s| {
+            self.resume_policy(&mut s)?;
+            Ok(s)
+        });
+        let mut state = match prepared {
+            Ok(s) => s,
+            Err(e) => {
+                put_back(claimed).await;
+                return Err(e);
+            }
+        };
+        if let Err((why, waiting)) = applicable(&state, &decisions) {
+            put_back(claimed).await;
+            return Err(refuse(why, waiting));
+        }
         state.lease = Some(lease);
         state.persisted = true;
-        state.suspension = None;
-        let Some(call) = state.pending.first_mut() else {
-            return self
-                .fail(
-                    state,
-                    Some(kept),
-                    Error::store(format!("run {run_id} waits for nothing")),
-                )
-                .await;
-        };
-        let tool = call.name.clone();
-        if waiting.waits == Waits::Input {
-            let Some(input) = call.input.clone() else {
-                let e = Error::store(format!("run {run_id} waits for input it does not have"));
+        // The run as it waits, to put back if an error stops it before anything ran.
+        let kept = state.clone();
+        for (id, decision) in decisions {
+            self.apply(&mut state, &id, decision)?;
+        }
+        if state.pending.iter().any(|c| c.at.awaits_person()) {
+            // Other calls still wait: the same suspension, for the decisions left.
+            if let Err(e) = self.save(&mut state, RunStatus::Suspended).await {
                 return self.fail(state, Some(kept), e).await;
-            };
-            let mut actions = Vec::new();
-            for key in input.keys() {
-                if call.answers.iter().any(|(k, _)| k == key) {
-                    continue; // a callback answered it
-                }
-                let answer = decision
-                    .answers
-                    .iter()
-                    .find(|(k, _)| k == key)
-                    .filter(|_| decision.approved)
-                    .map(|(_, a)| a.clone())
-                    .unwrap_or(InputResponse::Decline);
-                actions.push(answer.action().to_owned());
-                call.answers.push((key.to_owned(), answer.to_value()));
             }
-            call.answered = true;
-            self.event(
-                &mut state,
+            return suspended_outcome(&state);
+        }
+        state.suspension = None;
+        self.decided(state, kept).await
+    }
+
+    /// Applies one decision (checked by [`applicable`]) to the call it names.
+    fn apply(&self, state: &mut RunState, id: &str, decision: Decision) -> Result<()> {
+        let Some(i) = state
+            .pending
+            .iter()
+            .position(|c| c.at.decision() == Some(id))
+        else {
+            return Err(Error::store(format!("decision {id} names no call")));
+        };
+        let kind = decision.kind_name();
+        let Decision {
+            by,
+            kind: what,
+            allowed_tools,
+            always,
+        } = decision;
+        let tool = state.pending[i].name.clone();
+        let at = std::mem::replace(&mut state.pending[i].at, CallState::New);
+        let event = match at {
+            CallState::AwaitingApproval(a) => {
+                let mut binding = a.binding;
+                let approved = !matches!(what, DecisionKind::Deny { .. });
+                match what {
+                    DecisionKind::Deny { message } => {
+                        state.pending[i].at = CallState::Denied {
+                            by: by.clone(),
+                            message: message.map(|m| m.chars().take(4000).collect()),
+                        };
+                    }
+                    DecisionKind::Approve | DecisionKind::Edit { .. } => {
+                        let mut edited = false;
+                        if let DecisionKind::Edit { arguments } = what {
+                            if let Some(b) = &mut binding {
+                                b.arguments = mcp_runtime::digest::sha256_json(&arguments);
+                            }
+                            state.pending[i].arguments = arguments;
+                            edited = true;
+                        }
+                        if always == Some(Always::Run) {
+                            if let Some(b) = &binding {
+                                state.always.push(AlwaysAllowed {
+                                    server: b.server.clone(),
+                                    server_config: b.server_config.clone(),
+                                    tool: b.tool.clone(),
+                                    definition: b.definition.clone(),
+                                    by: by.clone(),
+                                });
+                            }
+                        }
+                        state.pending[i].at = CallState::Approved {
+                            person: Some(Box::new(PersonApproval {
+                                by: by.clone(),
+                                binding: binding.clone(),
+                                skill: a.skill,
+                                grant_tools: allowed_tools,
+                                edited,
+                            })),
+                        };
+                    }
+                    DecisionKind::Answer { .. } => {
+                        return Err(Error::store(format!(
+                            "decision {id} answers a call that waits for approval"
+                        )))
+                    }
+                }
+                Event::ApprovalDecided {
+                    tool,
+                    approved,
+                    by,
+                    at: now(),
+                    binding,
+                    decision: id.to_owned(),
+                    kind: kind.to_owned(),
+                }
+            }
+            CallState::AwaitingInput {
+                input, mut answers, ..
+            } => {
+                let given = match what {
+                    DecisionKind::Answer { answers } => answers,
+                    _ => Vec::new(), // a denial declines every request
+                };
+                let mut actions = Vec::new();
+                for key in input.keys() {
+                    if answers.iter().any(|(k, _)| k == key) {
+                        continue; // a callback answered it
+                    }
+                    let answer = given
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, a)| a.clone())
+                        .unwrap_or(InputResponse::Decline);
+                    actions.push(answer.action().to_owned());
+                    answers.push((key.to_owned(), answer.to_value()));
+                }
+                state.pending[i].at = CallState::Answered { input, answers };
                 Event::InputAnswered {
                     tool,
                     actions,
-                    by: decision.by,
+                    by,
                     at: now(),
-                },
-            );
-            return self.decided(state, kept).await;
-        }
-        call.approved = Some(decision.approved);
-        call.grant_tools = decision.approved && decision.allowed_tools;
-        let binding = call.binding.clone();
-        if !decision.approved {
-            call.denial = decision.message.map(|m| m.chars().take(4000).collect());
-        }
-        self.event(
-            &mut state,
-            Event::ApprovalDecided {
-                tool,
-                approved: decision.approved,
-                by: decision.by,
-                at: now(),
-                binding,
-            },
-        );
-        self.decided(state, kept).await
+                }
+            }
+            other => {
+                state.pending[i].at = other;
+                return Err(Error::store(format!(
+                    "decision {id} names a call that waits for nobody"
+                )));
+            }
+        };
+        self.event(state, event);
+        Ok(())
     }
 
     /// Keeps the decision just applied to `state` (before anything runs on it), then
@@ -220,8 +320,16 @@ impl Agent {
         };
         state.lease = Some(lease);
         // Died between a claim and keeping what the claim was for: the suspension it
-        // was claimed from no longer applies (its decision is spent).
+        // was claimed from no longer applies (its decisions are spent), and the calls
+        // that waited in it wait again under new decision ids.
         state.suspension = None;
+        for call in &mut state.pending {
+            match &mut call.at {
+                CallState::AwaitingApproval(a) => a.decision = random_id()?,
+                CallState::AwaitingInput { decision, .. } => *decision = random_id()?,
+                _ => {}
+            }
+        }
         self.event(&mut state, Event::RunRecovered);
         self.drive(state, None).await
     }
@@ -351,4 +459,63 @@ impl Agent {
             .as_ref()
             .map_or(self.inner.max_steps, |p| p.max_steps)
     }
+}
+
+/// Whether every decision applies to what the run waits for now: each names a call
+/// of its suspension that waits for a person, once, with a decision of the right
+/// kind, before the suspension expired. Otherwise why not, and whether the run still
+/// waits.
+fn applicable(
+    state: &RunState,
+    decisions: &[(String, Decision)],
+) -> std::result::Result<(), (String, bool)> {
+    let Some(s) = &state.suspension else {
+        return Err(("the run waits in no suspension".into(), false));
+    };
+    if let Some(at) = s.expires_at.filter(|at| now_ms() >= *at) {
+        return Err((
+            format!(
+                "the suspension expired ({at} ms since the epoch) before the decision came; it no longer applies"
+            ),
+            false,
+        ));
+    }
+    for (n, (id, d)) in decisions.iter().enumerate() {
+        if decisions[..n].iter().any(|(other, _)| other == id) {
+            return Err((format!("decision {id} is given twice"), true));
+        }
+        let Some(call) = state.pending.iter().find(|c| c.at.decision() == Some(id)) else {
+            return Err((
+                format!(
+                    "decision {id} is not one the run waits for (it was applied already, or belongs to an earlier suspension)"
+                ),
+                true,
+            ));
+        };
+        match (&call.at, &d.kind) {
+            (CallState::AwaitingApproval(_), DecisionKind::Answer { .. }) => {
+                return Err((
+                    format!("decision {id} waits for an approval or a denial, not for answers"),
+                    true,
+                ))
+            }
+            (CallState::AwaitingApproval(a), DecisionKind::Edit { .. }) if a.skill.is_some() => {
+                return Err((
+                    format!("decision {id} is a skill load: approve or deny it (it has no arguments to edit)"),
+                    true,
+                ))
+            }
+            (
+                CallState::AwaitingInput { .. },
+                DecisionKind::Approve | DecisionKind::Edit { .. },
+            ) => {
+                return Err((
+                    format!("decision {id} waits for input: resume it with Decision::answer (or deny, which declines)"),
+                    true,
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

@@ -11,6 +11,7 @@ impl Agent {
         }
         messages.push(Message::text(Role::User, prompt));
         let mut state = RunState {
+            version: STATE_VERSION,
             id: random_id()?,
             messages,
             pending: Vec::new(),
@@ -21,6 +22,7 @@ impl Agent {
             held: Vec::new(),
             skill_approvals: Vec::new(),
             granted: Vec::new(),
+            always: Vec::new(),
             suspension: None,
             ran: 0,
             failure: None,
@@ -103,202 +105,36 @@ impl Agent {
         Err(e)
     }
 
-    /// The loop: run the pending calls of the current turn, then ask the model again.
+    /// The loop: the calls of the current turn — through the gate, suspended together
+    /// while a person must decide on any of them, then run together — and then the
+    /// model again.
     pub(super) async fn steps(&self, state: &mut RunState) -> Result<Outcome> {
         let tools = self.tools().await?;
         let mut skills = self.skills().await;
         loop {
-            // A verdict already decided for the first pending call (while batching).
-            let mut known: Option<Verdict> = None;
-            while let Some(call) = state.pending.first().cloned() {
-                // Sent by a process that stopped before its result was kept.
-                if let Some(server) = &call.executing {
-                    let tool = tools.get(&call.name);
-                    let resend =
-                        tool.is_some_and(|t| t.facts.server == *server && repeat_is_harmless(t));
-                    self.event(
-                        state,
-                        Event::OutcomeUnknown {
-                            server: server.clone(),
-                            tool: call.name.clone(),
-                            resent: resend,
-                        },
-                    );
-                    if resend {
-                        if let Some(c) = state.pending.first_mut() {
-                            c.executing = None;
-                        }
-                        known = None;
-                        continue;
-                    }
-                    state.results.push(Block::ToolResult {
-                        id: call.id.clone(),
-                        content: json!({
-                            "error": format!("outcome unknown: `{}` was sent to server `{server}`, but the agent stopped before its result was kept; it may or may not have taken effect, and it was not sent again", call.name)
-                        })
-                        .to_string(),
-                        is_error: true,
-                    });
-                    state.pending.remove(0);
-                    continue;
-                }
-                // The emulated tool search runs here: it loads tools, it calls no server.
-                if call.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH) {
-                    let block = self.search_tools(state, &tools, &call);
-                    state.results.push(block);
-                    state.pending.remove(0);
-                    continue;
-                }
-                if self.is_skill_call(&call.name, &tools) {
-                    match self.skill_call(state, &mut skills, &tools).await? {
-                        SkillStep::Done(block) => {
-                            state.results.push(block);
-                            state.pending.remove(0);
-                            continue;
-                        }
-                        SkillStep::Suspend(outcome) => return Ok(outcome),
-                    }
-                }
-                if call.waits_for_input() {
-                    return self.suspend_for_input(state, call, &tools).await;
-                }
-                let tool = tools.get(&call.name);
-                // An approval holds only for what the person saw: never a silent
-                // retarget to another server, configuration, definition or arguments.
-                if call.approved == Some(true) {
-                    if let Some(why) = call.binding.as_ref().and_then(|b| {
-                        let now = tool.map(|t| (&self.inner.servers[t.server], t));
-                        b.changed(now, &call.arguments)
-                    }) {
-                        self.event(
-                            state,
-                            Event::DecisionVoided {
-                                tool: call.name.clone(),
-                                reason: why,
-                            },
-                        );
-                        if let Some(c) = state.pending.first_mut() {
-                            c.approved = None;
-                            c.binding = None;
-                            c.grant_tools = false;
-                        }
-                        known = None;
-                        continue;
-                    }
-                }
-                let verdict = match known.take() {
-                    Some(v) => v,
-                    None => {
-                        let gate = self.gate(state);
-                        self.verdict(&gate, &call, tool, &state.granted).await
-                    }
-                };
-                let block = match verdict {
-                    Verdict::Suspend => {
-                        let Some(tool) = tool else {
-                            return Err(Error::config("a suspended call names no tool"));
-                        };
-                        let server = tool.facts.server.clone();
-                        let binding =
-                            Binding::new(&self.inner.servers[tool.server], tool, &call.arguments);
-                        if let Some(c) = state.pending.first_mut() {
-                            c.binding = Some(binding.clone());
-                            c.shown = Some((
-                                tool.spec.description.clone(),
-                                tool.spec.input_schema.clone(),
-                            ));
-                        }
-                        self.event(
-                            state,
-                            Event::ApprovalRequested {
-                                server: server.clone(),
-                                tool: call.name.clone(),
-                                arguments: call.arguments.clone(),
-                                binding: Some(binding),
-                            },
-                        );
-                        let s = self.suspend(state, Waits::Approval).await?;
-                        return Ok(Outcome::ApprovalRequired {
-                            run_id: state.id.clone(),
-                            suspension: s.id,
-                            decision: s.decision,
-                            server,
-                            tool: call.name,
-                            arguments: call.arguments,
-                        });
-                    }
-                    Verdict::Deny(reason) => {
-                        self.event(
-                            state,
-                            Event::Denied {
-                                tool: call.name.clone(),
-                                reason: reason.clone(),
-                            },
-                        );
-                        Block::ToolResult {
-                            id: call.id.clone(),
-                            content: json!({ "error": reason }).to_string(),
-                            is_error: true,
-                        }
-                    }
-                    Verdict::Allow => {
-                        let Some(tool) = tool else {
-                            return Err(Error::config("an allowed call names no tool"));
-                        };
-                        // The model may ask for several calls in one turn: the allowed
-                        // ones that follow run together with this one, concurrently.
-                        let mut batch = vec![(call, tool)];
-                        while let Some(next) = state.pending.get(batch.len()) {
-                            if (next.name == TOOL_SEARCH && !tools.contains_key(TOOL_SEARCH))
-                                || next.waits_for_input()
-                                || self.is_skill_call(&next.name, &tools)
-                            {
-                                break;
-                            }
-                            let t = tools.get(&next.name);
-                            let gate = self.gate(state);
-                            match (self.verdict(&gate, next, t, &state.granted).await, t) {
-                                (Verdict::Allow, Some(t)) => batch.push((next.clone(), t)),
-                                (v, _) => {
-                                    known = Some(v);
-                                    break;
-                                }
-                            }
-                        }
-                        let n = batch.len();
-                        let ends = self.run_tools(state, batch).await?;
-                        // A call that paused for input stays pending, ahead of the rest.
-                        let mut paused = Vec::new();
-                        for (i, end) in ends.into_iter().enumerate() {
-                            match end {
-                                Ok(block) => state.results.push(block),
-                                Err((input, answers)) => {
-                                    let mut c = state.pending[i].clone();
-                                    c.approved = Some(true);
-                                    c.input = Some(input);
-                                    c.answers = answers;
-                                    c.answered = false;
-                                    c.executing = None;
-                                    paused.push(c);
-                                }
-                            }
-                        }
-                        state.pending.splice(..n, paused);
-                        // Their results are kept: none of them is sent again.
-                        self.save(state, RunStatus::Running).await?;
-                        continue;
-                    }
-                };
-                state.results.push(block);
-                state.pending.remove(0);
+            self.settle_unknown(state, &tools);
+            // Approvals whose binding no longer holds go back through the gate.
+            self.void_changed(state, &tools);
+            self.gate_turn(state, &tools, &mut skills).await?;
+            if state.pending.iter().any(|c| c.at.awaits_person()) {
+                return self.suspend(state).await;
             }
-            if !state.results.is_empty() {
-                let results = std::mem::take(&mut state.results);
-                state.messages.push(Message {
-                    role: Role::Tool,
-                    content: results,
-                });
+            if state.pending.iter().any(|c| {
+                matches!(
+                    c.at,
+                    CallState::Approved { .. } | CallState::Answered { .. }
+                )
+            }) {
+                self.run_turn(state, &tools).await?;
+                continue;
             }
+            if let Some(stuck) = state.pending.first() {
+                return Err(Error::store(format!(
+                    "run {}: call `{}` stands where the loop cannot move it on ({:?})",
+                    state.id, stuck.name, stuck.at
+                )));
+            }
+            close_results(state);
             if state.steps >= self.max_steps(state) {
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
@@ -339,16 +175,7 @@ impl Agent {
                     id,
                     name,
                     arguments,
-                    approved: None,
-                    input: None,
-                    answers: Vec::new(),
-                    answered: false,
-                    bound: None,
-                    grant_tools: false,
-                    denial: None,
-                    binding: None,
-                    shown: None,
-                    executing: None,
+                    at: CallState::New,
                 })
                 .collect();
             // The answer is kept before any of its calls runs.
@@ -364,75 +191,375 @@ impl Agent {
         }
     }
 
-    /// Suspends the run: a new suspension, with an id of its own and the id of the
-    /// decision it waits for, kept in the store.
-    pub(super) async fn suspend(&self, state: &mut RunState, waits: Waits) -> Result<Suspension> {
+    /// Calls a process that stopped had sent without keeping their results: each
+    /// ends with "outcome unknown" — or is sent again, to the same server, when its
+    /// tool says a repeat is harmless.
+    fn settle_unknown(&self, state: &mut RunState, tools: &HashMap<String, AgentTool>) {
+        let mut i = 0;
+        while i < state.pending.len() {
+            let CallState::Executing { server } = &state.pending[i].at else {
+                i += 1;
+                continue;
+            };
+            let server = server.clone();
+            let name = state.pending[i].name.clone();
+            let resent = tools
+                .get(&name)
+                .is_some_and(|t| t.facts.server == server && repeat_is_harmless(t));
+            self.event(
+                state,
+                Event::OutcomeUnknown {
+                    server: server.clone(),
+                    tool: name.clone(),
+                    resent,
+                },
+            );
+            if resent {
+                state.pending[i].at = CallState::Approved { person: None };
+                i += 1;
+                continue;
+            }
+            let call = state.pending.remove(i);
+            state.results.push(error_result(
+                call.id,
+                format!("outcome unknown: `{name}` was sent to server `{server}`, but the agent stopped before its result was kept; it may or may not have taken effect, and it was not sent again"),
+            ));
+        }
+    }
+
+    /// Takes each call of the turn that is not through the gate yet through it, in
+    /// order: the emulated tool search and skill calls run here; a denied call ends
+    /// with an error result; a call that needs a person waits for one. A skill load
+    /// that waits for a person stops the gating: the calls after it may depend on
+    /// what its approval grants.
+    async fn gate_turn(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+        skills: &mut HashMap<String, AgentSkill>,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < state.pending.len() {
+            let call = state.pending[i].clone();
+            if call.at.awaits_person() {
+                i += 1;
+                continue;
+            }
+            if call.name == TOOL_SEARCH
+                && !tools.contains_key(TOOL_SEARCH)
+                && matches!(call.at, CallState::New)
+            {
+                let block = self.search_tools(state, tools, &call);
+                state.results.push(block);
+                state.pending.remove(i);
+                continue;
+            }
+            if self.is_skill_call(&call.name, tools) {
+                match self.skill_call(state, i, skills, tools).await? {
+                    SkillStep::Done(block) => {
+                        state.results.push(block);
+                        state.pending.remove(i);
+                        continue;
+                    }
+                    SkillStep::Suspend => return Ok(()),
+                }
+            }
+            let tool = tools.get(&call.name);
+            match &call.at {
+                CallState::New => {
+                    let gate = self.gate(state);
+                    match self.verdict(&gate, &call, tool, state).await {
+                        Verdict::Allow => {
+                            state.pending[i].at = CallState::Approved { person: None }
+                        }
+                        Verdict::Deny(reason) => {
+                            self.deny(state, i, reason);
+                            continue;
+                        }
+                        Verdict::Suspend => self.ask_approval(state, i, tool)?,
+                    }
+                }
+                CallState::Denied { message, .. } => {
+                    let reason = match message {
+                        Some(why) => format!("a person denied `{}`: {why}", call.name),
+                        None => format!("a person denied `{}`", call.name),
+                    };
+                    self.deny(state, i, reason);
+                    continue;
+                }
+                CallState::Approved { person: Some(_) } => {
+                    // A person's approval meets a need for approval; the gate's
+                    // denial still wins — of a policy tightened on resume, or of the
+                    // arguments a person edited.
+                    let gate = self.gate(state);
+                    let verdict = gate
+                        .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                        .await;
+                    if let Verdict::Deny(reason) = verdict {
+                        self.deny(state, i, reason);
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Ends call `i` with an error result saying why it was denied.
+    fn deny(&self, state: &mut RunState, i: usize, reason: String) {
+        let call = state.pending.remove(i);
+        self.event(
+            state,
+            Event::Denied {
+                tool: call.name.clone(),
+                reason: reason.clone(),
+            },
+        );
+        state.results.push(error_result(call.id, reason));
+    }
+
+    /// Call `i` waits for a person's approval, bound to what they are shown.
+    fn ask_approval(&self, state: &mut RunState, i: usize, tool: Option<&AgentTool>) -> Result<()> {
+        let Some(tool) = tool else {
+            return Err(Error::config("a call that needs approval names no tool"));
+        };
+        let call = &state.pending[i];
+        let binding = Binding::new(&self.inner.servers[tool.server], tool, &call.arguments);
+        let waiting = Awaiting {
+            decision: random_id()?,
+            server: tool.facts.server.clone(),
+            binding: Some(binding.clone()),
+            skill: None,
+            arguments: call.arguments.clone(),
+            description: Some(tool.spec.description.clone()),
+            input_schema: Some(tool.spec.input_schema.clone()),
+        };
+        let event = Event::ApprovalRequested {
+            server: waiting.server.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            binding: Some(binding),
+            decision: waiting.decision.clone(),
+        };
+        state.pending[i].at = CallState::AwaitingApproval(Box::new(waiting));
+        self.event(state, event);
+        Ok(())
+    }
+
+    /// Voids the approvals whose binding no longer holds — the tool is gone, moved to
+    /// another server, its definition or the server's configuration changed — with
+    /// [`Event::DecisionVoided`]: the call goes through the gate again (a person is
+    /// asked again). Never a silent retarget.
+    fn void_changed(&self, state: &mut RunState, tools: &HashMap<String, AgentTool>) {
+        for i in 0..state.pending.len() {
+            let call = &state.pending[i];
+            let CallState::Approved { person: Some(p) } = &call.at else {
+                continue;
+            };
+            let Some(binding) = &p.binding else { continue };
+            let now = tools
+                .get(&call.name)
+                .map(|t| (&self.inner.servers[t.server], t));
+            if let Some(reason) = binding.changed(now, &call.arguments) {
+                let tool = call.name.clone();
+                state.pending[i].at = CallState::New;
+                self.event(state, Event::DecisionVoided { tool, reason });
+            }
+        }
+    }
+
+    /// Runs every call of the turn that may run, together; keeps their results. A
+    /// call that paused for input no callback gave waits for a person.
+    async fn run_turn(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+    ) -> Result<()> {
+        let mut batch = Vec::new();
+        let mut i = 0;
+        while i < state.pending.len() {
+            let call = &state.pending[i];
+            if !matches!(
+                call.at,
+                CallState::Approved { .. } | CallState::Answered { .. }
+            ) {
+                i += 1;
+                continue;
+            }
+            if tools.contains_key(&call.name) {
+                batch.push(i);
+                i += 1;
+                continue;
+            }
+            let call = state.pending.remove(i);
+            let why = format!(
+                "`{}` is no longer offered by any attached server; it was not run",
+                call.name
+            );
+            state.results.push(error_result(call.id, why));
+        }
+        let ends = self.run_tools(state, &batch, tools).await?;
+        // From the last: removing a call leaves the indices before it as they are.
+        for (&i, end) in batch.iter().zip(ends).rev() {
+            match end {
+                Ok(block) => {
+                    state.pending.remove(i);
+                    state.results.push(block);
+                }
+                Err((input, answers)) => {
+                    let decision = random_id()?;
+                    self.input_requested(state, i, &input, &answers, tools);
+                    state.pending[i].at = CallState::AwaitingInput {
+                        decision,
+                        input,
+                        answers,
+                    };
+                }
+            }
+        }
+        // Their results are kept: none of them is sent again.
+        self.save(state, RunStatus::Running).await
+    }
+
+    /// [`Event::InputRequested`] for call `i`, which paused for `input`.
+    fn input_requested(
+        &self,
+        state: &mut RunState,
+        i: usize,
+        input: &PendingInput,
+        answers: &[(String, Value)],
+        tools: &HashMap<String, AgentTool>,
+    ) {
+        let call = &state.pending[i];
+        let server = tools
+            .get(&call.name)
+            .map(|t| t.facts.server.clone())
+            .unwrap_or_else(|| input.server().to_owned());
+        // Parsed when the call paused; a request that does not parse never pauses.
+        let messages = input
+            .requests()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| !answers.iter().any(|(a, _)| a == k))
+            // Server text: kept short in the run, like progress messages.
+            .map(|(_, r)| r.message.chars().take(1000).collect())
+            .collect();
+        let event = Event::InputRequested {
+            server,
+            tool: call.name.clone(),
+            messages,
+            task: input.task_id().map(str::to_owned),
+        };
+        self.event(state, event);
+    }
+
+    /// Suspends the run on every call of the turn that waits for a person: a new
+    /// suspension, with an id of its own, kept in the store.
+    pub(super) async fn suspend(&self, state: &mut RunState) -> Result<Outcome> {
         let s = Suspension {
             id: random_id()?,
-            decision: random_id()?,
-            waits,
             expires_at: self
                 .inner
                 .expiry
                 .map(|d| now_ms().saturating_add(d.as_millis().min(u64::MAX as u128) as u64)),
         };
         state.suspension = Some(s.clone());
-        self.event(
-            state,
-            Event::RunSuspended {
-                suspension: s.id.clone(),
-                decision: s.decision.clone(),
-            },
-        );
-        self.save(state, RunStatus::Suspended).await?;
-        Ok(s)
-    }
-
-    /// Suspends the run on a call that waits for input.
-    pub(super) async fn suspend_for_input(
-        &self,
-        state: &mut RunState,
-        call: PendingCall,
-        tools: &HashMap<String, AgentTool>,
-    ) -> Result<Outcome> {
-        let Some(input) = call.input else {
-            return Err(Error::store("a call waits for input it does not have"));
-        };
-        // Parsed when the call paused; a request that does not parse never pauses.
-        let requests = input
-            .requests()
-            .map_err(|e| Error::store(format!("run {}: {e}", state.id)))?;
-        let server = tools
-            .get(&call.name)
-            .map(|t| t.facts.server.clone())
-            .unwrap_or_else(|| input.server().to_owned());
-        let given: Vec<&String> = call.answers.iter().map(|(k, _)| k).collect();
-        let requests: Vec<(String, InputRequest)> = requests
-            .into_iter()
-            .filter(|(k, _)| !given.contains(&k))
+        let decisions = state
+            .pending
+            .iter()
+            .filter_map(|c| c.at.decision().map(str::to_owned))
             .collect();
         self.event(
             state,
-            Event::InputRequested {
-                server: server.clone(),
-                tool: call.name.clone(),
-                // Server text: kept short in the run, like progress messages.
-                messages: requests
-                    .iter()
-                    .map(|(_, r)| r.message.chars().take(1000).collect())
-                    .collect(),
-                task: input.task_id().map(str::to_owned),
+            Event::RunSuspended {
+                suspension: s.id,
+                decisions,
             },
         );
-        let s = self.suspend(state, Waits::Input).await?;
-        Ok(Outcome::InputRequired {
-            run_id: state.id.clone(),
-            suspension: s.id,
-            decision: s.decision,
-            server,
-            tool: call.name,
-            arguments: call.arguments,
-            requests,
-        })
+        self.save(state, RunStatus::Suspended).await?;
+        suspended_outcome(state)
     }
+}
+
+/// What a suspended run waits on, as its [`Outcome`]: every call, the first named in
+/// the outcome's own fields.
+pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
+    let Some(s) = &state.suspension else {
+        return Err(Error::store(format!(
+            "run {} waits in no suspension",
+            state.id
+        )));
+    };
+    let mut calls = Vec::new();
+    for call in &state.pending {
+        calls.extend(Pending::of(&state.id, &s.id, call)?);
+    }
+    let Some(first) = calls.first().cloned() else {
+        return Err(Error::store(format!("run {} waits for nothing", state.id)));
+    };
+    Ok(match first.waits {
+        PendingWait::Approval { .. } => Outcome::ApprovalRequired {
+            run_id: first.run_id,
+            suspension: first.suspension,
+            decision: first.decision,
+            server: first.server,
+            tool: first.tool,
+            arguments: first.arguments,
+            calls,
+        },
+        PendingWait::Input { requests } => Outcome::InputRequired {
+            run_id: first.run_id,
+            suspension: first.suspension,
+            decision: first.decision,
+            server: first.server,
+            tool: first.tool,
+            arguments: first.arguments,
+            requests,
+            calls,
+        },
+    })
+}
+
+/// An error result for the call `id`.
+pub(super) fn error_result(id: String, error: String) -> Block {
+    Block::ToolResult {
+        id,
+        content: json!({ "error": error }).to_string(),
+        is_error: true,
+    }
+}
+
+/// The turn's results join the transcript, in the order the model asked for the
+/// calls.
+fn close_results(state: &mut RunState) {
+    if state.results.is_empty() {
+        return;
+    }
+    let mut results = std::mem::take(&mut state.results);
+    let order: Vec<&str> = state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|b| match b {
+                    Block::ToolCall { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let place = |b: &Block| match b {
+        Block::ToolResult { id, .. } => order.iter().position(|o| *o == id).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    results.sort_by_key(place);
+    state.messages.push(Message {
+        role: Role::Tool,
+        content: results,
+    });
 }

@@ -84,8 +84,8 @@ pub(super) struct HeldSkill {
 pub(super) enum SkillStep {
     /// A result for the model.
     Done(Block),
-    /// The run waits for a person.
-    Suspend(Outcome),
+    /// The call waits for a person's approval.
+    Suspend,
 }
 
 enum Approval {
@@ -219,10 +219,11 @@ impl Agent {
     pub(super) async fn skill_call(
         &self,
         state: &mut RunState,
+        at: usize,
         skills: &mut HashMap<String, AgentSkill>,
         tools: &HashMap<String, AgentTool>,
     ) -> Result<SkillStep> {
-        let Some(call) = state.pending.first().cloned() else {
+        let Some(call) = state.pending.get(at).cloned() else {
             return Err(Error::store("a skill call without a pending call"));
         };
         let id = call
@@ -297,28 +298,25 @@ impl Agent {
             }
             Approval::Suspend => {
                 // The person approves what they were shown: this fingerprint.
-                if let Some(c) = state.pending.first_mut() {
-                    c.approved = None;
-                    c.bound = Some(fingerprint);
-                }
-                self.event(
-                    state,
-                    Event::ApprovalRequested {
-                        server: server_name.clone(),
-                        tool: READ_SKILL.into(),
-                        arguments: shown.clone(),
-                        binding: None,
-                    },
-                );
-                let s = self.suspend(state, Waits::Approval).await?;
-                Ok(SkillStep::Suspend(Outcome::ApprovalRequired {
-                    run_id: state.id.clone(),
-                    suspension: s.id,
-                    decision: s.decision,
+                let waiting = Awaiting {
+                    decision: random_id()?,
+                    server: server_name.clone(),
+                    binding: None,
+                    skill: Some(fingerprint),
+                    arguments: shown.clone(),
+                    description: None,
+                    input_schema: None,
+                };
+                let event = Event::ApprovalRequested {
                     server: server_name,
                     tool: READ_SKILL.into(),
                     arguments: shown,
-                }))
+                    binding: None,
+                    decision: waiting.decision.clone(),
+                };
+                state.pending[at].at = CallState::AwaitingApproval(Box::new(waiting));
+                self.event(state, event);
+                Ok(SkillStep::Suspend)
             }
             Approval::Approved { allowed_tools } => {
                 let loaded = match server.client() {
@@ -415,27 +413,29 @@ impl Agent {
         shown: &Value,
     ) -> Approval {
         let fingerprint = entry.fingerprint();
-        match call.approved {
-            Some(true) if call.bound.as_deref() == Some(fingerprint.as_str()) => {
+        match &call.at {
+            CallState::Approved { person: Some(p) }
+                if p.skill.as_deref() == Some(fingerprint.as_str()) =>
+            {
                 let a = SkillApproval {
                     server: server.to_owned(),
                     uri: entry.uri().to_owned(),
                     fingerprint,
-                    allowed_tools: call.grant_tools,
+                    allowed_tools: p.grant_tools,
                 };
                 let allowed_tools = a.allowed_tools;
                 state.skill_approvals.push(a);
                 return Approval::Approved { allowed_tools };
             }
             // Approved, but the skill changed since: ask again.
-            Some(true) => return Approval::Suspend,
-            Some(false) => {
-                return Approval::Denied(format!(
-                    "a person denied loading skill `{}`",
-                    entry.name()
-                ))
+            CallState::Approved { person: Some(_) } => return Approval::Suspend,
+            CallState::Denied { message, .. } => {
+                return Approval::Denied(match message {
+                    Some(why) => format!("a person denied loading skill `{}`: {why}", entry.name()),
+                    None => format!("a person denied loading skill `{}`", entry.name()),
+                })
             }
-            None => {}
+            _ => {}
         }
         if let Some(a) = self
             .inner

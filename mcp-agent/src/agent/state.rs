@@ -5,52 +5,129 @@ use super::*;
 /// How many times one call may ask for input that callbacks answer at once.
 pub(super) const MAX_INPUT_ROUNDS: usize = 8;
 
-/// A call of the current model turn that has not run yet.
+/// The version of the stored run state this code writes (and the only one it reads).
+/// Version 1 (before batch decisions) kept one flag per fact of a call.
+pub(super) const STATE_VERSION: u32 = 2;
+
+/// A call of the current model turn that has not ended yet.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PendingCall {
     pub(super) id: String,
     pub(super) name: String,
     pub(super) arguments: Value,
-    /// A person's decision, once there is one (or `true` once the gate allowed a call
-    /// that then paused for input: the gate is not asked twice).
-    pub(super) approved: Option<bool>,
-    /// Input the server asked for that no callback answered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) input: Option<PendingInput>,
-    /// Answers to it (wire form), from callbacks and then a person.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(super) answers: Vec<(String, Value)>,
-    /// A person answered: the call goes on with `answers`.
-    #[serde(default)]
-    pub(super) answered: bool,
-    /// For a skill load waiting for approval: the fingerprint the person was shown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) bound: Option<String>,
-    /// The person's approval also granted the skill's `allowed-tools`.
-    #[serde(default)]
-    pub(super) grant_tools: bool,
-    /// A person's reason for denying it, for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) denial: Option<String>,
-    /// What a person's approval of it is bound to (set when it waits for approval).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) binding: Option<Binding>,
-    /// Sent to this server and not known to have answered: recorded before the call
-    /// is sent, cleared when its result is kept. A run recovered with it set does
-    /// not send the call again (unless the tool says it is idempotent or read-only):
-    /// its outcome is unknown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) executing: Option<String>,
-    /// The tool's description and input schema as the person was shown them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) shown: Option<(String, Value)>,
+    /// Where it stands.
+    pub(super) at: CallState,
 }
 
-impl PendingCall {
-    /// Paused for input nobody has given yet.
-    pub(super) fn waits_for_input(&self) -> bool {
-        self.input.is_some() && !self.answered
+/// Where one call of the current turn stands. A call moves
+/// `New → AwaitingApproval → Approved | Denied`, or `New → Approved` (the gate allowed
+/// it), then `Approved → Executing → ` ended (its result kept, the call gone from the
+/// turn) — or, when the server asks for input, `→ AwaitingInput → Answered →
+/// Executing` again. A call a stopped process left `Executing` ends with "outcome
+/// unknown" (or is sent again, when its tool says that is harmless).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub(super) enum CallState {
+    /// Not through the gate yet.
+    New,
+    /// Waits for a person's approval.
+    AwaitingApproval(Box<Awaiting>),
+    /// May run: the gate allowed it (`person` none), or a person approved it.
+    Approved {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        person: Option<Box<PersonApproval>>,
+    },
+    /// A person denied it.
+    Denied {
+        by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// Sent to this server; its result is not kept yet.
+    Executing { server: String },
+    /// Paused for input a server asked for that no callback gave.
+    AwaitingInput {
+        /// The decision that names it.
+        decision: String,
+        input: PendingInput,
+        /// Answers callbacks gave (wire form).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        answers: Vec<(String, Value)>,
+    },
+    /// Input given: it is sent again with the answers.
+    Answered {
+        input: PendingInput,
+        answers: Vec<(String, Value)>,
+    },
+}
+
+impl CallState {
+    /// Waits for a person (approval or input).
+    pub(super) fn awaits_person(&self) -> bool {
+        matches!(
+            self,
+            CallState::AwaitingApproval(_) | CallState::AwaitingInput { .. }
+        )
     }
+
+    /// The decision that names it, while it waits for a person.
+    pub(super) fn decision(&self) -> Option<&str> {
+        match self {
+            CallState::AwaitingApproval(a) => Some(&a.decision),
+            CallState::AwaitingInput { decision, .. } => Some(decision),
+            _ => None,
+        }
+    }
+}
+
+/// A call waiting for a person's approval: the decision that names it and what the
+/// person is shown.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Awaiting {
+    pub(super) decision: String,
+    pub(super) server: String,
+    /// What an approval is bound to (none for a skill load: see `skill`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) binding: Option<Binding>,
+    /// For a skill load: the fingerprint of the files the person is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) skill: Option<String>,
+    /// The arguments shown (for a skill load: its uri, fingerprint, allowed-tools).
+    pub(super) arguments: Value,
+    /// The tool's description and input schema, as shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) input_schema: Option<Value>,
+}
+
+/// A person's approval of a call, and what it holds for.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct PersonApproval {
+    pub(super) by: String,
+    /// The call runs on it only while these are the same (tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) binding: Option<Binding>,
+    /// For a skill load: the fingerprint approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) skill: Option<String>,
+    /// For a skill load: its `allowed-tools` granted too.
+    #[serde(default)]
+    pub(super) grant_tools: bool,
+    /// The person edited the arguments (the approval is bound to the edited ones).
+    #[serde(default)]
+    pub(super) edited: bool,
+}
+
+/// "Always allow this tool" in one run: the tool, on the server, as defined and
+/// configured when the person said so (a changed tool or server asks again).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct AlwaysAllowed {
+    pub(super) server: String,
+    pub(super) server_config: String,
+    pub(super) tool: String,
+    pub(super) definition: String,
+    pub(super) by: String,
 }
 
 /// A call that paused for input: the input, and the answers callbacks gave.
@@ -68,6 +145,9 @@ pub(super) enum CallEnd {
 /// Everything a run is: kept in the store while it waits.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct RunState {
+    /// The format of this state ([`STATE_VERSION`]).
+    #[serde(default)]
+    pub(super) version: u32,
     pub(super) id: String,
     pub(super) messages: Vec<Message>,
     pub(super) pending: Vec<PendingCall>,
@@ -86,6 +166,9 @@ pub(super) struct RunState {
     /// Tools an approved skill's `allowed-tools` granted: (server, tool, skill uri).
     #[serde(default)]
     pub(super) granted: Vec<(String, String, String)>,
+    /// Tools a person allowed for the rest of the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) always: Vec<AlwaysAllowed>,
     /// The suspension the run waits in, while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) suspension: Option<Suspension>,
@@ -119,22 +202,10 @@ pub(super) struct Policy {
     pub(super) max_steps: u32,
 }
 
-/// What a suspended run waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum Waits {
-    /// A person's approval (or denial) of the first pending call.
-    Approval,
-    /// Answers to the input the first pending call asked for.
-    Input,
-}
-
-/// One suspension of a run: its id, the decision it waits for, and of what kind.
+/// One suspension of a run: its id (the calls it waits on name their decisions).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Suspension {
     pub(super) id: String,
-    pub(super) decision: String,
-    pub(super) waits: Waits,
     /// When decisions stop applying (milliseconds since the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) expires_at: Option<u64>,

@@ -140,31 +140,43 @@ impl Agent {
             && !tools.contains_key(name)
     }
 
-    /// The gate's verdict on one pending call (a person's decision, if recorded, wins;
-    /// then a grant of an approved skill's `allowed-tools`).
+    /// The gate's verdict on a call not decided yet: a grant of an approved skill's
+    /// `allowed-tools` allows it; otherwise the gate decides, and a need for approval
+    /// is met by a person's "always allow" of the same tool in this run.
     pub(super) async fn verdict(
         &self,
         gate: &Gate,
         call: &PendingCall,
         tool: Option<&AgentTool>,
-        grants: &[(String, String, String)],
+        state: &RunState,
     ) -> Verdict {
-        match call.approved {
-            Some(true) => Verdict::Allow,
-            Some(false) => Verdict::Deny(match &call.denial {
-                Some(why) => format!("a person denied `{}`: {why}", call.name),
-                None => format!("a person denied `{}`", call.name),
-            }),
-            None if tool.is_some_and(|t| {
-                granted(grants, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
-            }) =>
-            {
-                Verdict::Allow
-            }
-            None => {
-                gate.decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
-                    .await
-            }
+        if tool.is_some_and(|t| {
+            granted(&state.granted, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
+        }) {
+            return Verdict::Allow;
         }
+        let verdict = gate
+            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+            .await;
+        match (verdict, tool) {
+            (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,
+            (v, _) => v,
+        }
+    }
+
+    /// A person allowed this tool for the rest of the run, as it is now: the same
+    /// server, configured the same, the tool defined the same.
+    fn always_allowed(&self, state: &RunState, tool: &AgentTool) -> bool {
+        if state.always.is_empty() || tool.facts.app_only {
+            return false;
+        }
+        let server = &self.inner.servers[tool.server];
+        let (config, definition) = (server.config_fingerprint(), tool.def.definition_digest());
+        state.always.iter().any(|a| {
+            a.server == tool.facts.server
+                && a.tool == tool.facts.name
+                && a.server_config == config
+                && a.definition == definition
+        })
     }
 }

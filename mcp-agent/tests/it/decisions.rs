@@ -164,7 +164,7 @@ async fn replayed_and_mismatched_decisions_are_refused(store_url: &str) {
     let suspended: Vec<&str> = kept
         .iter()
         .filter_map(|e| match e {
-            Event::RunSuspended { decision, .. } => Some(decision.as_str()),
+            Event::RunSuspended { decisions, .. } => Some(decisions[0].as_str()),
             _ => None,
         })
         .collect();
@@ -521,8 +521,8 @@ async fn a_resume_keeps_the_runs_policy_and_may_only_tighten_it() {
     assert_eq!(std::fs::read_to_string(dir.join("a")).unwrap(), "a");
     plain.close().await.unwrap();
 
-    // A tighter policy (read-only, nothing allowed) is used: the approved write runs,
-    // the next one is denied.
+    // A tighter policy (read-only, nothing allowed) is used, and its denials win over
+    // a person's approval: the approved write is denied, and so is the next one.
     let tight = base().mode(Mode::ReadOnly).build().unwrap();
     let Outcome::Finished { text, .. } = tight
         .resume(&run, &d2, Decision::approve("ann"))
@@ -531,9 +531,16 @@ async fn a_resume_keeps_the_runs_policy_and_may_only_tighten_it() {
     else {
         panic!("the run finishes under the tighter policy")
     };
-    assert_eq!(std::fs::read_to_string(dir.join("b")).unwrap(), "b");
+    assert!(!dir.join("b").exists(), "{text}");
     assert!(!dir.join("c").exists(), "{text}");
     assert!(text.contains("not allowed"), "{text}");
+    let requests = model.requests();
+    let last = requests.last().unwrap()["body"]["messages"].to_string();
+    assert_eq!(
+        last.matches("is not allowed (read-only").count(),
+        2,
+        "{last}"
+    );
     tight.close().await.unwrap();
     first.close().await.unwrap();
 }
@@ -690,7 +697,9 @@ async fn an_inbox_lists_describes_cancels_deletes_and_prunes(store_url: &str) {
     assert!(first.runs[0].updated_at > 0);
 
     // Described as the person saw it.
-    let p = agent.pending(&run1).await.unwrap().expect("run 1 waits");
+    let waits = agent.pending(&run1).await.unwrap();
+    assert_eq!(waits.len(), 1, "{waits:?}");
+    let p = waits.into_iter().next().unwrap();
     assert_eq!(
         (p.suspension.as_str(), p.decision.as_str()),
         (s1.as_str(), d1.as_str())
@@ -711,7 +720,7 @@ async fn an_inbox_lists_describes_cancels_deletes_and_prunes(store_url: &str) {
 
     // Cancelled: nothing runs, the decision is refused, the run ends.
     agent.cancel(&run2, "ann").await.unwrap();
-    assert!(agent.pending(&run2).await.unwrap().is_none());
+    assert!(agent.pending(&run2).await.unwrap().is_empty());
     assert_eq!(status(store.as_ref(), &run2).await.0, RunStatus::Cancelled);
     let e = agent
         .resume(&run2, &d2, Decision::approve("bob"))

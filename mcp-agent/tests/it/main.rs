@@ -728,7 +728,9 @@ fn secrets_never_reach_logs_events_or_the_store() {
 
 /// Calls the model asks for in one turn run concurrently: the rendezvous server answers
 /// "met" only when all calls of a group are in flight at once (no timing involved).
-/// Events and results keep the model's order; a denied call in between splits batches.
+/// Every call of the turn goes through the gate first (a denied one ends there); then
+/// all the allowed ones run together. Events keep the model's order, and the results
+/// answer the calls in the order the model asked for them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_turns_calls_run_concurrently_in_order() {
     let dir = scratch("parallel");
@@ -788,7 +790,7 @@ async fn one_turns_calls_run_concurrently_in_order() {
         .collect();
     assert_eq!(
         kinds,
-        ["before", "before", "before", "after", "after", "after", "denied", "before", "after"]
+        ["denied", "before", "before", "before", "before", "after", "after", "after", "after"]
     );
     // The transcript answers the calls in the model's order.
     let requests = model.requests();
@@ -1224,6 +1226,7 @@ async fn input_callbacks_answer_and_a_denial_declines() {
     assert_eq!(text, "ask_name: declined");
     agent.close().await.unwrap();
 }
+mod batch;
 mod decisions;
 mod recovery;
 mod skills;
