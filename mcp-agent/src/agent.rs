@@ -14,6 +14,7 @@ use crate::gate::{Gate, Mode, ToolFacts, Verdict};
 use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
 use crate::store::{lock, Claim, Lease, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
+mod allowances;
 mod builder;
 mod call;
 mod decision;
@@ -26,6 +27,7 @@ mod skills;
 mod state;
 mod toolbox;
 
+pub use allowances::Allowance;
 pub use builder::AgentBuilder;
 use decision::*;
 pub use decision::{
@@ -182,7 +184,7 @@ impl Agent {
         let mut state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
         if let Some(key) = &self.inner.integrity {
-            key.seal(&state.id, &mut state_json)?;
+            key.seal(Sealed::Run, &state.id, &mut state_json)?;
         }
         if let Some(lease) = &mut state.lease {
             lease.until = self.lease_end();
@@ -270,7 +272,7 @@ impl Agent {
     /// A stored run's state, checked (its integrity, with a key) and parsed.
     fn read(&self, run_id: &str, mut state: Value) -> Result<RunState> {
         if let Some(key) = &self.inner.integrity {
-            key.open(run_id, &mut state)?;
+            key.open(Sealed::Run, run_id, &mut state)?;
         } else if let Value::Object(m) = &mut state {
             m.remove(INTEGRITY_FIELD);
         }

@@ -49,8 +49,8 @@ pub mod openai;
 pub mod store;
 
 pub use agent::{
-    Agent, AgentBuilder, Always, Binding, Decision, DecisionKind, Event, Expiry, InputAsk, Outcome,
-    Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
+    Agent, AgentBuilder, Allowance, Always, Binding, Decision, DecisionKind, Event, Expiry,
+    InputAsk, Outcome, Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
 pub use error::{Error, Result};

@@ -300,7 +300,19 @@ pub trait RunStore: Send + Sync + 'static {
     /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
     /// the epoch); how many.
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>>;
+    /// Keeps a standing allowance ("always allow this tool" for every run of the
+    /// agents that share this store) under `id`, replacing what was kept under it.
+    /// The agent writes and reads it (with its integrity MAC, when it has a key).
+    fn save_allowance<'a>(&'a self, id: &'a str, allowance: &'a Value)
+        -> BoxFuture<'a, Result<()>>;
+    /// Every standing allowance kept (at most 10,000).
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>>;
+    /// Forgets the allowance `id`; `false` when there was none.
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
 }
+
+/// The most standing allowances a store returns.
+pub(crate) const MAX_ALLOWANCES: usize = 10_000;
 
 impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
@@ -329,6 +341,19 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
         (**self).prune(secs)
     }
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        (**self).save_allowance(id, allowance)
+    }
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        (**self).allowances()
+    }
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        (**self).delete_allowance(id)
+    }
 }
 
 /// The time now, in seconds since the epoch.
@@ -346,6 +371,7 @@ pub(crate) fn unix_now() -> u64 {
 #[derive(Debug)]
 pub struct MemoryRunStore {
     runs: Mutex<HashMap<String, (RunRecord, u64)>>,
+    allowances: Mutex<std::collections::BTreeMap<String, Value>>,
     capacity: usize,
 }
 
@@ -363,6 +389,7 @@ impl MemoryRunStore {
     pub fn with_capacity(capacity: usize) -> Self {
         MemoryRunStore {
             runs: Mutex::new(HashMap::new()),
+            allowances: Mutex::new(Default::default()),
             capacity: capacity.max(1),
         }
     }
@@ -432,6 +459,33 @@ impl RunStore for MemoryRunStore {
         runs.retain(|_, (r, at)| !(ended(r.status) && *at < secs));
         let n = (before - runs.len()) as u64;
         Box::pin(async move { Ok(n) })
+    }
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        let mut kept = lock(&self.allowances);
+        let full = kept.len() >= MAX_ALLOWANCES && !kept.contains_key(id);
+        if !full {
+            kept.insert(id.to_owned(), allowance.clone());
+        }
+        Box::pin(async move {
+            if full {
+                return Err(Error::store(format!(
+                    "the memory run store keeps at most {MAX_ALLOWANCES} allowances"
+                )));
+            }
+            Ok(())
+        })
+    }
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        let all = lock(&self.allowances).values().cloned().collect();
+        Box::pin(async move { Ok(all) })
+    }
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let gone = lock(&self.allowances).remove(id).is_some();
+        Box::pin(async move { Ok(gone) })
     }
     fn claim<'a>(
         &'a self,
@@ -518,6 +572,10 @@ impl SqliteRunStore {
                  suspension TEXT,
                  lease_owner TEXT,
                  lease_until INTEGER
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
+                 id TEXT PRIMARY KEY,
+                 allowance TEXT NOT NULL
              );",
         )
         .map_err(|e| store.fail(e))?;
@@ -775,6 +833,56 @@ impl RunStore for SqliteRunStore {
             .map_err(|e| s.fail(e))
         }))
     }
+
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        let (id, allowance) = (id.to_owned(), allowance.to_string());
+        Box::pin(self.blocking(move |s, c| {
+            c.execute(
+                "INSERT INTO mcp_agent_allowances (id, allowance) VALUES (?1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET allowance = excluded.allowance",
+                [&id, &allowance],
+            )
+            .map(|_| ())
+            .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached("SELECT allowance FROM mcp_agent_allowances ORDER BY id LIMIT ?1")
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map([MAX_ALLOWANCES as i64], |r| r.get::<_, String>(0))
+                .map_err(|e| s.fail(e))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let text = row.map_err(|e| s.fail(e))?;
+                out.push(allowance_value(&text)?);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            c.execute("DELETE FROM mcp_agent_allowances WHERE id = ?1", [&id])
+                .map(|n| n > 0)
+                .map_err(|e| s.fail(e))
+        }))
+    }
+}
+
+/// A stored allowance's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn allowance_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored allowance cannot be read: {e}")))
 }
 
 /// A page of `runs` (in id order, at least one past `size` when more follow).
@@ -983,7 +1091,11 @@ impl PostgresRunStore {
              );
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_owner text;
-             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;",
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;
+             CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
+                 id text PRIMARY KEY,
+                 allowance text NOT NULL
+             );",
         )
         .await
         .map_err(pg)?;
@@ -1162,6 +1274,67 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))
+        })
+    }
+
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute(
+                    "INSERT INTO mcp_agent_allowances (id, allowance) VALUES ($1, $2)
+                     ON CONFLICT (id) DO UPDATE SET allowance = EXCLUDED.allowance",
+                    &[&id, &allowance.to_string()],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "saving an allowance",
+                        e,
+                    ))
+                })
+        })
+    }
+
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT allowance FROM mcp_agent_allowances ORDER BY id LIMIT $1",
+                    &[&(MAX_ALLOWANCES as i64)],
+                )
+                .await
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "reading allowances",
+                        e,
+                    ))
+                })?;
+            rows.iter()
+                .map(|r| allowance_value(r.get::<_, &str>(0)))
+                .collect()
+        })
+    }
+
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute("DELETE FROM mcp_agent_allowances WHERE id = $1", &[&id])
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "deleting an allowance",
+                        e,
+                    ))
+                })
         })
     }
 }

@@ -125,6 +125,9 @@ pub enum Always {
     /// The rest of this run: later calls of the same tool, on the same server, as
     /// defined now, run without asking.
     Run,
+    /// Every run of the agents that share this store, from now on: a standing
+    /// [`Allowance`], kept in the store (see [`Agent::allowances`]).
+    Agent,
 }
 
 impl Decision {
@@ -201,9 +204,11 @@ impl Decision {
     pub(super) fn kind_name(&self) -> &'static str {
         match (&self.kind, self.always) {
             (DecisionKind::Approve, Some(Always::Run)) => "approve_always_run",
+            (DecisionKind::Approve, Some(Always::Agent)) => "approve_always_agent",
             (DecisionKind::Approve, None) => "approve",
             (DecisionKind::Deny { .. }, _) => "deny",
             (DecisionKind::Edit { .. }, Some(Always::Run)) => "edit_always_run",
+            (DecisionKind::Edit { .. }, Some(Always::Agent)) => "edit_always_agent",
             (DecisionKind::Edit { .. }, None) => "edit",
             (DecisionKind::Answer { .. }, _) => "answer",
         }

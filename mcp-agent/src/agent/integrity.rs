@@ -15,15 +15,42 @@ impl fmt::Debug for IntegrityKey {
 /// Where a run's MAC is kept in its stored state.
 pub(super) const INTEGRITY_FIELD: &str = "integrity";
 
+/// What a MAC is of: a stored run, or a standing allowance (never taken for the other).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Sealed {
+    Run,
+    Allowance,
+}
+
+impl Sealed {
+    fn domain(self) -> &'static [u8] {
+        match self {
+            Sealed::Run => b"mcp-agent run v1",
+            Sealed::Allowance => b"mcp-agent allowance v1",
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Sealed::Run => "run",
+            Sealed::Allowance => "allowance",
+        }
+    }
+}
+
 impl IntegrityKey {
-    pub(super) fn mac(&self, run_id: &str, state: &Value) -> Result<hmac::Hmac<sha2::Sha256>> {
+    pub(super) fn mac(
+        &self,
+        what: Sealed,
+        id: &str,
+        state: &Value,
+    ) -> Result<hmac::Hmac<sha2::Sha256>> {
         use hmac::Mac as _;
         let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&self.0)
             .map_err(|e| Error::config(format!("the integrity key cannot be used: {e}")))?;
         // Every field length-prefixed: two different runs never encode alike.
         for part in [
-            b"mcp-agent run v1".as_slice(),
-            run_id.as_bytes(),
+            what.domain(),
+            id.as_bytes(),
             mcp_runtime::digest::canonical_json(state).as_bytes(),
         ] {
             mac.update(&(part.len() as u64).to_be_bytes());
@@ -33,9 +60,9 @@ impl IntegrityKey {
     }
 
     /// Adds the MAC of `state` (an object) to it.
-    pub(super) fn seal(&self, run_id: &str, state: &mut Value) -> Result<()> {
+    pub(super) fn seal(&self, what: Sealed, id: &str, state: &mut Value) -> Result<()> {
         use hmac::Mac as _;
-        let tag = self.mac(run_id, state)?.finalize().into_bytes();
+        let tag = self.mac(what, id, state)?.finalize().into_bytes();
         if let Value::Object(m) = state {
             let tag = format!("hmac-sha256:{}", mcp_runtime::digest::hex(&tag));
             m.insert(INTEGRITY_FIELD.into(), tag.into());
@@ -44,7 +71,7 @@ impl IntegrityKey {
     }
 
     /// Takes the MAC out of `state` and checks it (in constant time).
-    pub(super) fn open(&self, run_id: &str, state: &mut Value) -> Result<()> {
+    pub(super) fn open(&self, what: Sealed, id: &str, state: &mut Value) -> Result<()> {
         use hmac::Mac as _;
         let tag = state
             .as_object_mut()
@@ -54,13 +81,14 @@ impl IntegrityKey {
             .and_then(Value::as_str)
             .and_then(|t| t.strip_prefix("hmac-sha256:"))
             .and_then(unhex);
-        let mac = self.mac(run_id, state)?;
+        let mac = self.mac(what, id, state)?;
         let ok = tag.is_some_and(|t| mac.verify_slice(&t).is_ok());
         if ok {
             Ok(())
         } else {
             Err(Error::store(format!(
-                "run {run_id} failed its integrity check: it was changed outside the agent, or kept without (or with another) integrity key; it is not used"
+                "{} {id} failed its integrity check: it was changed outside the agent, or kept without (or with another) integrity key; it is not used",
+                what.name()
             )))
         }
     }

@@ -143,8 +143,14 @@ impl Agent {
         state.persisted = true;
         // The run as it waits, to put back if an error stops it before anything ran.
         let kept = state.clone();
+        let mut standing = Vec::new();
         for (id, decision) in decisions {
-            self.apply(&mut state, &id, decision)?;
+            standing.extend(self.apply(&mut state, &id, decision)?);
+        }
+        for allowance in &standing {
+            if let Err(e) = self.keep_allowance(allowance).await {
+                return self.fail(state, Some(kept), e).await;
+            }
         }
         if state.pending.iter().any(|c| c.at.awaits_person()) {
             // Other calls still wait: the same suspension, for the decisions left.
@@ -157,8 +163,15 @@ impl Agent {
         self.decided(state, kept).await
     }
 
-    /// Applies one decision (checked by [`applicable`]) to the call it names.
-    fn apply(&self, state: &mut RunState, id: &str, decision: Decision) -> Result<()> {
+    /// Applies one decision (checked by [`applicable`]) to the call it names; the
+    /// standing allowance it grants, if any.
+    fn apply(
+        &self,
+        state: &mut RunState,
+        id: &str,
+        decision: Decision,
+    ) -> Result<Option<Allowance>> {
+        let mut standing = None;
         let Some(i) = state
             .pending
             .iter()
@@ -195,16 +208,18 @@ impl Agent {
                             state.pending[i].arguments = arguments;
                             edited = true;
                         }
-                        if always == Some(Always::Run) {
-                            if let Some(b) = &binding {
-                                state.always.push(AlwaysAllowed {
-                                    server: b.server.clone(),
-                                    server_config: b.server_config.clone(),
-                                    tool: b.tool.clone(),
-                                    definition: b.definition.clone(),
-                                    by: by.clone(),
-                                });
+                        match (always, &binding) {
+                            (Some(Always::Run), Some(b)) => state.always.push(AlwaysAllowed {
+                                server: b.server.clone(),
+                                server_config: b.server_config.clone(),
+                                tool: b.tool.clone(),
+                                definition: b.definition.clone(),
+                                by: by.clone(),
+                            }),
+                            (Some(Always::Agent), Some(b)) => {
+                                standing = Some(Allowance::new(b, &by));
                             }
+                            _ => {}
                         }
                         state.pending[i].at = CallState::Approved {
                             person: Some(Box::new(PersonApproval {
@@ -268,7 +283,7 @@ impl Agent {
             }
         };
         self.event(state, event);
-        Ok(())
+        Ok(standing)
     }
 
     /// Keeps the decision just applied to `state` (before anything runs on it), then

@@ -29,6 +29,7 @@ impl Agent {
             persisted: false,
             policy: Some(self.own_policy()),
             gate: None,
+            standing: Vec::new(),
             lease: Some(self.new_lease()?),
         };
         self.event(&mut state, Event::RunStarted);
@@ -111,6 +112,7 @@ impl Agent {
     pub(super) async fn steps(&self, state: &mut RunState) -> Result<Outcome> {
         let tools = self.tools().await?;
         let mut skills = self.skills().await;
+        state.standing = self.standing().await;
         loop {
             self.settle_unknown(state, &tools);
             // Approvals whose binding no longer holds go back through the gate.

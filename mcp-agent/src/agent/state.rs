@@ -189,6 +189,9 @@ pub(super) struct RunState {
     /// The policy the run goes on under (kept with it: a resume does not loosen it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) policy: Option<Policy>,
+    /// The standing allowances of the store, as this process read them for the loop.
+    #[serde(skip)]
+    pub(super) standing: Vec<Allowance>,
     /// That policy's gate, for this process, when it is not the agent's own.
     #[serde(skip)]
     pub(super) gate: Option<Arc<Gate>>,

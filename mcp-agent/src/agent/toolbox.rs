@@ -167,16 +167,21 @@ impl Agent {
     /// A person allowed this tool for the rest of the run, as it is now: the same
     /// server, configured the same, the tool defined the same.
     fn always_allowed(&self, state: &RunState, tool: &AgentTool) -> bool {
-        if state.always.is_empty() || tool.facts.app_only {
+        if (state.always.is_empty() && state.standing.is_empty()) || tool.facts.app_only {
             return false;
         }
         let server = &self.inner.servers[tool.server];
         let (config, definition) = (server.config_fingerprint(), tool.def.definition_digest());
-        state.always.iter().any(|a| {
-            a.server == tool.facts.server
-                && a.tool == tool.facts.name
-                && a.server_config == config
-                && a.definition == definition
-        })
+        let this = |s: &str, c: &str, t: &str, d: &str| {
+            s == tool.facts.server && t == tool.facts.name && c == config && d == definition
+        };
+        state
+            .always
+            .iter()
+            .any(|a| this(&a.server, &a.server_config, &a.tool, &a.definition))
+            || state
+                .standing
+                .iter()
+                .any(|a| this(&a.server, &a.server_config, &a.tool, &a.definition))
     }
 }

@@ -338,3 +338,97 @@ async fn always_allow_for_the_run_stops_asking_for_that_tool() {
     assert!(!c.exists());
     agent.close().await.unwrap();
 }
+
+/// "Always allow this tool" for the agent: kept in the store (MACed under the
+/// integrity key), it lets the tool run without asking in later runs of any agent on
+/// that store — while the server is configured the same; a changed server asks
+/// again, an allowance changed in the store is ignored, a revoked one is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_allow_for_the_agent_is_kept_in_the_store_bound_to_the_tool() {
+    let dir = scratch("batch-always-agent");
+    let file = |name: &str| dir.join(name);
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [write(&file("a"), "a")]},
+            {"echo_tools": true},
+            {"tool_calls": [write(&file("b"), "b")]},
+            {"echo_tools": true},
+            {"tool_calls": [write(&file("c"), "c")]},
+            {"tool_calls": [write(&file("d"), "d")]},
+        ]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    let key = b"0123456789abcdef0123456789abcdef";
+    let build = |server: mcp_runtime::Mcp| {
+        Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Approve)
+            .allow(["read_text_file"])
+            .server(server)
+            .store(store.clone())
+            .integrity_key(key)
+            .build()
+            .unwrap()
+    };
+    let first = build(filesystem(&dir));
+    let (run, _, calls) = waiting(first.run("write a").await.unwrap());
+    assert!(matches!(
+        first
+            .resume(
+                &run,
+                &calls[0].decision,
+                Decision::approve("ann").always(Always::Agent)
+            )
+            .await
+            .unwrap(),
+        Outcome::Finished { .. }
+    ));
+    let kept = first.allowances().await.unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        (
+            kept[0].server.as_str(),
+            kept[0].tool.as_str(),
+            kept[0].by.as_str()
+        ),
+        ("fs", "write_file", "ann")
+    );
+    first.close().await.unwrap();
+
+    // Another agent on the same store: the write runs without asking.
+    let second = build(filesystem(&dir));
+    assert!(matches!(
+        second.run("write b").await.unwrap(),
+        Outcome::Finished { .. }
+    ));
+    assert_eq!(std::fs::read_to_string(file("b")).unwrap(), "b");
+
+    // The same server started another way: asked again.
+    let bin = super::peers().join("npm/node_modules/.bin/mcp-server-filesystem");
+    let moved = mcp_runtime::Mcp::builder("fs")
+        .command([
+            "/usr/bin/env".to_owned(),
+            bin.display().to_string(),
+            dir.display().to_string(),
+        ])
+        .build()
+        .unwrap();
+    let third = build(moved);
+    waiting(third.run("write c").await.unwrap());
+    assert!(!file("c").exists());
+    third.close().await.unwrap();
+
+    // Changed in the store (who allowed it): ignored, so the write asks again.
+    let mut raw = store.allowances().await.unwrap().remove(0);
+    raw["by"] = json!("mallory");
+    store.save_allowance(&kept[0].id, &raw).await.unwrap();
+    assert!(second.allowances().await.unwrap().is_empty());
+    waiting(second.run("write d").await.unwrap());
+    assert!(!file("d").exists());
+
+    // Revoked: gone.
+    assert!(second.revoke_allowance(&kept[0].id).await.unwrap());
+    assert!(store.allowances().await.unwrap().is_empty());
+    second.close().await.unwrap();
+}

@@ -167,14 +167,41 @@ async fn leases_fence_and_end(store: &dyn RunStore) {
     assert!(store.delete("leased").await.unwrap());
 }
 
+/// Standing allowances are kept, replaced, listed and forgotten by id.
+async fn allowances_are_kept(store: &dyn RunStore) {
+    assert!(store.allowances().await.unwrap().is_empty());
+    store
+        .save_allowance("x", &json!({"id": "x", "n": 1}))
+        .await
+        .unwrap();
+    store
+        .save_allowance("y", &json!({"id": "y"}))
+        .await
+        .unwrap();
+    store
+        .save_allowance("x", &json!({"id": "x", "n": 2}))
+        .await
+        .unwrap();
+    let all = store.allowances().await.unwrap();
+    assert_eq!(all, [json!({"id": "x", "n": 2}), json!({"id": "y"})]);
+    assert!(store.delete_allowance("x").await.unwrap());
+    assert!(!store.delete_allowance("x").await.unwrap());
+    assert!(store.delete_allowance("y").await.unwrap());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leases_fence_and_end_in_every_store() {
-    leases_fence_and_end(&MemoryRunStore::default()).await;
+async fn leases_and_allowances_in_every_store() {
+    let memory = MemoryRunStore::default();
+    leases_fence_and_end(&memory).await;
+    allowances_are_kept(&memory).await;
     let dir = scratch("leases");
-    leases_fence_and_end(&SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap()).await;
+    let sqlite = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
+    leases_fence_and_end(&sqlite).await;
+    allowances_are_kept(&sqlite).await;
     let pg = Postgres::start();
     let store = store_for(&dir, &pg.url).await;
     leases_fence_and_end(store.as_ref()).await;
+    allowances_are_kept(store.as_ref()).await;
 }
 
 /// The agent of the crash tests (the same in every process): `read_text_file` allowed,

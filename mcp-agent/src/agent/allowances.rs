@@ -1,0 +1,106 @@
+//! Standing allowances: "always allow this tool" for every run of the agents that share
+//! a store ([`Always::Agent`]), kept in the store, bound to the tool as it was allowed.
+
+use super::*;
+
+/// A person's "always allow this tool" for every run of the agents that share this
+/// store ([`Always::Agent`]): the tool on that server, configured and defined as when
+/// it was allowed — a changed tool or server asks again. It meets a need for approval;
+/// the gate's denials still win. With an integrity key it is kept MACed, and one
+/// changed in the store is ignored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Allowance {
+    /// Its id ([`Agent::revoke_allowance`]).
+    pub id: String,
+    /// The server's name.
+    pub server: String,
+    /// The server's configuration ([`Mcp::config_fingerprint`]).
+    pub server_config: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The tool's definition digest.
+    pub definition: String,
+    /// Who allowed it.
+    pub by: String,
+    /// When (seconds since the epoch).
+    pub at: u64,
+}
+
+impl Allowance {
+    /// The allowance of the tool a binding names, by `by`.
+    pub(super) fn new(b: &Binding, by: &str) -> Allowance {
+        let id = mcp_runtime::digest::sha256_json(&json!([
+            b.server,
+            b.server_config,
+            b.tool,
+            b.definition
+        ]));
+        Allowance {
+            id,
+            server: b.server.clone(),
+            server_config: b.server_config.clone(),
+            tool: b.tool.clone(),
+            definition: b.definition.clone(),
+            by: by.to_owned(),
+            at: now(),
+        }
+    }
+}
+
+impl Agent {
+    /// The standing allowances kept in this agent's store ([`Always::Agent`]). With an
+    /// integrity key, one that fails its check is left out (and logged).
+    pub async fn allowances(&self) -> Result<Vec<Allowance>> {
+        let mut out = Vec::new();
+        for mut kept in self.inner.store.allowances().await? {
+            let id = kept
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(key) = &self.inner.integrity {
+                if let Err(e) = key.open(Sealed::Allowance, &id, &mut kept) {
+                    tracing::warn!(error = %e, "a standing allowance is ignored");
+                    continue;
+                }
+            } else if let Value::Object(m) = &mut kept {
+                m.remove(INTEGRITY_FIELD);
+            }
+            match serde_json::from_value::<Allowance>(kept) {
+                Ok(a) if a.id == id => out.push(a),
+                _ => {
+                    tracing::warn!(allowance = %id, "a standing allowance cannot be read; it is ignored")
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Withdraws the standing allowance `id`; `false` when there was none.
+    pub async fn revoke_allowance(&self, id: &str) -> Result<bool> {
+        self.inner.store.delete_allowance(id).await
+    }
+
+    /// Keeps a standing allowance (MACed, with an integrity key).
+    pub(super) async fn keep_allowance(&self, a: &Allowance) -> Result<()> {
+        let mut kept = serde_json::to_value(a)
+            .map_err(|e| Error::store(format!("cannot encode an allowance: {e}")))?;
+        if let Some(key) = &self.inner.integrity {
+            key.seal(Sealed::Allowance, &a.id, &mut kept)?;
+        }
+        self.inner.store.save_allowance(&a.id, &kept).await
+    }
+
+    /// The standing allowances a run sees now; when the store cannot say, none (calls
+    /// ask, as without them).
+    pub(super) async fn standing(&self) -> Vec<Allowance> {
+        match self.allowances().await {
+            Ok(all) => all,
+            Err(e) => {
+                tracing::warn!(error = %e, "standing allowances could not be read: calls that need approval ask");
+                Vec::new()
+            }
+        }
+    }
+}
