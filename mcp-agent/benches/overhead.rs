@@ -7,7 +7,10 @@
 //! `Mcp::call`:
 //!
 //! 1. the gate's decision alone;
-//! 2. one run = prompt → one tool call → answer, in the memory store and in SQLite;
+//! 2. one run = prompt → one tool call → answer, in the memory store, in SQLite and in
+//!    PostgreSQL (started from `tests/peers/postgres.sh`, as the tests do), and what
+//!    that costs over the direct call: the agent's bookkeeping per call (gate, events,
+//!    leases, the saves that make a decision durable and a call at most once);
 //! 3. one run whose single turn asks for 16 calls.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +19,9 @@ use std::time::{Duration, Instant};
 use mcp_agent::gate::ToolFacts;
 use mcp_agent::model::{Block, ChatRequest, ChatResponse, Message, Role, Stop};
 use mcp_agent::runtime::{BoxFuture, Mcp};
-use mcp_agent::{Agent, Gate, Mode, Model, ModelError, Outcome, SqliteRunStore};
+use mcp_agent::{
+    Agent, Gate, Mode, Model, ModelError, Outcome, PostgresRunStore, RunStore, SqliteRunStore,
+};
 use serde_json::{json, Value};
 
 /// Answers a prompt with `calls` echo calls in one turn, then with a final text.
@@ -69,7 +74,7 @@ fn everything() -> Mcp {
         .expect("server")
 }
 
-fn agent(calls: usize, store: Option<&std::path::Path>) -> Agent {
+fn agent(calls: usize, store: Option<std::sync::Arc<dyn RunStore>>) -> Agent {
     let mut b = Agent::builder()
         .model(Scripted {
             calls,
@@ -78,10 +83,44 @@ fn agent(calls: usize, store: Option<&std::path::Path>) -> Agent {
         .mode(Mode::ReadOnly)
         .allow(["echo"])
         .server(everything());
-    if let Some(path) = store {
-        b = b.store(SqliteRunStore::open(path).expect("sqlite"));
+    if let Some(store) = store {
+        b = b.store(store);
     }
     b.build().expect("agent")
+}
+
+/// A PostgreSQL of the project's test peers, stopped when dropped.
+struct Postgres(u16, String);
+
+impl Postgres {
+    fn start() -> Postgres {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let out = std::process::Command::new("bash")
+            .arg(root.join("tests/peers/postgres.sh"))
+            .args(["start", &port.to_string()])
+            .output()
+            .expect("bash");
+        assert!(
+            out.status.success(),
+            "PostgreSQL did not start (run bash tests/peers/install.sh first): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Postgres(port, String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let _ = std::process::Command::new("bash")
+            .arg(root.join("tests/peers/postgres.sh"))
+            .args(["stop", &self.0.to_string()])
+            .output();
+    }
 }
 
 fn per(total: Duration, n: usize) -> String {
@@ -147,17 +186,42 @@ async fn main() {
     println!("direct Mcp::call: {}", per(d, N));
     direct.close().await.ok();
 
+    let over = |t: Duration| {
+        let extra = t.as_secs_f64() - d.as_secs_f64();
+        format!("{:.1} µs", extra.max(0.0) * 1e6 / N as f64)
+    };
     let memory = agent(1, None);
     let m = runs(&memory, N).await;
-    println!("agent run, 1 call, memory store: {}", per(m, N));
+    println!(
+        "agent run, 1 call, memory store: {} (bookkeeping over the direct call: {})",
+        per(m, N),
+        over(m)
+    );
     memory.close().await.ok();
 
     let dir = std::env::temp_dir().join(format!("mcp-agent-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    let sqlite = agent(1, Some(&dir.join("runs.sqlite3")));
+    let store = SqliteRunStore::open(dir.join("runs.sqlite3")).expect("sqlite");
+    let sqlite = agent(1, Some(std::sync::Arc::new(store)));
     let s = runs(&sqlite, N).await;
-    println!("agent run, 1 call, SQLite store: {}", per(s, N));
+    println!(
+        "agent run, 1 call, SQLite store: {} (bookkeeping over the direct call: {})",
+        per(s, N),
+        over(s)
+    );
     sqlite.close().await.ok();
+
+    let pg = Postgres::start();
+    let store = PostgresRunStore::connect(&pg.1).await.expect("postgres");
+    let postgres = agent(1, Some(std::sync::Arc::new(store)));
+    let p = runs(&postgres, N).await;
+    println!(
+        "agent run, 1 call, PostgreSQL store: {} (bookkeeping over the direct call: {})",
+        per(p, N),
+        over(p)
+    );
+    postgres.close().await.ok();
+    drop(pg);
 
     let wide = agent(16, None);
     let w = runs(&wide, N / 16).await;

@@ -180,8 +180,9 @@ impl Agent {
                     at: CallState::New,
                 })
                 .collect();
-            // The answer is kept before any of its calls runs.
-            self.save(state, RunStatus::Running).await?;
+            // Kept with the next save — before any of its calls is sent (the save that
+            // records them as sent), or when the run suspends; a crash before that
+            // asks the model again, and nothing of it has run.
             let tool_calls = state.pending.len().min(u32::MAX as usize) as u32;
             self.event(
                 state,
