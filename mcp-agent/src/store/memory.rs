@@ -1,0 +1,166 @@
+//! Runs kept in memory, for one process.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcp_runtime::BoxFuture;
+use serde_json::Value;
+
+use super::*;
+
+/// Runs kept in memory, for the life of the process. Bounded: at most
+/// [`MemoryRunStore::DEFAULT_CAPACITY`] runs (or the capacity given); when full, the
+/// run that ended longest ago makes room, and a new run is refused (a store error)
+/// when every kept run still waits or runs.
+#[derive(Debug)]
+pub struct MemoryRunStore {
+    runs: Mutex<HashMap<String, (RunRecord, u64)>>,
+    allowances: Mutex<std::collections::BTreeMap<String, Value>>,
+    capacity: usize,
+}
+
+impl Default for MemoryRunStore {
+    fn default() -> Self {
+        MemoryRunStore::with_capacity(MemoryRunStore::DEFAULT_CAPACITY)
+    }
+}
+
+impl MemoryRunStore {
+    /// How many runs a default memory store keeps.
+    pub const DEFAULT_CAPACITY: usize = 10_000;
+
+    /// A store that keeps at most `capacity` runs (at least one).
+    pub fn with_capacity(capacity: usize) -> Self {
+        MemoryRunStore {
+            runs: Mutex::new(HashMap::new()),
+            allowances: Mutex::new(Default::default()),
+            capacity: capacity.max(1),
+        }
+    }
+}
+
+fn ended(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Finished | RunStatus::Cancelled)
+}
+
+impl RunStore for MemoryRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        let mut runs = lock(&self.runs);
+        if let Some((kept, _)) = runs.get(&run.id) {
+            if owner(&kept.lease) != owner(&run.lease) {
+                let e = lease_lost(&run.id);
+                return Box::pin(async move { Err(e) });
+            }
+        }
+        if !runs.contains_key(&run.id) && runs.len() >= self.capacity {
+            // Make room: the run that ended longest ago goes.
+            let oldest = runs
+                .iter()
+                .filter(|(_, (r, _))| ended(r.status))
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => {
+                    runs.remove(&id);
+                }
+                None => {
+                    let cap = self.capacity;
+                    return Box::pin(async move {
+                        Err(Error::store(format!(
+                            "the memory run store is full: its {cap} runs all wait or run (use MemoryRunStore::with_capacity, or a durable store)"
+                        )))
+                    });
+                }
+            }
+        }
+        runs.insert(run.id.clone(), (run.clone(), unix_now()));
+        Box::pin(async { Ok(()) })
+    }
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let r = lock(&self.runs).get(id).map(|(r, _)| r.clone());
+        Box::pin(async move { Ok(r) })
+    }
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        let all = lock(&self.runs)
+            .values()
+            .map(|(r, at)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
+            .collect();
+        let p = RunPage::of(all, filter);
+        Box::pin(async move { Ok(p) })
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let gone = lock(&self.runs).remove(id).is_some();
+        Box::pin(async move { Ok(gone) })
+    }
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        let mut runs = lock(&self.runs);
+        let before = runs.len();
+        runs.retain(|_, (r, at)| !(ended(r.status) && *at < secs));
+        let n = (before - runs.len()) as u64;
+        Box::pin(async move { Ok(n) })
+    }
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        let mut kept = lock(&self.allowances);
+        let full = kept.len() >= MAX_ALLOWANCES && !kept.contains_key(id);
+        if !full {
+            kept.insert(id.to_owned(), allowance.clone());
+        }
+        Box::pin(async move {
+            if full {
+                return Err(Error::store(format!(
+                    "the memory run store keeps at most {MAX_ALLOWANCES} allowances"
+                )));
+            }
+            Ok(())
+        })
+    }
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        let all = lock(&self.allowances).values().cloned().collect();
+        Box::pin(async move { Ok(all) })
+    }
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let gone = lock(&self.allowances).remove(id).is_some();
+        Box::pin(async move { Ok(gone) })
+    }
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let mut runs = lock(&self.runs);
+        let claimed = match runs.get_mut(id) {
+            Some((r, at)) if claim.matches(r) => {
+                r.status = RunStatus::Running;
+                r.lease = Some(lease.clone());
+                *at = unix_now();
+                Some(r.clone())
+            }
+            _ => None,
+        };
+        Box::pin(async move { Ok(claimed) })
+    }
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        let mut runs = lock(&self.runs);
+        let ours = match runs.get_mut(id) {
+            Some((r, _)) => match &mut r.lease {
+                Some(l) if l.owner == lease.owner => {
+                    l.until = lease.until;
+                    true
+                }
+                _ => false,
+            },
+            None => true,
+        };
+        Box::pin(async move { Ok(ours) })
+    }
+}
+
+/// The owner of a lease, if any.
+fn owner(lease: &Option<Lease>) -> Option<&str> {
+    lease.as_ref().map(|l| l.owner.as_str())
+}

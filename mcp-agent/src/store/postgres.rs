@@ -1,0 +1,279 @@
+//! Runs kept in PostgreSQL.
+
+use mcp_runtime::BoxFuture;
+use serde_json::Value;
+
+use super::*;
+
+/// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for
+/// applications on many machines: a run suspended on one is resumed on another. Claims
+/// are single `UPDATE … WHERE status = 'suspended' RETURNING …` statements, so a
+/// decision applies once across every instance. TLS for anything but loopback.
+#[cfg(feature = "postgres")]
+#[derive(Clone, Debug)]
+pub struct PostgresRunStore {
+    pool: std::sync::Arc<mcp_runtime::__private::PgPool>,
+}
+
+#[cfg(feature = "postgres")]
+impl PostgresRunStore {
+    /// Connects (`postgres://user:password@host/db`) and creates the table when missing.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let pool = mcp_runtime::__private::PgPool::new(url).map_err(pg)?;
+        pool.create_once(
+            "mcp_agent_runs",
+            "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+                 id text PRIMARY KEY,
+                 status text NOT NULL,
+                 state text NOT NULL,
+                 updated_at timestamptz NOT NULL DEFAULT now()
+             );
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_owner text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;
+             CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
+                 id text PRIMARY KEY,
+                 allowance text NOT NULL
+             );",
+        )
+        .await
+        .map_err(pg)?;
+        Ok(PostgresRunStore {
+            pool: std::sync::Arc::new(pool),
+        })
+    }
+
+    /// One run, from a query returning `id, status, suspension, state, lease_owner,
+    /// lease_until`.
+    async fn query_opt(
+        &self,
+        what: &str,
+        sql: &str,
+        params: &[&(dyn mcp_runtime::__private::tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Option<RunRecord>> {
+        let client = self.pool.client().await.map_err(pg)?;
+        let row = client
+            .query_opt(sql, params)
+            .await
+            .map_err(|e| pg(mcp_runtime::__private::PgPool::error(what, e)))?;
+        row.map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+            .transpose()
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn pg(e: mcp_runtime::Error) -> Error {
+    Error::store(e.to_string())
+}
+
+#[cfg(feature = "postgres")]
+impl RunStore for PostgresRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let state = run.state.to_string();
+            let (owner, until) = lease_columns(&run.lease);
+            // Fenced: a row held by another lease owner is left as it is.
+            let n = client
+                .execute(
+                    "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+                       suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
+                       updated_at = now()
+                     WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner",
+                    &[&run.id, &run.status.as_str(), &state, &run.suspension, &owner, &until],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))?;
+            if n == 0 {
+                return Err(lease_lost(&run.id));
+            }
+            Ok(())
+        })
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        Box::pin(async move {
+            self.query_opt(
+                "reading a run",
+                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = $1",
+                &[&id],
+            )
+            .await
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        Box::pin(async move {
+            let (status, suspension) = (claim.status(), claim.suspension());
+            let stale = claim.stale_before();
+            let until = sql_int(lease.until);
+            self.query_opt(
+                "claiming a run",
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = now(),
+                   lease_owner = $4, lease_until = $5
+                 WHERE id = $1 AND status = $2 AND ($3::text IS NULL OR suspension = $3)
+                   AND ($6::bigint IS NULL OR lease_until IS NULL OR lease_until < $6)
+                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+                &[&id, &status, &suspension, &lease.owner, &until, &stale],
+            )
+            .await
+        })
+    }
+
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let until = sql_int(lease.until);
+            let client = self.pool.client().await.map_err(pg)?;
+            let row = client
+                .query_one(
+                    "WITH renewed AS (
+                       UPDATE mcp_agent_runs SET lease_until = $3
+                       WHERE id = $1 AND lease_owner = $2 RETURNING id)
+                     SELECT (SELECT count(*) FROM renewed),
+                            (SELECT count(*) FROM mcp_agent_runs WHERE id = $1)",
+                    &[&id, &lease.owner, &until],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("renewing a lease", e)))?;
+            let (renewed, kept): (i64, i64) = (row.get(0), row.get(1));
+            Ok(renewed > 0 || kept == 0)
+        })
+    }
+
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        Box::pin(async move {
+            let status = filter.status.map(RunStatus::as_str);
+            let before = filter.before.map(|b| b.min(i64::MAX as u64) as i64);
+            let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
+            let size = filter.page_size();
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT id, status, suspension, extract(epoch FROM updated_at)::bigint
+                     FROM mcp_agent_runs
+                     WHERE ($1::text IS NULL OR status = $1)
+                       AND ($2::bigint IS NULL OR updated_at < to_timestamp($2::bigint))
+                       AND ($3::bigint IS NULL OR updated_at >= to_timestamp($3::bigint))
+                       AND ($4::text IS NULL OR id > $4)
+                     ORDER BY id LIMIT $5",
+                    &[
+                        &status,
+                        &before,
+                        &after,
+                        &filter.cursor,
+                        &((size + 1) as i64),
+                    ],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("listing runs", e)))?;
+            let mut runs = Vec::new();
+            for r in rows {
+                let status: String = r.get(1);
+                let status = RunStatus::parse(&status)
+                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
+                let at: i64 = r.get(3);
+                runs.push(RunSummary::new(
+                    r.get(0),
+                    status,
+                    r.get(2),
+                    at.max(0) as u64,
+                ));
+            }
+            Ok(page_of(runs, size))
+        })
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute("DELETE FROM mcp_agent_runs WHERE id = $1", &[&id])
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("deleting a run", e)))
+        })
+    }
+
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(async move {
+            let before = secs.min(i64::MAX as u64) as i64;
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute(
+                    "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled')
+                     AND updated_at < to_timestamp($1::bigint)",
+                    &[&before],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))
+        })
+    }
+
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute(
+                    "INSERT INTO mcp_agent_allowances (id, allowance) VALUES ($1, $2)
+                     ON CONFLICT (id) DO UPDATE SET allowance = EXCLUDED.allowance",
+                    &[&id, &allowance.to_string()],
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "saving an allowance",
+                        e,
+                    ))
+                })
+        })
+    }
+
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT allowance FROM mcp_agent_allowances ORDER BY id LIMIT $1",
+                    &[&(MAX_ALLOWANCES as i64)],
+                )
+                .await
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "reading allowances",
+                        e,
+                    ))
+                })?;
+            rows.iter()
+                .map(|r| allowance_value(r.get::<_, &str>(0)))
+                .collect()
+        })
+    }
+
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            client
+                .execute("DELETE FROM mcp_agent_allowances WHERE id = $1", &[&id])
+                .await
+                .map(|n| n > 0)
+                .map_err(|e| {
+                    pg(mcp_runtime::__private::PgPool::error(
+                        "deleting an allowance",
+                        e,
+                    ))
+                })
+        })
+    }
+}

@@ -1,0 +1,350 @@
+//! Runs kept in a SQLite file.
+
+use std::sync::Mutex;
+
+use mcp_runtime::BoxFuture;
+use serde_json::Value;
+
+use super::*;
+
+/// Runs kept in a SQLite file (created with its table when missing): no server, no
+/// setup, and a run suspended by one process can be resumed by another. Claims are
+/// single `UPDATE … WHERE status = 'suspended'` statements, so a decision applies once
+/// even with several processes on one file.
+#[cfg(feature = "sqlite")]
+#[derive(Clone)]
+pub struct SqliteRunStore {
+    path: std::path::PathBuf,
+    /// One connection, reused (opened again after a failure).
+    conn: std::sync::Arc<Mutex<Option<rusqlite::Connection>>>,
+}
+
+#[cfg(feature = "sqlite")]
+impl std::fmt::Debug for SqliteRunStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteRunStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl SqliteRunStore {
+    /// A store in this file; its folder is created when missing.
+    pub fn open(path: impl Into<std::path::PathBuf>) -> Result<Self> {
+        let store = SqliteRunStore {
+            path: path.into(),
+            conn: std::sync::Arc::new(Mutex::new(None)),
+        };
+        if let Some(dir) = store.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::store(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let c = store.connection()?;
+        // Write-ahead logging: one fsync per save (still synchronous=FULL), and
+        // readers in other processes do not block a writer.
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL;
+                 CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+                 id TEXT PRIMARY KEY,
+                 status TEXT NOT NULL,
+                 state TEXT NOT NULL,
+                 updated_at INTEGER NOT NULL,
+                 suspension TEXT,
+                 lease_owner TEXT,
+                 lease_until INTEGER
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
+                 id TEXT PRIMARY KEY,
+                 allowance TEXT NOT NULL
+             );",
+        )
+        .map_err(|e| store.fail(e))?;
+        store.migrate(&c)?;
+        *lock(&store.conn) = Some(c);
+        Ok(store)
+    }
+
+    /// A table made before runs had suspension ids or leases gains the columns (its
+    /// suspended runs have no suspension id, so no decision applies to them: they are
+    /// refused as stale; its running runs have no lease, so they can be recovered).
+    fn migrate(&self, c: &rusqlite::Connection) -> Result<()> {
+        for (column, kind) in [
+            ("suspension", "TEXT"),
+            ("lease_owner", "TEXT"),
+            ("lease_until", "INTEGER"),
+        ] {
+            let has: bool = c
+                .query_row(
+                    "SELECT COUNT(*) FROM pragma_table_info('mcp_agent_runs') WHERE name = ?1",
+                    [column],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map(|n| n > 0)
+                .map_err(|e| self.fail(e))?;
+            if !has {
+                c.execute_batch(&format!(
+                    "ALTER TABLE mcp_agent_runs ADD COLUMN {column} {kind};"
+                ))
+                .map_err(|e| self.fail(e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: rusqlite::Error) -> Error {
+        Error::store(format!("the run store {}: {e}", self.path.display()))
+    }
+
+    fn connection(&self) -> Result<rusqlite::Connection> {
+        let c = rusqlite::Connection::open(&self.path).map_err(|e| self.fail(e))?;
+        // Other processes may hold the file a moment: wait for them.
+        c.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(|e| self.fail(e))?;
+        Ok(c)
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&SqliteRunStore, &rusqlite::Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let store = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = lock(&store.conn);
+            let c = match conn.take() {
+                Some(c) => c,
+                None => store.connection()?,
+            };
+            let out = f(&store, &c);
+            if out.is_ok() {
+                *conn = Some(c);
+            }
+            out
+        })
+        .await
+        .map_err(|e| Error::store(format!("the run store task failed: {e}")))?
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(feature = "sqlite")]
+impl RunStore for SqliteRunStore {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
+        let suspension = run.suspension.clone();
+        let (owner, until) = lease_columns(&run.lease);
+        Box::pin(self.blocking(move |s, c| {
+            // Fenced: a row held by another lease owner is left as it is.
+            let n = c
+                .execute(
+                    "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
+                       updated_at = excluded.updated_at, suspension = excluded.suspension,
+                       lease_until = excluded.lease_until
+                     WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
+                    rusqlite::params![id, status, state, now(), suspension, owner, until],
+                )
+                .map_err(|e| s.fail(e))?;
+            if n == 0 {
+                return Err(lease_lost(&id));
+            }
+            Ok(())
+        }))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            one_run(
+                s,
+                c,
+                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = ?1",
+                [&id],
+            )
+        }))
+    }
+
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        let id = id.to_owned();
+        let (status, suspension) = (claim.status(), claim.suspension().map(str::to_owned));
+        let stale = claim.stale_before();
+        let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
+        Box::pin(self.blocking(move |s, c| {
+            one_run(
+                s,
+                c,
+                "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?5, lease_until = ?6
+                 WHERE id = ?1 AND status = ?3 AND (?4 IS NULL OR suspension = ?4)
+                   AND (?7 IS NULL OR lease_until IS NULL OR lease_until < ?7)
+                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+                rusqlite::params![id, now(), status, suspension, owner, until, stale],
+            )
+        }))
+    }
+
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
+        Box::pin(self.blocking(move |s, c| {
+            let n = c
+                .execute(
+                    "UPDATE mcp_agent_runs SET lease_until = ?3 WHERE id = ?1 AND lease_owner = ?2",
+                    rusqlite::params![id, owner, until],
+                )
+                .map_err(|e| s.fail(e))?;
+            if n > 0 {
+                return Ok(true);
+            }
+            let kept: i64 = c
+                .query_row(
+                    "SELECT COUNT(*) FROM mcp_agent_runs WHERE id = ?1",
+                    [&id],
+                    |r| r.get(0),
+                )
+                .map_err(|e| s.fail(e))?;
+            Ok(kept == 0)
+        }))
+    }
+
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        let status = filter.status.map(RunStatus::as_str);
+        let before = filter.before.map(|b| b.min(i64::MAX as u64) as i64);
+        let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
+        let cursor = filter.cursor.clone();
+        let size = filter.page_size();
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT id, status, suspension, updated_at FROM mcp_agent_runs
+                     WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2)
+                       AND (?3 IS NULL OR updated_at >= ?3) AND (?4 IS NULL OR id > ?4)
+                     ORDER BY id LIMIT ?5",
+                )
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map(
+                    rusqlite::params![status, before, after, cursor, (size + 1) as i64],
+                    |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ))
+                    },
+                )
+                .map_err(|e| s.fail(e))?;
+            let mut runs = Vec::new();
+            for row in rows {
+                let (id, status, suspension, at) = row.map_err(|e| s.fail(e))?;
+                let status = RunStatus::parse(&status)
+                    .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
+                runs.push(RunSummary::new(id, status, suspension, at.max(0) as u64));
+            }
+            Ok(page_of(runs, size))
+        }))
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            c.execute("DELETE FROM mcp_agent_runs WHERE id = ?1", [&id])
+                .map(|n| n > 0)
+                .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        let before = secs.min(i64::MAX as u64) as i64;
+        Box::pin(self.blocking(move |s, c| {
+            c.execute(
+                "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled') AND updated_at < ?1",
+                [before],
+            )
+            .map(|n| n as u64)
+            .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        let (id, allowance) = (id.to_owned(), allowance.to_string());
+        Box::pin(self.blocking(move |s, c| {
+            c.execute(
+                "INSERT INTO mcp_agent_allowances (id, allowance) VALUES (?1, ?2)
+                 ON CONFLICT(id) DO UPDATE SET allowance = excluded.allowance",
+                [&id, &allowance],
+            )
+            .map(|_| ())
+            .map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached("SELECT allowance FROM mcp_agent_allowances ORDER BY id LIMIT ?1")
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map([MAX_ALLOWANCES as i64], |r| r.get::<_, String>(0))
+                .map_err(|e| s.fail(e))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let text = row.map_err(|e| s.fail(e))?;
+                out.push(allowance_value(&text)?);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            c.execute("DELETE FROM mcp_agent_allowances WHERE id = ?1", [&id])
+                .map(|n| n > 0)
+                .map_err(|e| s.fail(e))
+        }))
+    }
+}
+
+/// The run a statement returns (id, status, suspension, state, lease owner, lease
+/// end), if it returns one.
+#[cfg(feature = "sqlite")]
+fn one_run(
+    s: &SqliteRunStore,
+    c: &rusqlite::Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> Result<Option<RunRecord>> {
+    use rusqlite::OptionalExtension as _;
+    c.query_row(sql, params, |r| {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    })
+    .optional()
+    .map_err(|e| s.fail(e))?
+    .map(record)
+    .transpose()
+}
