@@ -193,6 +193,13 @@ impl Agent {
             RunStatus::Suspended => state.suspension.as_ref().map(|s| s.id.clone()),
             _ => None,
         };
+        let mut events = Vec::with_capacity(state.events.len());
+        for e in &state.events {
+            events.push(
+                serde_json::to_value(e)
+                    .map_err(|e| Error::store(format!("cannot encode an event: {e}")))?,
+            );
+        }
         self.inner
             .store
             .save(&RunRecord {
@@ -201,8 +208,10 @@ impl Agent {
                 suspension,
                 state: state_json,
                 lease: state.lease.clone(),
+                events,
             })
             .await?;
+        state.events.clear();
         state.persisted = true;
         Ok(())
     }
@@ -254,9 +263,17 @@ impl Agent {
         }
     }
 
-    /// The events of a run, from the store.
+    /// The events of a run, from its log in the store, in the order they happened
+    /// (every save appends the events since the last; none is ever rewritten).
     pub async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
-        Ok(self.load(run_id).await?.events)
+        let kept = self.inner.store.events(run_id).await?;
+        kept.into_iter()
+            .map(|e| {
+                serde_json::from_value(e).map_err(|e| {
+                    Error::store(format!("an event of run {run_id} cannot be read: {e}"))
+                })
+            })
+            .collect()
     }
 
     async fn load(&self, run_id: &str) -> Result<RunState> {

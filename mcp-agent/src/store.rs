@@ -83,6 +83,9 @@ pub struct RunRecord {
     /// Who holds the run and until when: the process that claimed it (or started
     /// it). Only the holder's saves are kept (see [`RunStore::save`]).
     pub lease: Option<Lease>,
+    /// Events to append to the run's log with this save, in order (a load returns
+    /// none: [`RunStore::events`] reads the log).
+    pub events: Vec<Value>,
 }
 
 /// A process's hold on a run it works on: an owner token of its own and an expiry.
@@ -285,11 +288,14 @@ pub(crate) fn lease_lost(id: &str) -> Error {
 /// suspension of the same run gets `None` too. Leases make a run a process died on
 /// recoverable, and fence the dead (or only slow) process out once it is.
 pub trait RunStore: Send + Sync + 'static {
-    /// Keeps the run (replacing what was kept under its id) — only when the kept run's
-    /// lease owner is the record's (both none counts as the same), or nothing is kept
-    /// under its id yet; otherwise an error for which `is_lease_lost()` is true, and
-    /// nothing changes. Atomic.
+    /// Keeps the run (replacing what was kept under its id) and appends its `events`
+    /// to the run's event log — only when the kept run's lease owner is the record's
+    /// (both none counts as the same), or nothing is kept under its id yet; otherwise
+    /// an error for which `is_lease_lost()` is true, and nothing changes. Atomic: the
+    /// state and the events are kept together or not at all.
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
+    /// The run's event log, in the order appended (empty for an unknown run).
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
     /// Moves the run `id` to running under `lease`, atomically, when it is what
@@ -308,10 +314,10 @@ pub trait RunStore: Send + Sync + 'static {
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>>;
     /// The runs `filter` names, a page at a time.
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>>;
-    /// Forgets the run `id`; `false` when there was none.
+    /// Forgets the run `id` and its events; `false` when there was none.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
-    /// the epoch); how many.
+    /// the epoch), with their events; how many.
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>>;
     /// Keeps a standing allowance ("always allow this tool" for every run of the
     /// agents that share this store) under `id`, replacing what was kept under it.
@@ -333,6 +339,9 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         (**self).load(id)
+    }
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        (**self).events(id)
     }
     fn claim<'a>(
         &'a self,
@@ -397,6 +406,7 @@ fn record((id, status, suspension, state, owner, until): Row) -> Result<RunRecor
         suspension,
         state: serde_json::from_str(&state)
             .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+        events: Vec::new(),
         lease: owner.map(|owner| Lease {
             owner,
             until: until.unwrap_or(0).max(0) as u64,
@@ -411,6 +421,13 @@ fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i64>) {
         Some(l) => (Some(l.owner.clone()), Some(sql_int(l.until))),
         None => (None, None),
     }
+}
+
+/// A stored event's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+fn event_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored event cannot be read: {e}")))
 }
 
 /// A stored allowance's JSON.

@@ -152,6 +152,9 @@ pub(super) struct RunState {
     pub(super) messages: Vec<Message>,
     pub(super) pending: Vec<PendingCall>,
     pub(super) results: Vec<Block>,
+    /// Events not kept yet: the next save appends them to the run's event log (in
+    /// the store, beside the state — never rewritten).
+    #[serde(skip)]
     pub(super) events: Vec<Event>,
     pub(super) steps: u32,
     /// Deferred tools a (emulated) tool search has loaded into the model's context.

@@ -8,13 +8,16 @@ use serde_json::Value;
 
 use super::*;
 
+/// A run as the memory store keeps it: the record, when it last changed, its events.
+type Kept = (RunRecord, u64, Vec<Value>);
+
 /// Runs kept in memory, for the life of the process. Bounded: at most
 /// [`MemoryRunStore::DEFAULT_CAPACITY`] runs (or the capacity given); when full, the
 /// run that ended longest ago makes room, and a new run is refused (a store error)
 /// when every kept run still waits or runs.
 #[derive(Debug)]
 pub struct MemoryRunStore {
-    runs: Mutex<HashMap<String, (RunRecord, u64)>>,
+    runs: Mutex<HashMap<String, Kept>>,
     allowances: Mutex<std::collections::BTreeMap<String, Value>>,
     capacity: usize,
 }
@@ -46,7 +49,7 @@ fn ended(status: RunStatus) -> bool {
 impl RunStore for MemoryRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let mut runs = lock(&self.runs);
-        if let Some((kept, _)) = runs.get(&run.id) {
+        if let Some((kept, _, _)) = runs.get(&run.id) {
             if owner(&kept.lease) != owner(&run.lease) {
                 let e = lease_lost(&run.id);
                 return Box::pin(async move { Err(e) });
@@ -56,8 +59,8 @@ impl RunStore for MemoryRunStore {
             // Make room: the run that ended longest ago goes.
             let oldest = runs
                 .iter()
-                .filter(|(_, (r, _))| ended(r.status))
-                .min_by_key(|(_, (_, at))| *at)
+                .filter(|(_, (r, _, _))| ended(r.status))
+                .min_by_key(|(_, (_, at, _))| *at)
                 .map(|(id, _)| id.clone());
             match oldest {
                 Some(id) => {
@@ -73,20 +76,34 @@ impl RunStore for MemoryRunStore {
                 }
             }
         }
-        runs.insert(run.id.clone(), (run.clone(), unix_now()));
+        // The events are appended to the run's log, in order.
+        let mut events = runs.remove(&run.id).map(|(_, _, e)| e).unwrap_or_default();
+        events.extend(run.events.iter().cloned());
+        let kept = RunRecord {
+            events: Vec::new(),
+            ..run.clone()
+        };
+        runs.insert(run.id.clone(), (kept, unix_now(), events));
         Box::pin(async { Ok(()) })
     }
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        let r = lock(&self.runs).get(id).map(|(r, _)| r.clone());
+        let r = lock(&self.runs).get(id).map(|(r, _, _)| r.clone());
         Box::pin(async move { Ok(r) })
     }
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         let all = lock(&self.runs)
             .values()
-            .map(|(r, at)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
+            .map(|(r, at, _)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
             .collect();
         let p = RunPage::of(all, filter);
         Box::pin(async move { Ok(p) })
+    }
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        let events = lock(&self.runs)
+            .get(id)
+            .map(|(_, _, e)| e.clone())
+            .unwrap_or_default();
+        Box::pin(async move { Ok(events) })
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let gone = lock(&self.runs).remove(id).is_some();
@@ -95,7 +112,7 @@ impl RunStore for MemoryRunStore {
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
         let mut runs = lock(&self.runs);
         let before = runs.len();
-        runs.retain(|_, (r, at)| !(ended(r.status) && *at < secs));
+        runs.retain(|_, (r, at, _)| !(ended(r.status) && *at < secs));
         let n = (before - runs.len()) as u64;
         Box::pin(async move { Ok(n) })
     }
@@ -134,7 +151,7 @@ impl RunStore for MemoryRunStore {
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let claimed = match runs.get_mut(id) {
-            Some((r, at)) if claim.matches(r) => {
+            Some((r, at, _)) if claim.matches(r) => {
                 r.status = RunStatus::Running;
                 r.lease = Some(lease.clone());
                 *at = unix_now();
@@ -147,7 +164,7 @@ impl RunStore for MemoryRunStore {
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
         let mut runs = lock(&self.runs);
         let ours = match runs.get_mut(id) {
-            Some((r, _)) => match &mut r.lease {
+            Some((r, _, _)) => match &mut r.lease {
                 Some(l) if l.owner == lease.owner => {
                     l.until = lease.until;
                     true

@@ -34,6 +34,12 @@ impl PostgresRunStore {
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id text PRIMARY KEY,
                  allowance text NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_events (
+                 run_id text NOT NULL,
+                 seq bigint NOT NULL,
+                 event text NOT NULL,
+                 PRIMARY KEY (run_id, seq)
              );",
         )
         .await
@@ -73,23 +79,58 @@ impl RunStore for PostgresRunStore {
             let client = self.pool.client().await.map_err(pg)?;
             let state = run.state.to_string();
             let (owner, until) = lease_columns(&run.lease);
-            // Fenced: a row held by another lease owner is left as it is.
-            let n = client
-                .execute(
-                    "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
-                       suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
-                       updated_at = now()
-                     WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner",
-                    &[&run.id, &run.status.as_str(), &state, &run.suspension, &owner, &until],
+            let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
+            // One statement, so one transaction: the state (fenced: a row held by
+            // another lease owner is left as it is) and, only when it was saved, its
+            // events after the last one kept.
+            let row = client
+                .query_one(
+                    "WITH saved AS (
+                       INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
+                       VALUES ($1, $2, $3, $4, $5, $6)
+                       ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+                         suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
+                         updated_at = now()
+                       WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
+                       RETURNING id),
+                     last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM mcp_agent_events WHERE run_id = $1),
+                     appended AS (
+                       INSERT INTO mcp_agent_events (run_id, seq, event)
+                       SELECT saved.id, last.seq + e.n, e.event
+                       FROM saved, last, unnest($7::text[]) WITH ORDINALITY AS e(event, n)
+                       RETURNING 1)
+                     SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM appended)",
+                    &[
+                        &run.id,
+                        &run.status.as_str(),
+                        &state,
+                        &run.suspension,
+                        &owner,
+                        &until,
+                        &events,
+                    ],
                 )
                 .await
                 .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))?;
+            let n: i64 = row.get(0);
             if n == 0 {
                 return Err(lease_lost(&run.id));
             }
             Ok(())
+        })
+    }
+
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT event FROM mcp_agent_events WHERE run_id = $1 ORDER BY seq",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("reading events", e)))?;
+            rows.iter().map(|r| event_value(r.get(0))).collect()
         })
     }
 
@@ -193,11 +234,16 @@ impl RunStore for PostgresRunStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let client = self.pool.client().await.map_err(pg)?;
-            client
-                .execute("DELETE FROM mcp_agent_runs WHERE id = $1", &[&id])
+            let row = client
+                .query_one(
+                    "WITH gone AS (DELETE FROM mcp_agent_runs WHERE id = $1 RETURNING id),
+                     events AS (DELETE FROM mcp_agent_events WHERE run_id = $1 RETURNING 1)
+                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)",
+                    &[&id],
+                )
                 .await
-                .map(|n| n > 0)
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("deleting a run", e)))
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("deleting a run", e)))?;
+            Ok(row.get::<_, i64>(0) > 0)
         })
     }
 
@@ -205,14 +251,19 @@ impl RunStore for PostgresRunStore {
         Box::pin(async move {
             let before = secs.min(i64::MAX as u64) as i64;
             let client = self.pool.client().await.map_err(pg)?;
-            client
-                .execute(
-                    "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled')
-                     AND updated_at < to_timestamp($1::bigint)",
+            let row = client
+                .query_one(
+                    "WITH gone AS (
+                       DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled')
+                       AND updated_at < to_timestamp($1::bigint) RETURNING id),
+                     events AS (
+                       DELETE FROM mcp_agent_events WHERE run_id IN (SELECT id FROM gone) RETURNING 1)
+                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)",
                     &[&before],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))
+                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))?;
+            Ok(row.get::<_, i64>(0).max(0) as u64)
         })
     }
 

@@ -57,6 +57,12 @@ impl SqliteRunStore {
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id TEXT PRIMARY KEY,
                  allowance TEXT NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_events (
+                 run_id TEXT NOT NULL,
+                 seq INTEGER NOT NULL,
+                 event TEXT NOT NULL,
+                 PRIMARY KEY (run_id, seq)
              );",
         )
         .map_err(|e| store.fail(e))?;
@@ -140,9 +146,17 @@ impl RunStore for SqliteRunStore {
         let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
         let suspension = run.suspension.clone();
         let (owner, until) = lease_columns(&run.lease);
+        let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
         Box::pin(self.blocking(move |s, c| {
+            // The state and its events in one transaction, taken for writing at once
+            // (a deferred one could fail to upgrade while another process writes).
+            let tx = rusqlite::Transaction::new_unchecked(
+                c,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(|e| s.fail(e))?;
             // Fenced: a row held by another lease owner is left as it is.
-            let n = c
+            let n = tx
                 .execute(
                     "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -156,7 +170,43 @@ impl RunStore for SqliteRunStore {
             if n == 0 {
                 return Err(lease_lost(&id));
             }
-            Ok(())
+            if !events.is_empty() {
+                let last: i64 = tx
+                    .query_row(
+                        "SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = ?1",
+                        [&id],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| s.fail(e))?;
+                let mut insert = tx
+                    .prepare_cached(
+                        "INSERT INTO mcp_agent_events (run_id, seq, event) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(|e| s.fail(e))?;
+                for (i, event) in events.iter().enumerate() {
+                    insert
+                        .execute(rusqlite::params![id, last + 1 + i as i64, event])
+                        .map_err(|e| s.fail(e))?;
+                }
+            }
+            tx.commit().map_err(|e| s.fail(e))
+        }))
+    }
+
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached("SELECT event FROM mcp_agent_events WHERE run_id = ?1 ORDER BY seq")
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map([&id], |r| r.get::<_, String>(0))
+                .map_err(|e| s.fail(e))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(event_value(&row.map_err(|e| s.fail(e))?)?);
+            }
+            Ok(out)
         }))
     }
 
@@ -261,21 +311,41 @@ impl RunStore for SqliteRunStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let id = id.to_owned();
         Box::pin(self.blocking(move |s, c| {
-            c.execute("DELETE FROM mcp_agent_runs WHERE id = ?1", [&id])
-                .map(|n| n > 0)
-                .map_err(|e| s.fail(e))
+            let tx =
+                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
+                    .map_err(|e| s.fail(e))?;
+            tx.execute("DELETE FROM mcp_agent_events WHERE run_id = ?1", [&id])
+                .map_err(|e| s.fail(e))?;
+            let n = tx
+                .execute("DELETE FROM mcp_agent_runs WHERE id = ?1", [&id])
+                .map_err(|e| s.fail(e))?;
+            tx.commit().map_err(|e| s.fail(e))?;
+            Ok(n > 0)
         }))
     }
 
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
         let before = secs.min(i64::MAX as u64) as i64;
         Box::pin(self.blocking(move |s, c| {
-            c.execute(
-                "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled') AND updated_at < ?1",
+            let tx = rusqlite::Transaction::new_unchecked(
+                c,
+                rusqlite::TransactionBehavior::Immediate,
+            )
+            .map_err(|e| s.fail(e))?;
+            tx.execute(
+                "DELETE FROM mcp_agent_events WHERE run_id IN (SELECT id FROM mcp_agent_runs
+                   WHERE status IN ('finished', 'cancelled') AND updated_at < ?1)",
                 [before],
             )
-            .map(|n| n as u64)
-            .map_err(|e| s.fail(e))
+            .map_err(|e| s.fail(e))?;
+            let n = tx
+                .execute(
+                    "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled') AND updated_at < ?1",
+                    [before],
+                )
+                .map_err(|e| s.fail(e))?;
+            tx.commit().map_err(|e| s.fail(e))?;
+            Ok(n as u64)
         }))
     }
 

@@ -17,6 +17,7 @@ async fn claims_once(store: &dyn RunStore) {
         suspension: Some("s1".into()),
         state: json!({"n": 1}),
         lease: None,
+        events: Vec::new(),
     };
     store.save(&run).await.unwrap();
     // Another suspension of the same run, or a retry, takes nothing.
@@ -60,6 +61,7 @@ async fn claims_once(store: &dyn RunStore) {
             suspension: None,
             state: json!({"n": 2}),
             lease: first.lease.clone(),
+            events: Vec::new(),
         })
         .await
         .unwrap();
@@ -89,6 +91,7 @@ async fn the_memory_store_is_bounded() {
         suspension: None,
         state: json!({}),
         lease: None,
+        events: Vec::new(),
     };
     store.save(&run("a", RunStatus::Suspended)).await.unwrap();
     store.save(&run("b", RunStatus::Suspended)).await.unwrap();
@@ -123,6 +126,7 @@ async fn sqlite_claims_once_even_when_many_try_at_once() {
             suspension: Some("s".into()),
             state: json!({}),
             lease: None,
+            events: Vec::new(),
         })
         .await
         .unwrap();

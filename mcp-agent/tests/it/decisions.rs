@@ -277,6 +277,7 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
             suspension: Some("s".into()),
             state: json!({"not": "a run"}),
             lease: None,
+            events: Vec::new(),
         })
         .await
         .unwrap();

@@ -40,6 +40,7 @@ fn running(state: Value, lease: Option<Lease>) -> RunRecord {
         suspension: None,
         state,
         lease: None,
+        events: Vec::new(),
     };
     r.lease = lease;
     r
@@ -56,9 +57,19 @@ async fn leases_fence_and_end(store: &dyn RunStore) {
         .save(&running(json!({"n": 1}), Some(a.clone())))
         .await
         .unwrap();
-    // The holder saves and renews.
+    // The holder saves (appending to the run's event log) and renews.
     store
-        .save(&running(json!({"n": 2}), Some(a.clone())))
+        .save(&RunRecord {
+            events: vec![json!({"e": 1}), json!({"e": 2})],
+            ..running(json!({"n": 2}), Some(a.clone()))
+        })
+        .await
+        .unwrap();
+    store
+        .save(&RunRecord {
+            events: vec![json!({"e": 3})],
+            ..running(json!({"n": 2}), Some(a.clone()))
+        })
         .await
         .unwrap();
     assert!(store
@@ -80,13 +91,18 @@ async fn leases_fence_and_end(store: &dyn RunStore) {
         .await
         .unwrap());
     let e = store
-        .save(&running(
-            json!({"n": 99}),
-            Some(held("owner-b", now + hour)),
-        ))
+        .save(&RunRecord {
+            events: vec![json!({"e": "not kept"})],
+            ..running(json!({"n": 99}), Some(held("owner-b", now + hour)))
+        })
         .await
         .unwrap_err();
     assert!(e.is_lease_lost() && e.is_store(), "{e}");
+    // A refused save appends nothing: the log is the holder's, in order.
+    assert_eq!(
+        store.events("leased").await.unwrap(),
+        [json!({"e": 1}), json!({"e": 2}), json!({"e": 3})]
+    );
     let e = store
         .save(&running(json!({"n": 99}), None))
         .await
@@ -165,6 +181,7 @@ async fn leases_fence_and_end(store: &dyn RunStore) {
         .unwrap();
     assert_eq!(d.lease, Some(held("owner-d", 1)));
     assert!(store.delete("leased").await.unwrap());
+    assert!(store.events("leased").await.unwrap().is_empty());
 }
 
 /// Standing allowances are kept, replaced, listed and forgotten by id.
