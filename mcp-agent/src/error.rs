@@ -17,7 +17,7 @@ pub struct Error {
 enum Kind {
     Model(ModelError),
     Mcp(mcp_runtime::Error),
-    Store(String),
+    Store(String, Option<Box<dyn std::error::Error + Send + Sync>>),
     /// Another process holds the run now.
     LeaseLost(String),
     Config(String),
@@ -33,7 +33,16 @@ enum Kind {
 impl Error {
     pub(crate) fn store(detail: impl Into<String>) -> Self {
         Error {
-            kind: Kind::Store(detail.into()),
+            kind: Kind::Store(detail.into(), None),
+        }
+    }
+    /// A store error caused by `source` (kept for [`std::error::Error::source`]).
+    pub(crate) fn store_from(
+        detail: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error {
+            kind: Kind::Store(detail.into(), Some(Box::new(source))),
         }
     }
     pub(crate) fn lease_lost(detail: impl Into<String>) -> Self {
@@ -79,7 +88,7 @@ impl Error {
     /// The run store failed (or refused a change: see
     /// [`is_lease_lost`](Self::is_lease_lost)).
     pub fn is_store(&self) -> bool {
-        matches!(self.kind, Kind::Store(_) | Kind::LeaseLost(_))
+        matches!(self.kind, Kind::Store(..) | Kind::LeaseLost(_))
     }
     /// This process no longer holds the run: its lease ended and another process
     /// recovered the run ([`Agent::recover`](crate::Agent::recover)), or claimed it
@@ -129,7 +138,7 @@ impl fmt::Display for Error {
         match &self.kind {
             Kind::Model(e) => write!(f, "{e}"),
             Kind::Mcp(e) => write!(f, "an MCP server: {e}"),
-            Kind::Store(d) | Kind::LeaseLost(d) => write!(f, "the run store: {d}"),
+            Kind::Store(d, _) | Kind::LeaseLost(d) => write!(f, "the run store: {d}"),
             Kind::Config(d) => write!(f, "agent configuration: {d}"),
             Kind::NotSuspended(d) => write!(f, "{d}"),
             Kind::Stale { detail, .. } => write!(f, "a stale decision, refused: {detail}"),
@@ -148,6 +157,7 @@ impl std::error::Error for Error {
         match &self.kind {
             Kind::Model(e) => Some(e),
             Kind::Mcp(e) => Some(e),
+            Kind::Store(_, Some(e)) => Some(&**e),
             _ => None,
         }
     }

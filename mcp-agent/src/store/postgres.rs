@@ -69,7 +69,7 @@ impl PostgresRunStore {
 
 #[cfg(feature = "postgres")]
 fn pg(e: mcp_runtime::Error) -> Error {
-    Error::store(e.to_string())
+    Error::store_from(e.to_string(), e)
 }
 
 #[cfg(feature = "postgres")]

@@ -99,7 +99,8 @@ impl SqliteRunStore {
     }
 
     fn fail(&self, e: rusqlite::Error) -> Error {
-        Error::store(format!("the run store {}: {e}", self.path.display()))
+        let detail = format!("the run store {}: {e}", self.path.display());
+        Error::store_from(detail, e)
     }
 
     fn connection(&self) -> Result<rusqlite::Connection> {

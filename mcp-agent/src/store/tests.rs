@@ -148,3 +148,20 @@ async fn sqlite_claims_once_even_when_many_try_at_once() {
     assert_eq!(won, 1);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[cfg(feature = "sqlite")]
+#[test]
+fn a_store_error_keeps_its_cause() {
+    use std::error::Error as _;
+    // A folder where the file should be: SQLite cannot open it.
+    let dir = std::env::temp_dir().join(format!("mcp-agent-store-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = SqliteRunStore::open(&dir).unwrap_err();
+    assert!(e.is_store(), "{e}");
+    let cause = e.source().expect("the SQLite error is kept as the source");
+    assert!(
+        cause.downcast_ref::<rusqlite::Error>().is_some(),
+        "{cause:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
