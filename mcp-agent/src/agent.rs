@@ -19,6 +19,7 @@ mod builder;
 mod call;
 mod decision;
 mod events;
+mod host;
 mod inbox;
 mod integrity;
 mod resume;
@@ -26,6 +27,9 @@ mod run;
 mod skills;
 mod state;
 mod toolbox;
+
+#[cfg(test)]
+mod tests;
 
 pub use allowances::Allowance;
 pub use builder::AgentBuilder;
@@ -35,6 +39,7 @@ pub use decision::{
 };
 pub use events::Event;
 use events::*;
+use host::{Host, Servers};
 use integrity::*;
 use run::{error_result, suspended_outcome};
 pub use skills::SkillApproval;
@@ -75,6 +80,9 @@ struct AgentInner {
     /// How long a hold on a run lasts unless renewed.
     lease: std::time::Duration,
     servers: Vec<Mcp>,
+    /// What the loop lists tools from and calls them on: the servers (a scripted
+    /// host in the loop's unit tests).
+    host: Arc<dyn Host>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
     system: Option<String>,

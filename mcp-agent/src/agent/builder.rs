@@ -22,6 +22,8 @@ pub struct AgentBuilder {
     expiry: Option<std::time::Duration>,
     on_expiry: Expiry,
     lease: std::time::Duration,
+    /// The servers the loop calls, when not the attached ones (the loop's unit tests).
+    host: Option<Arc<dyn Host>>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -166,6 +168,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The loop calls this host instead of the attached servers.
+    #[cfg(test)]
+    pub(super) fn host(mut self, host: Arc<dyn Host>) -> Self {
+        self.host = Some(host);
+        self
+    }
+
     /// Builds the agent.
     pub fn build(self) -> Result<Agent> {
         if self.integrity.as_ref().is_some_and(|k| k.0.len() < 16) {
@@ -185,6 +194,9 @@ impl AgentBuilder {
                 expiry: self.expiry,
                 on_expiry: self.on_expiry,
                 lease: self.lease,
+                host: self
+                    .host
+                    .unwrap_or_else(|| Arc::new(Servers(self.servers.clone()))),
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
@@ -221,6 +233,7 @@ impl Agent {
             expiry: None,
             on_expiry: Expiry::Continue,
             lease: std::time::Duration::from_secs(60),
+            host: None,
         }
     }
 }

@@ -136,7 +136,6 @@ impl Agent {
                 }
                 kept.push(event);
             });
-        let server = &self.inner.servers[tool.server];
         let mut notes = Vec::new();
         // Answers a person gave on resume: they go with the first attempt.
         let mut answers = match &call.at {
@@ -157,8 +156,10 @@ impl Agent {
                     .collect();
                 options = options.with_input_answers(input, responses);
             }
-            let e = match server
-                .call_with(&call.name, call.arguments.clone(), options)
+            let e = match self
+                .inner
+                .host
+                .call(tool.server, &call.name, call.arguments.clone(), options)
                 .await
             {
                 Ok(r) => {

@@ -239,10 +239,10 @@ pub struct Binding {
 impl Binding {
     /// What an approval of calling `tool` (of the server `server`) with `arguments`
     /// is bound to.
-    pub(super) fn new(server: &Mcp, tool: &AgentTool, arguments: &Value) -> Binding {
+    pub(super) fn new(server_config: String, tool: &AgentTool, arguments: &Value) -> Binding {
         Binding {
             server: tool.facts.server.clone(),
-            server_config: server.config_fingerprint(),
+            server_config,
             tool: tool.facts.name.clone(),
             definition: tool.def.definition_digest(),
             arguments: mcp_runtime::digest::sha256_json(arguments),
@@ -253,10 +253,10 @@ impl Binding {
     /// and the arguments.
     pub(super) fn changed(
         &self,
-        now: Option<(&Mcp, &AgentTool)>,
+        now: Option<(String, &AgentTool)>,
         arguments: &Value,
     ) -> Option<String> {
-        let Some((server, t)) = now else {
+        let Some((server_config, t)) = now else {
             return Some(format!(
                 "`{}` is no longer offered by any attached server",
                 self.tool
@@ -268,7 +268,7 @@ impl Binding {
                 self.tool, t.facts.server, self.server
             ));
         }
-        if server.config_fingerprint() != self.server_config {
+        if server_config != self.server_config {
             return Some(format!(
                 "server `{}` is now started or reached differently",
                 self.server

@@ -329,7 +329,8 @@ impl Agent {
             return Err(Error::config("a call that needs approval names no tool"));
         };
         let call = &state.pending[i];
-        let binding = Binding::new(&self.inner.servers[tool.server], tool, &call.arguments);
+        let config = self.inner.host.config_fingerprint(tool.server);
+        let binding = Binding::new(config, tool, &call.arguments);
         let waiting = Awaiting {
             decision: random_id()?,
             server: tool.facts.server.clone(),
@@ -364,7 +365,7 @@ impl Agent {
             let Some(binding) = &p.binding else { continue };
             let now = tools
                 .get(&call.name)
-                .map(|t| (&self.inner.servers[t.server], t));
+                .map(|t| (self.inner.host.config_fingerprint(t.server), t));
             if let Some(reason) = binding.changed(now, &call.arguments) {
                 let tool = call.name.clone();
                 state.pending[i].at = CallState::New;

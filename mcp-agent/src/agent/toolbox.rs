@@ -6,19 +6,21 @@ impl Agent {
     /// The tools of every attached server; model-facing names must be unique.
     pub(super) async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
         let mut all: HashMap<String, AgentTool> = HashMap::new();
-        for (i, server) in self.inner.servers.iter().enumerate() {
-            for t in server.tools().await? {
+        let host = &self.inner.host;
+        for i in 0..host.count() {
+            let server = host.name(i);
+            for t in host.tools(i).await? {
                 if let Some(other) = all.get(&t.name) {
                     return Err(Error::config(format!(
                         "two attached servers offer a tool named `{}`: {} and {}; give one a prefix",
                         t.name,
-                        self.inner.servers[other.server].name(),
-                        server.name()
+                        host.name(other.server),
+                        server
                     )));
                 }
                 let facts = ToolFacts {
                     name: t.name.clone(),
-                    server: server.name().to_owned(),
+                    server: server.to_owned(),
                     app_only: t.app_only,
                     requires_approval: t.requires_approval(),
                 };
@@ -170,8 +172,8 @@ impl Agent {
         if (state.always.is_empty() && state.standing.is_empty()) || tool.facts.app_only {
             return false;
         }
-        let server = &self.inner.servers[tool.server];
-        let (config, definition) = (server.config_fingerprint(), tool.def.definition_digest());
+        let config = self.inner.host.config_fingerprint(tool.server);
+        let definition = tool.def.definition_digest();
         let this = |s: &str, c: &str, t: &str, d: &str| {
             s == tool.facts.server && t == tool.facts.name && c == config && d == definition
         };

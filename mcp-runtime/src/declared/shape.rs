@@ -196,6 +196,23 @@ impl fmt::Debug for McpTool {
 }
 
 impl McpTool {
+    /// A server's tool exactly as its server defines it: not shaped (its own name,
+    /// description and schema), no approval policy. For code that hands tools to an
+    /// agent itself (a host of its own, a test); a declared server's handle gives its
+    /// tools shaped ([`Mcp::tools`](crate::Mcp::tools)).
+    pub fn from_definition(tool: Tool) -> McpTool {
+        McpTool {
+            name: tool.name.clone(),
+            server_name: Some(tool.name.clone()),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+            deferred: false,
+            app_only: tool.is_app_only(),
+            definition: Some(tool),
+            approvals: Arc::default(),
+        }
+    }
+
     /// A digest of what the model and a person are shown of this tool, and what it
     /// calls (see [`crate::digest`]): its model-facing name, the server's name for it,
     /// its description, input schema and annotations, and whether only an app may

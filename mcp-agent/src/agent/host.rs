@@ -1,0 +1,74 @@
+//! What the loop needs of the servers it calls — their tools, how each is configured,
+//! and calls — behind a small trait: the attached `Mcp`s in an agent, a scripted host
+//! in the loop's unit tests.
+
+use mcp_runtime::{CallToolResult, McpTool};
+
+use super::*;
+
+/// The servers a run calls, by index.
+pub(super) trait Host: Send + Sync + 'static {
+    /// How many servers.
+    fn count(&self) -> usize;
+    /// Server `i`'s name (the host's label for it).
+    fn name(&self, i: usize) -> &str;
+    /// How server `i` is started or reached ([`Mcp::config_fingerprint`]).
+    fn config_fingerprint(&self, i: usize) -> String;
+    /// Server `i`'s tools.
+    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>>;
+    /// Calls `tool` on server `i`.
+    fn call<'a>(
+        &'a self,
+        i: usize,
+        tool: &'a str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>>;
+}
+
+/// The attached servers.
+pub(super) struct Servers(pub(super) Vec<Mcp>);
+
+impl Host for Servers {
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+    fn name(&self, i: usize) -> &str {
+        self.0.get(i).map_or("", Mcp::name)
+    }
+    fn config_fingerprint(&self, i: usize) -> String {
+        self.0
+            .get(i)
+            .map(Mcp::config_fingerprint)
+            .unwrap_or_default()
+    }
+    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>> {
+        Box::pin(async move {
+            match self.0.get(i) {
+                Some(server) => server.tools().await,
+                None => Ok(Vec::new()),
+            }
+        })
+    }
+    fn call<'a>(
+        &'a self,
+        i: usize,
+        tool: &'a str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+        Box::pin(async move {
+            let Some(server) = self.0.get(i) else {
+                // Indices come from this host's own listing: never here.
+                return Ok(CallToolResult {
+                    content: vec![mcp_runtime::Content::text(format!(
+                        "`{tool}` names a server this agent does not have"
+                    ))],
+                    is_error: true,
+                    ..CallToolResult::default()
+                });
+            };
+            server.call_with(tool, arguments, options).await
+        })
+    }
+}
