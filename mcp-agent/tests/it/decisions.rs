@@ -184,8 +184,9 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck_postgres() {
 }
 
 /// A server that cannot start when the run is resumed: nothing ran, so the run waits
-/// again for the same decision. The model failing (429) after the approved call ran:
-/// the run is `failed`, and `retry` continues it without running the call again.
+/// again for the same decision. The model failing (429, then 503) after the approved
+/// call ran: the run is `failed`, and `retry` continues it without running the call
+/// again.
 /// Corrupt stored state: the resume fails, and the run is not taken.
 async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
     let tag = if store_url.starts_with("postgres://") {
@@ -200,6 +201,7 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": out, "content": "once"}}]},
             {"status": 429, "error": "slow down"},
+            {"status": 503, "error": "overloaded"},
             {"echo_tools": true}
         ]),
     );
@@ -250,6 +252,14 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
         .unwrap_err()
         .is_stale_decision());
     std::fs::remove_file(&out).unwrap();
+    // The model fails again (503): failed again, still retryable, nothing ran again.
+    let e = agent.retry(&run).await.unwrap_err();
+    assert!(e.is_model(), "{e}");
+    assert_eq!(
+        status(store.as_ref(), &run).await,
+        (RunStatus::Failed, None)
+    );
+    assert!(!out.exists());
     let Outcome::Finished { text, .. } = agent.retry(&run).await.unwrap() else {
         panic!("the retried run finishes")
     };
