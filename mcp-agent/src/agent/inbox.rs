@@ -72,24 +72,11 @@ impl Agent {
         };
         // A policy this agent may not apply (or a run it cannot read) leaves the run
         // waiting as it was.
-        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut st| {
-            self.resume_policy(&mut st)?;
-            Ok(st)
-        });
-        let mut state = match prepared {
-            Ok(st) => st,
-            Err(e) => {
-                let back = RunRecord {
-                    status: RunStatus::Suspended,
-                    ..claimed
-                };
-                if let Err(store) = self.inner.store.save(&back).await {
-                    tracing::error!(run = %run_id, error = %store, "the run could not be put back in its suspension");
-                }
-                return Err(e);
-            }
+        let waiting = |r| RunRecord {
+            status: RunStatus::Suspended,
+            ..r
         };
-        state.lease = Some(lease);
+        let mut state = self.take_up(run_id, claimed, lease, waiting).await?;
         state.suspension = None;
         // Every call nobody decided ends unrun; the decided ones go on.
         let mut i = 0;

@@ -115,32 +115,17 @@ impl Agent {
                 ));
             }
         };
-        let put_back = |record: RunRecord| async move {
-            let back = RunRecord {
-                status: RunStatus::Suspended,
-                ..record
-            };
-            if let Err(e) = self.inner.store.save(&back).await {
-                tracing::error!(run = %run_id, error = %e, "the run could not be put back in its suspension");
-            }
+        let waiting = |r| RunRecord {
+            status: RunStatus::Suspended,
+            ..r
         };
-        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut s| {
-            self.resume_policy(&mut s)?;
-            Ok(s)
-        });
-        let mut state = match prepared {
-            Ok(s) => s,
-            Err(e) => {
-                put_back(claimed).await;
-                return Err(e);
-            }
-        };
-        if let Err((why, waiting)) = applicable(&state, &decisions) {
-            put_back(claimed).await;
-            return Err(refuse(why, waiting));
+        let mut state = self
+            .take_up(run_id, claimed.clone(), lease, waiting)
+            .await?;
+        if let Err((why, still)) = applicable(&state, &decisions) {
+            self.put_back(run_id, waiting(claimed)).await;
+            return Err(refuse(why, still));
         }
-        state.lease = Some(lease);
-        state.persisted = true;
         // The run as it waits, to put back if an error stops it before anything ran.
         let kept = state.clone();
         let mut standing = Vec::new();
@@ -310,30 +295,13 @@ impl Agent {
                 "run {run_id} is not running on an ended lease (it waits, has ended, is held by a live process, or is unknown)"
             )));
         };
-        let prepared = self
-            .read(run_id, claimed.state.clone())
-            .and_then(|mut s| self.resume_policy(&mut s).map(|()| s));
-        let mut state = match prepared {
-            Ok(s) => s,
-            Err(e) => {
-                // Left recoverable (running on an ended lease) by an agent that can
-                // read it, or whose policy fits.
-                let ended = Lease {
-                    owner: lease.owner,
-                    until: 0,
-                };
-                let _ = self
-                    .inner
-                    .store
-                    .save(&RunRecord {
-                        lease: Some(ended),
-                        ..claimed
-                    })
-                    .await;
-                return Err(e);
-            }
+        // Left recoverable (running on an ended lease) when this agent cannot read it
+        // or may not apply its policy.
+        let ended = |r: RunRecord| RunRecord {
+            lease: r.lease.map(|l| Lease { until: 0, ..l }),
+            ..r
         };
-        state.lease = Some(lease);
+        let mut state = self.take_up(run_id, claimed, lease, ended).await?;
         // Died between a claim and keeping what the claim was for: the suspension it
         // was claimed from no longer applies (its decisions are spent), and the calls
         // that waited in it wait again under new decision ids.
@@ -383,29 +351,52 @@ impl Agent {
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
         };
-        let prepared = self
-            .read(run_id, claimed.state.clone())
-            .and_then(|mut s| self.resume_policy(&mut s).map(|()| s));
-        let mut state = match prepared {
-            Ok(s) => s,
-            Err(e) => {
-                // Left as it was: failed, for a person to look at (unreadable) or for
-                // an agent whose policy fits.
-                let _ = self
-                    .inner
-                    .store
-                    .save(&RunRecord {
-                        status: RunStatus::Failed,
-                        ..claimed
-                    })
-                    .await;
-                return Err(e);
-            }
+        // Left failed, for a person to look at (unreadable) or for an agent whose
+        // policy fits.
+        let failed = |r| RunRecord {
+            status: RunStatus::Failed,
+            ..r
         };
+        let mut state = self.take_up(run_id, claimed, lease, failed).await?;
         state.failure = None;
-        state.lease = Some(lease);
         self.event(&mut state, Event::RunRetried);
         self.drive(state, None).await
+    }
+
+    /// The state of a run this process just claimed (under `lease`), checked and under
+    /// the policy it goes on under. When it cannot be taken up — unreadable, changed in
+    /// the store, or a policy this agent may not apply — the run is put back as `back`
+    /// makes it, and the error returned.
+    pub(super) async fn take_up(
+        &self,
+        run_id: &str,
+        claimed: RunRecord,
+        lease: Lease,
+        back: impl FnOnce(RunRecord) -> RunRecord,
+    ) -> Result<RunState> {
+        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut s| {
+            self.resume_policy(&mut s)?;
+            Ok(s)
+        });
+        match prepared {
+            Ok(mut state) => {
+                state.lease = Some(lease);
+                state.persisted = true;
+                Ok(state)
+            }
+            Err(e) => {
+                self.put_back(run_id, back(claimed)).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Keeps `record` as it was before a claim took it (an error is logged: the run is
+    /// then left running on its lease, for [`recover`](Self::recover)).
+    pub(super) async fn put_back(&self, run_id: &str, record: RunRecord) {
+        if let Err(e) = self.inner.store.save(&record).await {
+            tracing::error!(run = %run_id, error = %e, "the run could not be put back");
+        }
     }
 
     /// The policy a resumed run goes on under: the one kept with it — unless this

@@ -156,14 +156,13 @@ impl Agent {
             let calls = answer.message.tool_calls();
             let text = answer.message.joined_text();
             state.messages.push(answer.message);
+            // Kept with the next save — the run finishing, the save that records its
+            // calls as sent, or a suspension; a crash before that asks the model
+            // again, and nothing of the answer has run.
+            let tool_calls = calls.len().min(u32::MAX as usize) as u32;
+            let step = state.steps;
+            self.event(state, Event::ModelAnswered { step, tool_calls });
             if calls.is_empty() {
-                self.event(
-                    state,
-                    Event::ModelAnswered {
-                        step: state.steps,
-                        tool_calls: 0,
-                    },
-                );
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::Finished {
@@ -180,17 +179,6 @@ impl Agent {
                     at: CallState::New,
                 })
                 .collect();
-            // Kept with the next save — before any of its calls is sent (the save that
-            // records them as sent), or when the run suspends; a crash before that
-            // asks the model again, and nothing of it has run.
-            let tool_calls = state.pending.len().min(u32::MAX as usize) as u32;
-            self.event(
-                state,
-                Event::ModelAnswered {
-                    step: state.steps,
-                    tool_calls,
-                },
-            );
         }
     }
 
