@@ -18,18 +18,7 @@ fn agent(
     dir: &std::path::Path,
     store: Arc<dyn RunStore>,
 ) -> (Agent, Arc<Mutex<Vec<Event>>>) {
-    let events = Arc::new(Mutex::new(Vec::new()));
-    let seen = events.clone();
-    let agent = Agent::builder()
-        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
-        .mode(Mode::Approve)
-        .allow(["read_text_file", "list_directory"])
-        .server(filesystem(dir))
-        .store(store)
-        .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
-        .build()
-        .unwrap();
-    (agent, events)
+    super::decisions::agent(model, filesystem(dir), store)
 }
 
 /// The run, suspension and calls of an outcome that waits for approval.

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::{filesystem, scratch, store_for, FakeModel, Postgres};
 
-fn agent(
+pub(super) fn agent(
     model: &FakeModel,
     server: Mcp,
     store: Arc<dyn RunStore>,
