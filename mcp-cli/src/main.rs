@@ -162,14 +162,10 @@ fn client_with(name: &str, server: &Value, oauth: Option<OAuth>) -> Result<Clien
             .iter()
             .filter_map(|a| a.as_str().map(str::to_owned))
             .collect();
-        let mut config = StdioConfig::from_argv(argv)?;
-        // This command's own credentials are for HTTP servers, never for a local server.
-        for (var, _) in std::env::vars_os() {
-            let var = var.to_string_lossy();
-            if var.starts_with("MCP_TOKEN_") || var == "MCP_CREDENTIALS" {
-                config = config.env_remove(var.into_owned());
-            }
-        }
+        // A spawned server gets a clean environment (the runtime's default): this
+        // command's own credentials (`MCP_TOKEN_*`, `MCP_CREDENTIALS`) are for HTTP
+        // servers, and never reach a local one.
+        let config = StdioConfig::from_argv(argv)?;
         return Ok(builder.stdio(config)?);
     }
     Err(format!("the snapshot of `{name}` says neither `url` nor `command`").into())

@@ -23,12 +23,14 @@ const KEYS: &[&str] = &[
     "command",
     "args",
     "env",
+    "inherit_env",
+    "inherit_all_env",
     "directory",
     "url",
     "headers",
     "token",
 ];
-const STDIO_ONLY: &[&str] = &["args", "env", "directory"];
+const STDIO_ONLY: &[&str] = &["args", "env", "inherit_env", "inherit_all_env", "directory"];
 const HTTP_ONLY: &[&str] = &["headers", "token"];
 
 /// The tokens of one value: everything up to the next comma outside brackets (so any
@@ -185,6 +187,20 @@ pub fn attach(input: TokenStream) -> TokenStream {
             }
         }
     }
+    // `inherit_all_env = true` hands the server every secret of this process: it is
+    // written out, never computed.
+    if let Some(s) = find("inherit_all_env") {
+        let literal = match &s.value {
+            Value::Expr(tokens) => syn::parse2::<syn::LitBool>(tokens.clone()).ok(),
+            Value::Map(_) => None,
+        };
+        if literal.is_none() {
+            cx.error(
+                s.key.span(),
+                "write `inherit_all_env = true` (the whole environment, secrets included) or leave it out; a server gets a clean environment by default",
+            );
+        }
+    }
     if let Err(e) = cx.finish() {
         return as_expression(e);
     }
@@ -229,6 +245,17 @@ fn expand(a: &Attach) -> TokenStream {
         });
         for (k, v) in find("env").map(pairs).unwrap_or_default() {
             chain.extend(quote! { .env(#k, ::std::string::ToString::to_string(&#v)) });
+        }
+        if let Some(names) = find("inherit_env").and_then(expr) {
+            chain.extend(quote! {
+                .inherit_env(::std::iter::IntoIterator::into_iter(#names).map(|n| ::std::string::ToString::to_string(&n)))
+            });
+        }
+        let all = find("inherit_all_env")
+            .and_then(expr)
+            .and_then(|t| syn::parse2::<syn::LitBool>(t).ok());
+        if all.is_some_and(|b| b.value) {
+            chain.extend(quote! { .inherit_all_env() });
         }
         if let Some(d) = find("directory").and_then(expr) {
             chain.extend(quote! { .directory(::std::string::ToString::to_string(&#d)) });

@@ -68,6 +68,12 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
         for (name, _) in &d.env {
             cx.error(name.span, format!("`env` {stdio_only}"));
         }
+        for name in &d.inherit_env {
+            cx.error(name.span, format!("`inherit_env` {stdio_only}"));
+        }
+        if let Some(key) = &d.inherit_all_env {
+            cx.error(key.span(), format!("`inherit_all_env` {stdio_only}"));
+        }
     }
     if d.url.is_none() {
         for (name, _) in &d.headers {

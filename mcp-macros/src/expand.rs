@@ -154,6 +154,13 @@ fn generate(
     if let Some(dir) = &d.directory {
         chain.extend(quote! { .directory(#dir) });
     }
+    if !d.inherit_env.is_empty() {
+        let names = d.inherit_env.iter().map(|n| &n.value);
+        chain.extend(quote! { .inherit_env([#(#names),*]) });
+    }
+    if d.inherit_all_env.is_some() {
+        chain.extend(quote! { .inherit_all_env() });
+    }
     let none = quote! { ::core::option::Option::None };
     for (k, v) in &d.env {
         let key = &k.value;

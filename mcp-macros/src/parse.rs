@@ -151,6 +151,10 @@ pub struct Decl {
     pub command: Option<(Ident, Vec<LitStr>)>,
     pub directory: Option<LitStr>,
     pub env: Vec<(Name, Source)>,
+    /// Variables of this process passed to a `command` server (`inherit_env(...)`).
+    pub inherit_env: Vec<Name>,
+    /// `inherit_all_env`: the whole environment passed to a `command` server.
+    pub inherit_all_env: Option<Ident>,
     pub transport: Option<Path>,
     pub headers: Vec<(LitStr, Source)>,
     pub bearer_token: Option<Source>,
@@ -180,6 +184,8 @@ pub const SETTINGS: &[&str] = &[
     "command",
     "directory",
     "env",
+    "inherit_env",
+    "inherit_all_env",
     "transport",
     "header",
     "bearer_token",
@@ -296,6 +302,8 @@ impl Decl {
                         }
                     }
                 }
+                "inherit_env" => d.inherit_env.extend(list::<Name>(input)?),
+                "inherit_all_env" => once(&mut d.inherit_all_env, key.clone(), &key, &mut d.errors),
                 "transport" => {
                     input.parse::<Token![=]>()?;
                     let v = input.parse()?;

@@ -495,6 +495,62 @@ async fn an_attach_line_attaches_a_real_server() {
     fs.close().await.unwrap();
 }
 
+/// A server attached with `mcp!` and called by the agent sees none of this process's
+/// environment but the safe default set and what the line names: a canary secret in
+/// the agent's environment reaches it only when `inherit_env` names it (the positive
+/// control: the same reader sees it then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawned_server_gets_no_secret_it_was_not_given() {
+    // nextest runs each test in a process of its own: this environment is the test's.
+    std::env::set_var("AGENT_CANARY_API_KEY", "sk-canary-5e1f");
+    let dir = scratch("clean-env");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "get-env", "arguments": {}}]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "get-env", "arguments": {}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let bin = peers().join("npm/node_modules/.bin/mcp-server-everything");
+    let run = |server: Mcp| {
+        let agent = Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Auto)
+            .server(server)
+            .build()
+            .unwrap();
+        async move {
+            let out = agent.run("what is in your environment?").await.unwrap();
+            agent.close().await.unwrap();
+            match out {
+                Outcome::Finished { text, .. } => text,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let plain = mcp_agent::mcp!(everything, command = bin.display(), args = ["stdio"]).unwrap();
+    let seen = run(plain).await;
+    assert!(
+        seen.contains("PATH"),
+        "the reader sees the environment: {seen}"
+    );
+    assert!(!seen.contains("sk-canary-5e1f"), "{seen}");
+    let named = mcp_agent::mcp!(
+        everything,
+        command = bin.display(),
+        args = ["stdio"],
+        inherit_env = ["AGENT_CANARY_API_KEY"]
+    )
+    .unwrap();
+    let seen = run(named).await;
+    assert!(
+        seen.contains("sk-canary-5e1f"),
+        "named, it is passed: {seen}"
+    );
+}
+
 /// Chat Completions has no tool search: deferred tools stay out of the model's context
 /// until the emulated `tool_search` loads them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

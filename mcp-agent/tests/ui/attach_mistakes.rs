@@ -12,4 +12,8 @@ fn main() {
     // A map where a value goes, and plain http to another machine.
     let _ = mcp!(fs, command = { "a" => "b" });
     let _ = mcp!(web, url = "http://example.com/mcp");
+    // The environment is for spawned servers; inheriting all of it is written out.
+    let _ = mcp!(web, url = "https://example.com/mcp", inherit_env = ["LANG"]);
+    let everything = true;
+    let _ = mcp!(fs, command = "npx", inherit_all_env = everything);
 }

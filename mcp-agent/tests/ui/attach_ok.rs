@@ -7,8 +7,10 @@ fn main() {
         command = "npx",
         args = ["-y", "@modelcontextprotocol/server-filesystem", dir.as_str()],
         env = { "LOG" => "warn", "HOME" => dir },
+        inherit_env = ["LANG", "AWS_PROFILE"],
         directory = "/",
     );
+    let _all = mcp!(sh, command = "my-server", inherit_all_env = true);
     let user = String::from("ann");
     let _web = mcp!(
         web,

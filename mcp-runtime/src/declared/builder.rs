@@ -92,7 +92,8 @@ pub struct McpBuilder {
     pub(super) oauth: Option<OAuthConfig>,
     pub(super) oauth_with: Option<OAuthFactory>,
     pub(super) max_message_size: Option<usize>,
-    pub(super) clean_env: Option<Vec<String>>,
+    pub(super) inherit_env: Vec<String>,
+    pub(super) inherit_all_env: bool,
     pub(super) errors: Vec<String>,
 }
 
@@ -160,21 +161,28 @@ impl McpBuilder {
         self.directory = Some(dir.into());
         self
     }
-    /// An environment variable for a stdio server, over the parent's environment.
+    /// An environment variable for a stdio server.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), ArgEnv::Fixed(value.into())));
         self
     }
-    /// Starts a stdio server with a clean environment: of this process's variables only
-    /// the safe default set ([`SAFE_ENV_VARS`](crate::transport::stdio::SAFE_ENV_VARS))
-    /// and those named in `inherit`, plus the declared [`env`](Self::env). Without it
-    /// the server inherits the whole environment.
-    pub fn clean_env<I, S>(mut self, inherit: I) -> Self
+    /// Also passes these variables of this process's environment to a stdio server.
+    /// By default a spawned server gets only the safe default set
+    /// ([`SAFE_ENV_VARS`](crate::transport::stdio::SAFE_ENV_VARS): `HOME`, `LOGNAME`,
+    /// `PATH`, `SHELL`, `TERM`, `USER`), these, and the declared [`env`](Self::env).
+    pub fn inherit_env<I, S>(mut self, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.clean_env = Some(inherit.into_iter().map(Into::into).collect());
+        self.inherit_env.extend(names.into_iter().map(Into::into));
+        self
+    }
+    /// Passes this process's whole environment to a stdio server — API keys, database
+    /// URLs and tokens included. Opt in knowingly; [`inherit_env`](Self::inherit_env)
+    /// names just what the server needs.
+    pub fn inherit_all_env(mut self) -> Self {
+        self.inherit_all_env = true;
         self
     }
     /// The largest message the server may send, in bytes (default
@@ -455,7 +463,8 @@ impl McpBuilder {
             for (set, name) in [
                 (self.directory.is_some(), "directory"),
                 (!self.env.is_empty(), "env"),
-                (self.clean_env.is_some(), "clean_env"),
+                (!self.inherit_env.is_empty(), "inherit_env"),
+                (self.inherit_all_env, "inherit_all_env"),
             ] {
                 if set {
                     errors.push(format!(
@@ -491,11 +500,11 @@ impl McpBuilder {
                 if let Some(d) = self.directory {
                     c = c.directory(d);
                 }
-                if let Some(inherit) = self.clean_env {
-                    c = c.clean_env();
-                    for name in inherit {
-                        c = c.inherit_env(name);
-                    }
+                for name in self.inherit_env {
+                    c = c.inherit_env(name);
+                }
+                if self.inherit_all_env {
+                    c = c.inherit_all_env();
                 }
                 if let Some(n) = self.max_message_size {
                     c = c.max_message_size(n);

@@ -103,7 +103,8 @@ impl Mcp {
             oauth: None,
             oauth_with: None,
             max_message_size: None,
-            clean_env: None,
+            inherit_env: Vec::new(),
+            inherit_all_env: false,
             errors: Vec::new(),
         }
     }

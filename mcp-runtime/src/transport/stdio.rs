@@ -3,8 +3,10 @@
 //!
 //! * The process starts lazily, on the first request, and again on the first request
 //!   after it died or was closed.
-//! * `env` is merged over the parent's environment, or over a safe default set only
-//!   with [`StdioConfig::clean_env`].
+//! * The server gets a clean environment: of this process's variables only a safe
+//!   default set ([`SAFE_ENV_VARS`]) and those named with
+//!   [`StdioConfig::inherit_env`], plus `env`. [`StdioConfig::inherit_all_env`] passes
+//!   the whole environment instead (secrets included: opt in knowingly).
 //! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`),
 //!   whatever bytes they hold (decoded lossily, control characters escaped, each line
 //!   cut at 8 KiB); stderr is read for as long as the process lives.
@@ -52,14 +54,14 @@ pub struct StdioConfig {
     name: String,
     close_grace: Duration,
     max_message_size: usize,
-    clean_env: bool,
+    inherit_all: bool,
     inherit: Vec<String>,
     remove: Vec<String>,
 }
 
-/// The variables a server started with [`StdioConfig::clean_env`] gets from the
-/// parent's environment (the official TypeScript SDK's default set), besides those
-/// named with [`StdioConfig::inherit_env`] and those set with [`StdioConfig::env`].
+/// The variables a spawned server gets from this process's environment by default (the
+/// official TypeScript SDK's default set), besides those named with
+/// [`StdioConfig::inherit_env`] and those set with [`StdioConfig::env`].
 pub const SAFE_ENV_VARS: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// The longest stderr line logged whole; the rest of a longer line is counted, not kept.
@@ -78,7 +80,7 @@ impl StdioConfig {
             env_providers: Vec::new(),
             close_grace: Duration::from_secs(2),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            clean_env: false,
+            inherit_all: false,
             inherit: Vec::new(),
             remove: Vec::new(),
         }
@@ -122,25 +124,25 @@ impl StdioConfig {
         self
     }
 
-    /// Starts the server with a clean environment: of the parent's variables only the
-    /// safe default set ([`SAFE_ENV_VARS`]: `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`,
-    /// `USER`) and those named with [`inherit_env`](Self::inherit_env), plus the
-    /// variables set with [`env`](Self::env). Without it the server inherits the whole
-    /// environment of this process, secrets included.
-    pub fn clean_env(mut self) -> Self {
-        self.clean_env = true;
+    /// Passes this process's whole environment to the server — API keys, database
+    /// URLs and tokens included. By default the server gets only the safe default set
+    /// ([`SAFE_ENV_VARS`]: `HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`), the
+    /// variables named with [`inherit_env`](Self::inherit_env), and those set with
+    /// [`env`](Self::env).
+    pub fn inherit_all_env(mut self) -> Self {
+        self.inherit_all = true;
         self
     }
 
-    /// With [`clean_env`](Self::clean_env), also passes this variable of the parent's
-    /// environment (when it is set).
+    /// Also passes this variable of this process's environment (when it is set).
     pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
         self.inherit.push(name.into());
         self
     }
 
-    /// Never passes this variable of the parent's environment to the server (a
-    /// variable set with [`env`](Self::env) is still passed).
+    /// With [`inherit_all_env`](Self::inherit_all_env): never passes this variable of
+    /// this process's environment (a variable set with [`env`](Self::env) is still
+    /// passed).
     pub fn env_remove(mut self, name: impl Into<String>) -> Self {
         self.remove.push(name.into());
         self
@@ -154,7 +156,7 @@ impl StdioConfig {
         self
     }
 
-    /// Adds an environment variable, over the parent's environment.
+    /// Sets an environment variable for the server.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
         self
@@ -207,7 +209,7 @@ impl fmt::Debug for StdioConfig {
             .field("directory", &self.directory)
             .field("env", &env_names)
             .field("env_providers", &self.env_providers.len())
-            .field("clean_env", &self.clean_env)
+            .field("inherit_all_env", &self.inherit_all)
             .field("inherit", &self.inherit)
             .field("env_remove", &self.remove)
             .field("max_message_size", &self.max_message_size)
@@ -360,7 +362,7 @@ impl StdioTransport {
         if let Some(dir) = &cfg.directory {
             cmd.current_dir(dir);
         }
-        if cfg.clean_env {
+        if !cfg.inherit_all {
             cmd.env_clear();
             for name in SAFE_ENV_VARS
                 .iter()

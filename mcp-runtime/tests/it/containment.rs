@@ -130,17 +130,23 @@ async fn servers_see_only_the_environment_they_are_given() {
     // This test runs in a process of its own (nextest): its environment is its own.
     std::env::set_var("MCP_TEST_CANARY_SECRET", "canary-7f3a9");
     std::env::set_var("MCP_TEST_WANTED", "wanted-value");
-    // By default the whole environment is inherited (like a shell).
-    let all = env_seen(support::everything()).await;
+    // Opted in, the whole environment is passed (the positive control: the reader
+    // sees the canary when it is there).
+    let all = env_seen(support::everything().inherit_all_env()).await;
     assert_eq!(all["MCP_TEST_CANARY_SECRET"], "canary-7f3a9");
-    // A variable can be held back.
-    let removed = env_seen(support::everything().env_remove("MCP_TEST_CANARY_SECRET")).await;
+    // A variable can be held back from it.
+    let removed = env_seen(
+        support::everything()
+            .inherit_all_env()
+            .env_remove("MCP_TEST_CANARY_SECRET"),
+    )
+    .await;
     assert!(removed.get("MCP_TEST_CANARY_SECRET").is_none(), "{removed}");
     assert_eq!(removed["MCP_TEST_WANTED"], "wanted-value");
-    // A clean environment: the safe set, what is named, what is declared; nothing else.
+    // By default, a clean environment: the safe set, what is named, what is declared;
+    // nothing else.
     let clean = env_seen(
         support::everything()
-            .clean_env()
             .inherit_env("MCP_TEST_WANTED")
             .env("DECLARED", "declared-value"),
     )
@@ -162,9 +168,30 @@ async fn servers_see_only_the_environment_they_are_given() {
             || name.starts_with("npm_") || *name == "NODE" || *name == "INIT_CWD" || *name == "COLOR" || *name == "EDITOR" || *name == "PWD" || *name == "_" || *name == "SHLVL" || *name == "OLDPWD";
         assert!(
             allowed,
-            "{name} reached a server started with clean_env: {names:?}"
+            "{name} reached a server started by default: {names:?}"
         );
     }
+    // A declared server (`Mcp::builder`) too: the canary stays out unless named.
+    let bin = support::everything_argv();
+    let declared = mcp_runtime::Mcp::builder("everything")
+        .command(bin.clone())
+        .build()
+        .unwrap();
+    let seen = declared.call("get-env", json!({})).await.unwrap().text();
+    declared.close().await.unwrap();
+    assert!(!seen.contains("canary-7f3a9"), "{seen}");
+    assert!(
+        seen.contains("PATH"),
+        "the reader sees the environment: {seen}"
+    );
+    let named = mcp_runtime::Mcp::builder("everything")
+        .command(bin)
+        .inherit_env(["MCP_TEST_CANARY_SECRET"])
+        .build()
+        .unwrap();
+    let seen = named.call("get-env", json!({})).await.unwrap().text();
+    named.close().await.unwrap();
+    assert!(seen.contains("canary-7f3a9"), "named, it is passed: {seen}");
 }
 
 /// A tool of our own named like a server tool.

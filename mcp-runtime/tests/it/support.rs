@@ -58,6 +58,17 @@ pub fn everything() -> StdioConfig {
     .name("everything")
 }
 
+/// The argv of server-everything over stdio.
+pub fn everything_argv() -> Vec<String> {
+    vec![
+        peers()
+            .join("npm/node_modules/.bin/mcp-server-everything")
+            .display()
+            .to_string(),
+        "stdio".to_owned(),
+    ]
+}
+
 pub fn filesystem(dir: &Path) -> StdioConfig {
     StdioConfig::new(
         peers()

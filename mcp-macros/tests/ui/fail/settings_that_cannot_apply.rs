@@ -12,6 +12,9 @@ pub struct Local;
 #[mcp(url = "https://example.com/mcp", directory = "/srv", env(API_KEY = "k"))]
 pub struct Remote;
 
+#[mcp(url = "https://example.com/mcp", inherit_env("LANG"), inherit_all_env)]
+pub struct RemoteEnv;
+
 fn main() {
-    let _ = (Local::new(), Remote::new());
+    let _ = (Local::new(), Remote::new(), RemoteEnv::new());
 }

@@ -78,6 +78,8 @@ impl mcp_runtime::LocalTool for Summarize {
     command("npx", "-y", "@modelcontextprotocol/server-filesystem", "."),
     directory = "/tmp",
     env(NODE_ENV = "production", API_KEY = Self::api_key),
+    inherit_env("LANG", "AWS_PROFILE"),
+    inherit_all_env,
     input_requests(none),
     defer,
     snapshot = "files",
