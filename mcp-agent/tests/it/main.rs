@@ -1285,4 +1285,5 @@ async fn input_callbacks_answer_and_a_denial_declines() {
 mod batch;
 mod decisions;
 mod recovery;
+mod security;
 mod skills;

@@ -87,11 +87,25 @@ impl PgPool {
                 "the PostgreSQL connection string is not valid: {e}"
             ))
         })?;
-        let local = config.get_hosts().iter().all(|h| match h {
-            Host::Tcp(name) => crate::url_rule::is_loopback_host(name),
-            #[cfg(unix)]
-            Host::Unix(_) => true,
-        });
+        // Decided on the address actually connected to: a host's `hostaddr` when it
+        // has one (the name is then only for TLS), else the host itself.
+        let addrs = config.get_hostaddrs();
+        let local = addrs.iter().all(|a| a.is_loopback())
+            && config
+                .get_hosts()
+                .iter()
+                .enumerate()
+                .all(|(i, h)| match (addrs.get(i), h) {
+                    (Some(a), _) => a.is_loopback(),
+                    (None, Host::Tcp(name)) => crate::url_rule::is_loopback_host(name),
+                    #[cfg(unix)]
+                    (None, Host::Unix(_)) => true,
+                });
+        if !local && config.get_ssl_mode() == SslMode::Disable {
+            return Err(Error::config(
+                "the PostgreSQL connection string asks for sslmode=disable to a server that is not on this machine (host or hostaddr); the password and the data would cross the network in clear: use TLS (sslmode=require, the default here)",
+            ));
+        }
         let tls = !local || config.get_ssl_mode() == SslMode::Require;
         if tls && config.get_ssl_mode() != SslMode::Require {
             config.ssl_mode(SslMode::Require);
@@ -269,5 +283,32 @@ impl CredentialStore for PostgresStore {
                 .map_err(|e| pg_error("locking credentials", e))?;
             Ok(StoreLock::new((in_process, client)))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_is_decided_on_the_address_connected_to() {
+        let tls = |url: &str| PgPool::new(url).map(|p| p.tls);
+        assert!(!tls("postgres://app:pw@localhost:5432/runs").unwrap());
+        assert!(!tls("postgres://app:pw@127.0.0.1:5432/runs").unwrap());
+        // A loopback name with a remote address: the address is what is connected to.
+        assert!(tls("postgres://app:pw@localhost:5432/runs?hostaddr=192.0.2.7").unwrap());
+        assert!(tls("host=localhost hostaddr=192.0.2.7 user=app dbname=runs").unwrap());
+        // A remote name with a loopback address stays on this machine.
+        assert!(!tls("host=db.invalid hostaddr=127.0.0.1 user=app dbname=runs").unwrap());
+        // Several hosts: every one must be local.
+        assert!(tls("host=localhost,db.invalid user=app dbname=runs").unwrap());
+        // Asking for no TLS to a remote address is refused, naming why.
+        let e = tls("postgres://app:pw@localhost:5432/runs?hostaddr=192.0.2.7&sslmode=disable")
+            .unwrap_err();
+        assert!(
+            e.is_config() && e.to_string().contains("sslmode=disable"),
+            "{e}"
+        );
+        assert!(!tls("postgres://app:pw@localhost:5432/runs?sslmode=disable").unwrap());
     }
 }

@@ -1,0 +1,84 @@
+//! The agent's safety seams, through the path a user takes: stores private to this
+//! user, no password in clear off this machine.
+
+use std::os::unix::fs::PermissionsExt as _;
+
+use mcp_agent::{Agent, ChatCompletions, Mode, Outcome, PostgresRunStore, SqliteRunStore};
+use serde_json::json;
+
+use super::{filesystem, scratch, FakeModel};
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The SQLite run store holds prompts, arguments and results: its folder is created
+/// 0700, the file and its `-wal` and `-shm` 0600 — whatever the umask — and an existing
+/// file others could read is tightened. Checked after a run really wrote to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_store_is_private_to_this_user() {
+    let dir = scratch("private-store");
+    let folder = dir.join("state/runs");
+    let file = folder.join("runs.sqlite3");
+    let model = FakeModel::start(
+        &dir,
+        json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("x"), "content": "x"}}]}]),
+    );
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .server(filesystem(&dir))
+        .store(SqliteRunStore::open(&file).unwrap())
+        .build()
+        .unwrap();
+    assert!(matches!(
+        agent.run("write").await.unwrap(),
+        Outcome::ApprovalRequired { .. }
+    ));
+    let wal = folder.join("runs.sqlite3-wal");
+    let shm = folder.join("runs.sqlite3-shm");
+    assert!(wal.exists() && shm.exists(), "the store keeps a WAL");
+    assert_eq!(mode(&folder), 0o700);
+    for f in [&file, &wal, &shm] {
+        assert_eq!(mode(f), 0o600, "{}", f.display());
+    }
+    agent.close().await.unwrap();
+
+    // A store file others may read (made so outside the agent) is tightened on open.
+    let loose = dir.join("loose.sqlite3");
+    std::fs::write(&loose, b"").unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(
+        mode(&loose),
+        0o644,
+        "the control: the file starts readable by all"
+    );
+    SqliteRunStore::open(&loose).unwrap();
+    assert_eq!(mode(&loose), 0o600);
+}
+
+/// PostgreSQL: the "TLS for anything but loopback" rule is decided on the address
+/// connected to, so `hostaddr` cannot route a loopback-looking URL elsewhere in clear:
+/// asking for no TLS there is refused before anything is sent (and the password is not
+/// in the error).
+#[tokio::test]
+async fn postgres_never_takes_a_password_off_this_machine_in_clear() {
+    let e = PostgresRunStore::connect(
+        "postgres://app:s3cret-pw@localhost:5432/runs?hostaddr=192.0.2.7&sslmode=disable",
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.is_store() && e.to_string().contains("sslmode=disable"),
+        "{e}"
+    );
+    assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
+    // The same for the credential store of the runtime.
+    let e = mcp_agent::runtime::auth::PostgresStore::connect(
+        "host=localhost hostaddr=192.0.2.7 sslmode=disable user=app password=s3cret-pw dbname=c",
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("sslmode=disable"), "{e}");
+    assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
+}
