@@ -84,7 +84,7 @@ impl Session {
             {
                 Some(k) => k,
                 None => {
-                    let key = new_key();
+                    let key = new_key()?;
                     use p256::pkcs8::EncodePrivateKey as _;
                     creds.dpop_key = key
                         .to_pkcs8_pem(Default::default())
@@ -136,8 +136,8 @@ impl Session {
                 let authorizer = cfg.authorizer.clone().ok_or_else(|| {
                     Error::http_status(401, "this server needs a person to authorize; set an authorizer (or use authorization_url/authorize)")
                 })?;
-                let verifier = random(32);
-                let state = random(16);
+                let verifier = random(32)?;
+                let state = random(16)?;
                 let url =
                     self.authorization_url(m, &client.client_id, &state, &verifier, scopes)?;
                 // A person takes their time: the request's own timeouts wait, this
@@ -274,7 +274,7 @@ impl Session {
             if let Some(key) = dpop {
                 h.push((
                     "dpop".into(),
-                    dpop_proof(key, "POST", &m.token_endpoint, None, nonce.as_deref()),
+                    dpop_proof(key, "POST", &m.token_endpoint, None, nonce.as_deref())?,
                 ));
             }
             let r = http.post_form(&m.token_endpoint, form.clone(), h).await?;

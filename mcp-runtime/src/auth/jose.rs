@@ -12,14 +12,19 @@ pub(super) fn parse_dpop_key(pem: &str) -> Option<p256::ecdsa::SigningKey> {
     p256::ecdsa::SigningKey::from_pkcs8_pem(pem).ok()
 }
 
-pub(super) fn new_key() -> p256::ecdsa::SigningKey {
-    loop {
+/// A new P-256 key. A failed random draw is an error, and a draw that is not a valid
+/// scalar (about one in 2^128) is drawn again a bounded number of times: never a loop.
+pub(super) fn new_key() -> Result<p256::ecdsa::SigningKey> {
+    for _ in 0..16 {
         let mut bytes = [0u8; 32];
-        let _ = getrandom::getrandom(&mut bytes);
+        super::fill_random(&mut bytes)?;
         if let Ok(k) = p256::ecdsa::SigningKey::from_slice(&bytes) {
-            return k;
+            return Ok(k);
         }
     }
+    Err(Error::config(
+        "no valid DPoP key could be drawn from the system's random number generator",
+    ))
 }
 
 fn jws(key: &p256::ecdsa::SigningKey, header: Value, payload: Value) -> String {
@@ -50,20 +55,20 @@ pub(super) fn dpop_proof(
     url: &str,
     token: Option<&str>,
     nonce: Option<&str>,
-) -> String {
+) -> Result<String> {
     let htu = url.split(['?', '#']).next().unwrap_or(url);
-    let mut payload = json!({"jti": random(16), "htm": method, "htu": htu, "iat": now()});
+    let mut payload = json!({"jti": random(16)?, "htm": method, "htu": htu, "iat": now()});
     if let Some(t) = token {
         payload["ath"] = Value::String(b64url(&sha256(t.as_bytes())));
     }
     if let Some(n) = nonce {
         payload["nonce"] = Value::String(n.to_owned());
     }
-    jws(
+    Ok(jws(
         key,
         json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": public_jwk(key)}),
         payload,
-    )
+    ))
 }
 
 /// A `private_key_jwt` client assertion (RFC 7523), ES256.
@@ -75,7 +80,7 @@ pub(super) fn client_assertion(
 ) -> Result<String> {
     use p256::pkcs8::DecodePrivateKey as _;
     let iat = now();
-    let claims = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)});
+    let claims = json!({"iss": client_id, "sub": client_id, "aud": audience, "iat": iat, "exp": iat + 300, "jti": random(16)?});
     if let Ok(key) = p256::ecdsa::SigningKey::from_pkcs8_pem(pem) {
         return Ok(jws(&key, json!({"alg": "ES256", "typ": "JWT"}), claims));
     }

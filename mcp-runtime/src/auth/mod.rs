@@ -78,11 +78,27 @@ fn b64url(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
-fn random(n: usize) -> String {
+/// `n` random bytes, base64url. A failed draw (no entropy source) is an error — never
+/// a predictable value: `state`, PKCE verifiers, `jti`s and file names depend on it.
+fn random(n: usize) -> Result<String> {
     let mut buf = vec![0u8; n];
-    // getrandom only fails when the OS has no entropy source at all.
-    let _ = getrandom::getrandom(&mut buf);
-    b64url(&buf)
+    fill_random(&mut buf)?;
+    Ok(b64url(&buf))
+}
+
+/// Fills `buf` from the operating system's random source, or fails.
+fn fill_random(buf: &mut [u8]) -> Result<()> {
+    #[cfg(test)]
+    if tests::RANDOM_FAILS.with(std::cell::Cell::get) {
+        return Err(Error::config(
+            "the system's random number generator failed (test): nothing that needs a random value can be made",
+        ));
+    }
+    getrandom::getrandom(buf).map_err(|e| {
+        Error::config(format!(
+            "the system's random number generator failed ({e}): nothing that needs a random value can be made"
+        ))
+    })
 }
 
 fn now() -> u64 {
@@ -191,7 +207,7 @@ impl Session {
         match &t.dpop {
             Some(key) => {
                 let nonce = lock(&self.rs_nonce).clone();
-                let proof = dpop_proof(key, method, url, Some(t.value.expose()), nonce.as_deref());
+                let proof = dpop_proof(key, method, url, Some(t.value.expose()), nonce.as_deref())?;
                 h.insert(
                     http::header::AUTHORIZATION,
                     value(format!("DPoP {}", t.value.expose()))?,

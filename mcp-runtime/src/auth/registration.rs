@@ -236,8 +236,8 @@ impl Session {
         let scopes: Vec<String> = self.config.scopes.clone().or(supported).unwrap_or_default();
         let mut creds = self.stored(&m.issuer).await?;
         let client = self.client_for(http, &m, &mut creds).await?;
-        let verifier = random(32);
-        let state = random(16);
+        let verifier = random(32)?;
+        let state = random(16)?;
         let url = self.authorization_url(&m, &client.client_id, &state, &verifier, &scopes)?;
         *lock(&self.pending) = Some(PendingAuthorization {
             state,

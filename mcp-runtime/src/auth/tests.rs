@@ -2,6 +2,27 @@ use super::*;
 use discovery::resource_matches;
 use grants::refresh_point;
 
+thread_local! {
+    /// Makes this thread's random draws fail (the OS has no entropy source).
+    pub(super) static RANDOM_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A failed random draw is an error everywhere a random value is made — `state`,
+/// PKCE verifiers, `jti`s, DPoP keys, file names — never zeros, never a loop.
+#[test]
+fn a_failed_random_draw_fails_closed() {
+    assert_eq!(random(16).unwrap().len(), 22);
+    assert!(new_key().is_ok());
+    RANDOM_FAILS.with(|f| f.set(true));
+    let e = random(16).unwrap_err();
+    assert!(e.is_config() && e.to_string().contains("random"), "{e}");
+    assert!(new_key().is_err(), "an error, not a loop");
+    let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap();
+    assert!(jose::dpop_proof(&key, "GET", "https://as.example/t", None, None).is_err());
+    RANDOM_FAILS.with(|f| f.set(false));
+    assert!(random(16).is_ok());
+}
+
 #[test]
 fn parses_challenges() {
     let c = parse_www_authenticate(
@@ -191,7 +212,7 @@ async fn a_short_lived_token_is_not_refreshed_on_every_request() {
 #[test]
 fn client_assertions_sign_with_p256_and_rsa_keys() {
     use p256::pkcs8::EncodePrivateKey as _;
-    let ec = new_key().to_pkcs8_pem(Default::default()).unwrap();
+    let ec = new_key().unwrap().to_pkcs8_pem(Default::default()).unwrap();
     let jwt = client_assertion(&ec, "c", "https://as", "RS256").unwrap();
     let header: Value = serde_json::from_slice(
         &base64::engine::general_purpose::URL_SAFE_NO_PAD
