@@ -230,14 +230,14 @@ impl Skill {
             return (reference == self.uri || within(root, reference)).then(|| reference.into());
         }
         let mut parts = Vec::new();
-        for seg in reference.split('/') {
+        for seg in reference.split(['/', '\\']) {
             match seg {
                 "" | "." => {}
-                ".." => return None,
+                s if !plain_segment(s) => return None,
                 s => parts.push(s),
             }
         }
-        if parts.is_empty() || reference.starts_with('/') {
+        if parts.is_empty() || reference.starts_with(['/', '\\']) {
             return None;
         }
         Some(format!("{root}/{}", parts.join("/")))
@@ -620,16 +620,64 @@ fn root_of(uri: &str) -> Option<&str> {
     })
 }
 
-/// `uri` is below the directory `root` (not `root` itself, no `..` segments).
+/// `uri` is below the directory `root` (not `root` itself, no `..` segments in any
+/// spelling).
 fn within(root: &str, uri: &str) -> bool {
     uri.strip_prefix(root)
         .and_then(|rest| rest.strip_prefix('/'))
         .is_some_and(|rest| {
             !rest.is_empty()
                 && rest
-                    .split('/')
-                    .all(|s| !s.is_empty() && s != "." && s != "..")
+                    .split(['/', '\\'])
+                    .all(|s| !s.is_empty() && s != "." && plain_segment(s))
         })
+}
+
+/// A path segment that names a file or folder and nothing else, however a server
+/// decodes it: percent-decoded until it no longer changes (`%252e` → `%2e` → `.`), it
+/// is not `.` or `..`, and holds no separator (`/`, `\`), NUL or control character.
+/// A segment that keeps changing, or does not decode to UTF-8, is not plain.
+fn plain_segment(seg: &str) -> bool {
+    let mut s = seg.to_owned();
+    for _ in 0..4 {
+        let Some(decoded) = percent_decoded(&s) else {
+            return false;
+        };
+        if decoded == s {
+            return s != "."
+                && s != ".."
+                && !s.contains(['/', '\\'])
+                && !s.chars().any(char::is_control);
+        }
+        s = decoded;
+    }
+    false
+}
+
+/// `s` with each `%XX` replaced by its byte; `None` when the bytes are not UTF-8. A `%`
+/// not followed by two hex digits stays as it is.
+fn percent_decoded(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn is_digest(d: &str) -> bool {
@@ -832,6 +880,30 @@ mod tests {
         assert_eq!(e.resolve("/etc/passwd"), None);
         assert_eq!(e.resolve("skill://x/other/a.md"), None);
         assert_eq!(e.resolve("skill://x/pdf/../b"), None);
+        // `..` in every spelling a server might decode, and the other separator.
+        for hostile in [
+            "%2e%2e/%2e%2e/secrets/prod.env",
+            ".%2e/secrets",
+            "%2e./secrets",
+            "%2E%2E/secrets",
+            "%252e%252e/secrets",
+            "..\\secrets\\prod.env",
+            "references\\..\\..\\x",
+            "a%2f..%2f..%2fb",
+            "a%5c..%5cb",
+            "%2e",
+            "a/%00b",
+            "skill://x/pdf/%2e%2e/other/SKILL.md",
+            "skill://x/pdf/a\\..\\..\\b",
+            "%ff%fe",
+        ] {
+            assert_eq!(e.resolve(hostile), None, "{hostile}");
+        }
+        // A percent sign that decodes to an ordinary name is fine.
+        assert_eq!(
+            e.resolve("references/FORMS%20v2.md").as_deref(),
+            Some("skill://x/pdf/references/FORMS%20v2.md")
+        );
 
         let changed = entry(&format!("{MD} "), honest());
         assert_ne!(e.fingerprint(), changed.fingerprint());

@@ -73,7 +73,11 @@ async fn skills_load_under_approval_bound_to_their_files() {
             {"tool_calls": [
                 {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": "references/FORMS.md"}},
                 {"name": "extract_text", "arguments": {"path": "a.pdf"}},
-                {"name": "read_skill_file", "arguments": {"skill": "docs:unlisted", "path": "scripts/secret.sh"}}
+                {"name": "read_skill_file", "arguments": {"skill": "docs:unlisted", "path": "scripts/secret.sh"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": "%2e%2e/%2e%2e/secrets/prod.env"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": ".%2e/secrets/prod.env"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": "..\\secrets\\prod.env"}},
+                {"name": "read_skill_file", "arguments": {"skill": "docs:pdf-processing", "path": "references%2f..%2f..%2fsecrets"}}
             ]},
             {"echo_tools": true}
         ]),
@@ -142,6 +146,13 @@ async fn skills_load_under_approval_bound_to_their_files() {
     assert!(text.contains("# Forms guide"), "{text}");
     assert!(text.contains("extract_text: text of a.pdf"), "{text}");
     assert!(text.contains("is not loaded"), "{text}");
+    // `..` in any spelling stays inside the skill: refused, nothing asked of the server
+    // (the log below holds only the legitimate reads).
+    assert_eq!(
+        text.matches("must stay within the skill").count(),
+        4,
+        "{text}"
+    );
     assert_eq!(
         server_log(&log)
             .iter()
