@@ -132,8 +132,28 @@ impl HttpClient {
         secrets: &[(&str, &Secret)],
         body: &Value,
     ) -> Result<Answer, ModelError> {
-        let (origin, resp) = self.send(url, headers, secrets, body).await?;
-        collect(&origin, resp).await
+        // One deadline for the whole answer: headers and body alike (a provider that
+        // answers at once and then stalls mid-body is cut off too).
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let (origin, resp) = self.send(url, headers, secrets, body, deadline).await?;
+        self.collect_by(&origin, resp, deadline).await
+    }
+
+    /// The whole answer, read before `deadline`.
+    async fn collect_by(
+        &self,
+        origin: &str,
+        resp: http::Response<hyper::body::Incoming>,
+        deadline: tokio::time::Instant,
+    ) -> Result<Answer, ModelError> {
+        tokio::time::timeout_at(deadline, collect(origin, resp))
+            .await
+            .map_err(|_| {
+                other(format!(
+                    "the answer from {origin} took longer than {:?}",
+                    self.timeout
+                ))
+            })?
     }
 
     /// POSTs JSON and reads a server-sent event stream: `on(event, data)` for each
@@ -147,19 +167,20 @@ impl HttpClient {
         body: &Value,
         on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
     ) -> Result<Option<Answer>, ModelError> {
-        let (origin, resp) = self.send(url, headers, secrets, body).await?;
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let (origin, resp) = self.send(url, headers, secrets, body, deadline).await?;
         let is_stream = resp
             .headers()
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !resp.status().is_success() || !is_stream {
-            return collect(&origin, resp).await.map(Some);
+            return self.collect_by(&origin, resp, deadline).await.map(Some);
         }
         let mut body = resp.into_body();
         let mut parser = SseParser::default();
         let mut read = 0usize;
-        let deadline = tokio::time::sleep(self.timeout);
+        let deadline = tokio::time::sleep_until(deadline);
         tokio::pin!(deadline);
         loop {
             let frame = tokio::select! {
@@ -191,6 +212,7 @@ impl HttpClient {
         headers: &[(&str, &str)],
         secrets: &[(&str, &Secret)],
         body: &Value,
+        deadline: tokio::time::Instant,
     ) -> Result<(String, http::Response<hyper::body::Incoming>), ModelError> {
         let origin = mcp_runtime::__private::check_url(url).unwrap_or_default();
         let mut req = http::Request::post(url).header("content-type", "application/json");
@@ -206,7 +228,7 @@ impl HttpClient {
         let req = req
             .body(Full::new(Bytes::from(body.to_string())))
             .map_err(|e| other(format!("cannot build the request: {e}")))?;
-        let resp = tokio::time::timeout(self.timeout, self.pool.request(req))
+        let resp = tokio::time::timeout_at(deadline, self.pool.request(req))
             .await
             .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?
             .map_err(|e| other(format!("cannot reach {origin}: {e}")))?;

@@ -11,6 +11,8 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"echo_tools": true}        a final answer made of every tool result of the last turn,
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
+  {"trickle": true}           a 200 whose body never ends: one byte every 0.2 s (a
+                              provider that stalls mid-answer)
   {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
 A request with "stream": true gets the same answer as server-sent events, cut into
 small deltas exactly as each wire streams them (Chat Completions chunks with
@@ -24,6 +26,7 @@ Prints READY when listening.
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUESTS = []
@@ -146,6 +149,18 @@ def main() -> None:
             if not self.path.endswith("/chat/completions"):
                 self.reply(404, {"error": {"message": "not found"}})
                 return
+            if turn.get("trickle"):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                try:
+                    while True:
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
             if "status" in turn:
                 self.reply(turn["status"], {"error": {"message": turn.get("error", "error"), "code": turn.get("code")}})
                 return

@@ -82,3 +82,24 @@ async fn postgres_never_takes_a_password_off_this_machine_in_clear() {
     assert!(e.to_string().contains("sslmode=disable"), "{e}");
     assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
 }
+
+/// A provider that answers at once and then stalls mid-body (one byte every 0.2 s, for
+/// ever) is cut off at the timeout — streamed or not — and the run says so instead of
+/// hanging.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_model_answer_is_cut_off_at_the_timeout() {
+    let dir = scratch("stalled-model");
+    let model = FakeModel::start(&dir, json!([{"trickle": true}]));
+    for stream in [false, true] {
+        let wire = ChatCompletions::new(model.url(), "fake-model")
+            .unwrap()
+            .timeout(std::time::Duration::from_secs(2))
+            .streaming(stream);
+        let agent = Agent::builder().model(wire).build().unwrap();
+        let e = agent.run("hello").await.unwrap_err();
+        assert!(
+            e.is_model() && e.to_string().contains("took longer than"),
+            "streamed {stream}: {e}"
+        );
+    }
+}
