@@ -85,6 +85,10 @@ struct AgentInner {
     host: Arc<dyn Host>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
+    /// The most calls of one run on servers at once.
+    calls_in_flight: usize,
+    /// The most tool calls of one model turn that run.
+    calls_per_turn: usize,
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,

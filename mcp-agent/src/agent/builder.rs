@@ -10,6 +10,8 @@ pub struct AgentBuilder {
     servers: Vec<Mcp>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
+    calls_in_flight: usize,
+    calls_per_turn: usize,
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
@@ -72,6 +74,18 @@ impl AgentBuilder {
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.max_steps = steps;
         self.policy_stated = true;
+        self
+    }
+    /// The most calls of one run that are on servers at once (default 16): the calls
+    /// of a turn run together up to this many, the others wait for a free place.
+    pub fn max_calls_in_flight(mut self, n: usize) -> Self {
+        self.calls_in_flight = n;
+        self
+    }
+    /// The most tool calls one model turn may ask for (default 128): the calls past it
+    /// do not run, and the model reads why.
+    pub fn max_calls_per_turn(mut self, n: usize) -> Self {
+        self.calls_per_turn = n;
         self
     }
     /// Instructions for the model.
@@ -200,6 +214,8 @@ impl AgentBuilder {
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
+                calls_in_flight: self.calls_in_flight.max(1),
+                calls_per_turn: self.calls_per_turn.max(1),
                 system: self.system,
                 on_event: self.on_event,
                 on_input: self.on_input,
@@ -234,6 +250,8 @@ impl Agent {
             on_expiry: Expiry::Continue,
             lease: std::time::Duration::from_secs(60),
             host: None,
+            calls_in_flight: 16,
+            calls_per_turn: 128,
         }
     }
 }

@@ -45,12 +45,19 @@ impl Agent {
         if let [(call, tool)] = batch.as_slice() {
             ends[0] = Some(self.call_server(&state.id, tool, call).await);
         } else {
-            // Dropping the run (a cancelled future) aborts the calls with the set.
+            // Dropping the run (a cancelled future) aborts the calls with the set. At
+            // most `calls_in_flight` are on servers at once; the others wait in order.
+            let places = Arc::new(tokio::sync::Semaphore::new(self.inner.calls_in_flight));
             let mut set = tokio::task::JoinSet::new();
             for (i, (call, tool)) in batch.iter().enumerate() {
                 let agent = self.clone();
                 let (run, tool, call) = (state.id.clone(), (*tool).clone(), call.clone());
-                set.spawn(async move { (i, agent.call_server(&run, &tool, &call).await) });
+                let places = places.clone();
+                set.spawn(async move {
+                    // The semaphore is never closed: a place always comes.
+                    let _place = places.acquire_owned().await.ok();
+                    (i, agent.call_server(&run, &tool, &call).await)
+                });
             }
             while let Some(joined) = set.join_next().await {
                 match joined {

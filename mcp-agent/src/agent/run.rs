@@ -153,8 +153,11 @@ impl Agent {
             };
             let answer = self.inner.model.complete(&request).await?;
             state.ran += 1;
-            let calls = answer.message.tool_calls();
+            let mut calls = answer.message.tool_calls();
             let text = answer.message.joined_text();
+            // A turn asks for at most `calls_per_turn` calls; the model reads why the
+            // rest did not run.
+            let past = calls.split_off(calls.len().min(self.inner.calls_per_turn));
             state.messages.push(answer.message);
             // Kept with the next save — the run finishing, the save that records its
             // calls as sent, or a suspension; a crash before that asks the model
@@ -162,7 +165,21 @@ impl Agent {
             let tool_calls = calls.len().min(u32::MAX as usize) as u32;
             let step = state.steps;
             self.event(state, Event::ModelAnswered { step, tool_calls });
-            if calls.is_empty() {
+            for (id, name, _) in past {
+                let reason = format!(
+                    "`{name}` was not run: a turn may ask for at most {} tool calls",
+                    self.inner.calls_per_turn
+                );
+                self.event(
+                    state,
+                    Event::Denied {
+                        tool: name,
+                        reason: reason.clone(),
+                    },
+                );
+                state.results.push(error_result(id, reason));
+            }
+            if calls.is_empty() && state.results.is_empty() {
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::Finished {

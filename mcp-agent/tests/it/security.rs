@@ -103,3 +103,53 @@ async fn a_stalled_model_answer_is_cut_off_at_the_timeout() {
         );
     }
 }
+
+/// A turn of many calls: at most `max_calls_in_flight` are on the server at once (the
+/// rendezvous server's `crowd` answers the peak it saw, and returns only once the peak
+/// reaches 3 — so the first three answer exactly 3, the positive control that they did
+/// run together), and the calls past `max_calls_per_turn` do not run: the model reads
+/// why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_and_calls_per_turn_are_bounded() {
+    let dir = scratch("bounded-calls");
+    let calls: Vec<_> = (0..12)
+        .map(|_| json!({"name": "crowd", "arguments": {"group": "g", "until": 3}}))
+        .collect();
+    let model = FakeModel::start(&dir, json!([{"tool_calls": calls}, {"echo_tools": true}]));
+    let server = mcp_agent::runtime::Mcp::builder("rendezvous")
+        .command([
+            super::peers().join("venv/bin/python").display().to_string(),
+            super::repo_root()
+                .join("tests/peers/rendezvous.py")
+                .display()
+                .to_string(),
+        ])
+        .build()
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .allow(["crowd"])
+        .server(server)
+        .max_calls_in_flight(3)
+        .max_calls_per_turn(10)
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("crowd in").await.unwrap() else {
+        panic!("the run finishes")
+    };
+    let peaks: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("crowd: peak "))
+        .map(|n| n.trim().parse().unwrap())
+        .collect();
+    assert_eq!(peaks.len(), 10, "{text}");
+    assert!(peaks.iter().all(|p| *p <= 3), "more than 3 at once: {text}");
+    assert!(peaks.contains(&3), "{text}");
+    assert_eq!(
+        text.matches("a turn may ask for at most 10 tool calls")
+            .count(),
+        2,
+        "{text}"
+    );
+    agent.close().await.unwrap();
+}
