@@ -85,6 +85,9 @@ struct AgentInner {
     host: Arc<dyn Host>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
+    /// Servers whose failure to list tools stops a run (the others are left out of
+    /// the turn).
+    required: Vec<String>,
     /// The most calls of one run on servers at once.
     calls_in_flight: usize,
     /// The most tool calls of one model turn that run.

@@ -12,6 +12,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     calls_in_flight: usize,
     calls_per_turn: usize,
+    required: Vec<String>,
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
@@ -74,6 +75,13 @@ impl AgentBuilder {
     pub fn max_steps(mut self, steps: u32) -> Self {
         self.max_steps = steps;
         self.policy_stated = true;
+        self
+    }
+    /// Makes the server `name` required: when it is down or cannot list its tools, the
+    /// run stops with that error (and is put back, or kept `failed`) instead of going
+    /// on without its tools, as it does for any other server.
+    pub fn require_server(mut self, name: impl Into<String>) -> Self {
+        self.required.push(name.into());
         self
     }
     /// The most calls of one run that are on servers at once (default 16): the calls
@@ -214,6 +222,7 @@ impl AgentBuilder {
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
+                required: self.required,
                 calls_in_flight: self.calls_in_flight.max(1),
                 calls_per_turn: self.calls_per_turn.max(1),
                 system: self.system,
@@ -251,6 +260,7 @@ impl Agent {
             lease: std::time::Duration::from_secs(60),
             host: None,
             calls_in_flight: 16,
+            required: Vec::new(),
             calls_per_turn: 128,
         }
     }

@@ -223,6 +223,24 @@ pub enum Event {
         /// Sent again (the tool says a repeat is harmless).
         resent: bool,
     },
+    /// An attached server is down, or could not list its tools: its tools are left out
+    /// of this turn (a server made required stops the run instead).
+    ServerUnavailable {
+        /// The server.
+        server: String,
+        /// Why (at most 1000 characters).
+        error: String,
+    },
+    /// A tool of a server is not offered: its name breaks the MCP rule, or a server
+    /// attached earlier offers one of the same name.
+    ToolHidden {
+        /// The server that offers it.
+        server: String,
+        /// Its name (escaped, at most 200 characters).
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// The run ended.
     RunFinished,
 }

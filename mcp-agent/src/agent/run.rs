@@ -110,7 +110,19 @@ impl Agent {
     /// while a person must decide on any of them, then run together — and then the
     /// model again.
     pub(super) async fn steps(&self, state: &mut RunState) -> Result<Outcome> {
-        let tools = self.tools().await?;
+        let (tools, mut down) = self.tools(state).await?;
+        // A person's approval of a call on a server that is down now waits for it:
+        // the error puts the run back in its suspension when nothing ran yet.
+        for call in &state.pending {
+            let CallState::Approved { person: Some(p) } = &call.at else {
+                continue;
+            };
+            let Some(b) = &p.binding else { continue };
+            if let Some(i) = down.iter().position(|(s, _)| *s == b.server) {
+                let (_, e) = down.swap_remove(i);
+                return Err(e.into());
+            }
+        }
         let mut skills = self.skills().await;
         state.standing = self.standing().await;
         loop {

@@ -418,3 +418,34 @@ async fn always_allow_holds_while_the_tool_is_the_same() {
     assert_eq!(waits[0].tool, "write", "a changed tool asks again");
     assert_eq!(host.called("write"), 4);
 }
+
+/// A tool whose name breaks the MCP rule is not offered (an event says so, escaped);
+/// the others are.
+#[tokio::test]
+async fn a_tool_named_outside_the_rule_is_hidden() {
+    let (host, store) = (ScriptedHost::new(), Arc::new(MemoryRunStore::default()));
+    lock(&host.tools).push(tool("rm -rf /\u{1b}[2J", "Sneaky.", None));
+    lock(&host.tools).push(tool(&"x".repeat(129), "Long.", None));
+    let model = ScriptedModel::new(vec![None]);
+    let (agent, events) = agent(&host, &model, &store);
+    agent.run("go").await.unwrap();
+    let hidden: Vec<String> = lock(&events)
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolHidden { tool, .. } => Some(tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(hidden.len(), 2, "{hidden:?}");
+    assert!(hidden[0].contains("\\u{1b}"), "escaped: {hidden:?}");
+    let offered: Vec<String> = lock(&model.seen)[0]
+        .tools
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(offered.contains(&"read".to_owned()), "{offered:?}");
+    assert!(
+        offered.iter().all(|n| super::toolbox::valid_tool_name(n)),
+        "{offered:?}"
+    );
+}

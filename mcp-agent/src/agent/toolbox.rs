@@ -3,24 +3,67 @@
 use super::*;
 
 impl Agent {
-    /// The tools of every attached server; model-facing names must be unique.
-    pub(super) async fn tools(&self) -> Result<HashMap<String, AgentTool>> {
+    /// The tools of the attached servers, by model-facing name, and the servers that
+    /// could not list theirs. One server cannot stop the run: a server that is down or
+    /// fails to list its tools is left out of this turn ([`Event::ServerUnavailable`];
+    /// the model sees its tools gone) unless it is required
+    /// ([`AgentBuilder::require_server`]); a tool whose name breaks the spec's rule, or
+    /// that another server attached earlier already offers, is hidden
+    /// ([`Event::ToolHidden`]).
+    pub(super) async fn tools(
+        &self,
+        state: &mut RunState,
+    ) -> Result<(
+        HashMap<String, AgentTool>,
+        Vec<(String, mcp_runtime::Error)>,
+    )> {
         let mut all: HashMap<String, AgentTool> = HashMap::new();
-        let host = &self.inner.host;
+        let mut down = Vec::new();
+        let host = self.inner.host.clone();
         for i in 0..host.count() {
-            let server = host.name(i);
-            for t in host.tools(i).await? {
-                if let Some(other) = all.get(&t.name) {
-                    return Err(Error::config(format!(
-                        "two attached servers offer a tool named `{}`: {} and {}; give one a prefix",
-                        t.name,
-                        host.name(other.server),
-                        server
-                    )));
+            let server = host.name(i).to_owned();
+            let listed = match host.tools(i).await {
+                Ok(listed) => listed,
+                Err(e) if self.inner.required.contains(&server) => return Err(e.into()),
+                Err(e) => {
+                    let error = crate::error::clip(&e.to_string(), 1000);
+                    self.event(
+                        state,
+                        Event::ServerUnavailable {
+                            server: server.clone(),
+                            error,
+                        },
+                    );
+                    down.push((server, e));
+                    continue;
+                }
+            };
+            for t in listed {
+                let hidden = if !valid_tool_name(&t.name) {
+                    Some("its name breaks the MCP rule (1 to 128 characters of A-Z, a-z, 0-9, `_`, `.`, `-`)".to_owned())
+                } else {
+                    all.get(&t.name).map(|other| {
+                        format!(
+                            "server `{}`, attached earlier, offers a tool of the same name (give one a prefix)",
+                            host.name(other.server)
+                        )
+                    })
+                };
+                if let Some(reason) = hidden {
+                    let tool = crate::error::escaped(&crate::error::clip(&t.name, 200));
+                    self.event(
+                        state,
+                        Event::ToolHidden {
+                            server: server.clone(),
+                            tool,
+                            reason,
+                        },
+                    );
+                    continue;
                 }
                 let facts = ToolFacts {
                     name: t.name.clone(),
-                    server: server.to_owned(),
+                    server: server.clone(),
                     app_only: t.app_only,
                     requires_approval: t.requires_approval(),
                 };
@@ -45,7 +88,7 @@ impl Agent {
                 );
             }
         }
-        Ok(all)
+        Ok((all, down))
     }
 
     /// The tools the model is offered this turn: what the gate can allow; deferred
@@ -186,4 +229,12 @@ impl Agent {
                 .iter()
                 .any(|a| this(&a.server, &a.server_config, &a.tool, &a.definition))
     }
+}
+
+/// The spec's rule for tool names: 1 to 128 characters of `A-Za-z0-9_.-`.
+pub(super) fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }

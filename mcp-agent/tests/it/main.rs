@@ -747,7 +747,8 @@ fn secrets_never_reach_logs_events_or_the_store() {
             .store(SqliteRunStore::open(&store).unwrap())
             .build()
             .unwrap();
-        let Outcome::Finished { run_id, .. } = agent.run("list").await.unwrap() else {
+        let Outcome::Finished { run_id, .. } = agent.run("list-the-canary-folder").await.unwrap()
+        else {
             panic!()
         };
         shown.push_str(&format!(
@@ -765,13 +766,43 @@ fn secrets_never_reach_logs_events_or_the_store() {
             .server(http)
             .build()
             .unwrap();
-        shown.push_str(&bad.run("x").await.unwrap_err().to_string());
+        // The unreachable server is left out of the turn; its error is an event.
+        let Outcome::Finished { run_id, .. } = bad.run("x").await.unwrap() else {
+            panic!()
+        };
+        let events = format!("{:?}", bad.events(&run_id).await.unwrap());
+        assert!(events.contains("ServerUnavailable"), "{events}");
+        shown.push_str(&events);
+        // What the store holds, in the database file and its write-ahead log, while
+        // the agent's connection is open (the rows are in the log) ...
+        let files = |store: &std::path::Path| {
+            let mut bytes = Vec::new();
+            for suffix in ["", "-wal", "-shm"] {
+                let mut name = store.as_os_str().to_owned();
+                name.push(suffix);
+                bytes.extend(std::fs::read(std::path::PathBuf::from(name)).unwrap_or_default());
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        let open = files(&store);
         agent.close().await.unwrap();
-        std::fs::read(&store).unwrap()
+        // ... and after the last connection closed (SQLite moves the log into the file).
+        drop(agent);
+        (open, files(&store))
     });
     let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
     assert!(logs.len() > 500, "trace logging was captured");
-    let kept = String::from_utf8_lossy(&kept).into_owned();
+    let (open, closed) = kept;
+    // The positive control: the reader sees the stored run (its prompt) both times.
+    assert!(
+        open.contains("list-the-canary-folder"),
+        "the reader sees stored rows"
+    );
+    assert!(
+        closed.contains("list-the-canary-folder"),
+        "the reader sees stored rows"
+    );
+    let kept = format!("{open}{closed}");
     for secret in ["MODEL-KEY-CANARY", "ENV-CANARY-91c2", "HTTP-TOKEN-CANARY"] {
         assert!(!logs.contains(secret), "{secret} reached the logs");
         assert!(

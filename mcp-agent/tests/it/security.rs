@@ -153,3 +153,72 @@ async fn calls_in_flight_and_calls_per_turn_are_bounded() {
     );
     agent.close().await.unwrap();
 }
+
+/// One server cannot stop the agent: a server that cannot start is left out of the turn
+/// (`ServerUnavailable`, the model sees only the other server's tools) unless it is
+/// required; a second server offering the same tool names has those tools hidden
+/// (`ToolHidden`, naming the server attached first) instead of failing every run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_cannot_stop_the_agent() {
+    let dir = scratch("one-server");
+    std::fs::write(dir.join("a.txt"), "A").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let broken = || {
+        mcp_agent::runtime::Mcp::builder("broken")
+            .command([dir.join("no-such-server").display().to_string()])
+            .build()
+            .unwrap()
+    };
+    let bin = super::peers().join("npm/node_modules/.bin/mcp-server-filesystem");
+    let twin = mcp_agent::runtime::Mcp::builder("twin")
+        .command([bin.display().to_string(), dir.display().to_string()])
+        .build()
+        .unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .allow(["read_text_file"])
+        .server(filesystem(&dir))
+        .server(broken())
+        .server(twin)
+        .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read a").await.unwrap() else {
+        panic!("the run goes on without the broken server")
+    };
+    assert!(text.contains("read_text_file: A"), "{text}");
+    let events = events.lock().unwrap().clone();
+    assert!(events.iter().any(|e| matches!(e,
+        mcp_agent::Event::ServerUnavailable { server, .. } if server == "broken")));
+    assert!(events.iter().any(|e| matches!(e,
+        mcp_agent::Event::ToolHidden { server, tool, reason }
+            if server == "twin" && tool == "read_text_file" && reason.contains("`fs`"))));
+    // The model was offered each name once.
+    let offered = super::offered(&model.requests()[0]);
+    assert_eq!(
+        offered.iter().filter(|n| *n == "read_text_file").count(),
+        1,
+        "{offered:?}"
+    );
+    agent.close().await.unwrap();
+
+    // Required, the same server stops the run.
+    let required = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .server(filesystem(&dir))
+        .server(broken())
+        .require_server("broken")
+        .build()
+        .unwrap();
+    let e = required.run("read a").await.unwrap_err();
+    assert!(e.is_mcp(), "{e}");
+    required.close().await.unwrap();
+}
