@@ -320,48 +320,57 @@ impl MessageStream {
     }
 }
 
+impl Messages {
+    /// One request and its answer (errors not yet cleared of secrets).
+    async fn exchange(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        let url = format!("{}/v1/messages", self.endpoint.base_url);
+        let mut headers = vec![("anthropic-version", VERSION)];
+        if let Some(b) = &self.beta {
+            headers.push(("anthropic-beta", b.as_str()));
+        }
+        let secrets: Vec<(&str, &Secret)> = self
+            .endpoint
+            .api_key
+            .iter()
+            .map(|k| ("x-api-key", k))
+            .collect();
+        let mut body = self.body(request);
+        if !self.endpoint.stream {
+            let a = self
+                .endpoint
+                .http
+                .post(&url, &headers, &secrets, &body)
+                .await?;
+            if (200..300).contains(&a.status) {
+                return Self::answer(&a.json);
+            }
+            return Err(Self::error(&a));
+        }
+        body["stream"] = Value::Bool(true);
+        let mut assembled = MessageStream::default();
+        let on_text = self.endpoint.on_text.clone();
+        let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
+        if let Some(a) = self
+            .endpoint
+            .http
+            .post_events(&url, &headers, &secrets, &body, &mut on)
+            .await?
+        {
+            return Err(Self::error(&a));
+        }
+        Self::answer(&assembled.answer())
+    }
+}
+
 impl Model for Messages {
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
-            let url = format!("{}/v1/messages", self.endpoint.base_url);
-            let mut headers = vec![("anthropic-version", VERSION)];
-            if let Some(b) = &self.beta {
-                headers.push(("anthropic-beta", b.as_str()));
-            }
-            let secrets: Vec<(&str, &Secret)> = self
-                .endpoint
-                .api_key
-                .iter()
-                .map(|k| ("x-api-key", k))
-                .collect();
-            let mut body = self.body(request);
-            if !self.endpoint.stream {
-                let a = self
-                    .endpoint
-                    .http
-                    .post(&url, &headers, &secrets, &body)
-                    .await?;
-                if (200..300).contains(&a.status) {
-                    return Self::answer(&a.json);
-                }
-                return Err(Self::error(&a));
-            }
-            body["stream"] = Value::Bool(true);
-            let mut assembled = MessageStream::default();
-            let on_text = self.endpoint.on_text.clone();
-            let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
-            if let Some(a) = self
-                .endpoint
-                .http
-                .post_events(&url, &headers, &secrets, &body, &mut on)
-                .await?
-            {
-                return Err(Self::error(&a));
-            }
-            Self::answer(&assembled.answer())
+            self.exchange(request)
+                .await
+                .map_err(|e| self.endpoint.redact(e))
         })
     }
 

@@ -49,6 +49,14 @@ pub(crate) struct Endpoint {
 }
 
 impl Endpoint {
+    /// `e` without any secret this endpoint sends (its API key) in its text.
+    pub fn redact(&self, e: ModelError) -> ModelError {
+        match &self.api_key {
+            Some(k) => e.redacted(&[k.expose()]),
+            None => e,
+        }
+    }
+
     /// Checks the URL (https, or http to this machine) and that a model is named.
     pub fn new(base_url: String, model: String) -> Result<Self, ModelError> {
         let base_url = base_url.trim_end_matches('/').to_owned();

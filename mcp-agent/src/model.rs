@@ -215,6 +215,36 @@ pub enum ModelError {
     },
 }
 
+impl ModelError {
+    /// The same error with every one of `secrets` in its text replaced by
+    /// `[redacted]`: a provider that echoes the key it was sent ("Incorrect API key
+    /// provided: sk-…") does not put it in an error, a log or a stored run.
+    pub(crate) fn redacted(self, secrets: &[&str]) -> ModelError {
+        let scrub = |mut d: String| {
+            for s in secrets.iter().filter(|s| s.len() >= 4) {
+                if d.contains(*s) {
+                    d = d.replace(*s, "[redacted]");
+                }
+            }
+            d
+        };
+        match self {
+            ModelError::RateLimited { detail } => ModelError::RateLimited {
+                detail: scrub(detail),
+            },
+            ModelError::ContextTooLong { detail } => ModelError::ContextTooLong {
+                detail: scrub(detail),
+            },
+            ModelError::Unauthorized { detail } => ModelError::Unauthorized {
+                detail: scrub(detail),
+            },
+            ModelError::Other { detail } => ModelError::Other {
+                detail: scrub(detail),
+            },
+        }
+    }
+}
+
 impl std::fmt::Display for ModelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -324,11 +324,13 @@ impl Model for ChatCompletions {
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
             let answer = if self.endpoint.stream {
-                self.post_streamed(self.body(request)).await?
+                self.post_streamed(self.body(request)).await
             } else {
-                self.post(self.body(request)).await?
+                self.post(self.body(request)).await
             };
-            Self::answer(&answer)
+            answer
+                .and_then(|a| Self::answer(&a))
+                .map_err(|e| self.endpoint.redact(e))
         })
     }
 }

@@ -11,6 +11,7 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"echo_tools": true}        a final answer made of every tool result of the last turn,
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
+  {"status": 401, "echo_key": true}   an error quoting the credential it was sent
   {"trickle": true}           a 200 whose body never ends: one byte every 0.2 s (a
                               provider that stalls mid-answer)
   {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
@@ -162,7 +163,11 @@ def main() -> None:
                 except (BrokenPipeError, ConnectionResetError):
                     return
             if "status" in turn:
-                self.reply(turn["status"], {"error": {"message": turn.get("error", "error"), "code": turn.get("code")}})
+                message = turn.get("error", "error")
+                if turn.get("echo_key"):
+                    # Like a provider that quotes the credential it refused.
+                    message = f"Incorrect API key provided: {self.headers.get('Authorization')}"
+                self.reply(turn["status"], {"error": {"message": message, "code": turn.get("code")}})
                 return
             message = {"role": "assistant", "content": None}
             finish = "stop"
@@ -197,7 +202,10 @@ def main() -> None:
             """The Anthropic Messages wire."""
             if "status" in turn:
                 kind = {429: "rate_limit_error", 401: "authentication_error"}.get(turn["status"], "invalid_request_error")
-                self.reply(turn["status"], {"type": "error", "error": {"type": kind, "message": turn.get("error", "error")}})
+                message = turn.get("error", "error")
+                if turn.get("echo_key"):
+                    message = f"invalid x-api-key: {self.headers.get('x-api-key')}"
+                self.reply(turn["status"], {"type": "error", "error": {"type": kind, "message": message}})
                 return
             stop = "end_turn"
             if "raw" in turn:

@@ -222,3 +222,43 @@ async fn one_server_cannot_stop_the_agent() {
     assert!(e.is_mcp(), "{e}");
     required.close().await.unwrap();
 }
+
+/// A provider that quotes the key it refused does not put the key in the error (nor
+/// in the run's events): on both wires, streamed or not. The positive control: the
+/// error does quote what the provider said around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_provider_echoes_is_not_in_the_error() {
+    let dir = scratch("echoed-key");
+    let model = FakeModel::start(&dir, json!([{"status": 401, "echo_key": true}]));
+    for stream in [false, true] {
+        let chat = ChatCompletions::new(model.url(), "m")
+            .unwrap()
+            .api_key("sk-ECHOED-KEY-CANARY-0042")
+            .streaming(stream);
+        let e = Agent::builder()
+            .model(chat)
+            .build()
+            .unwrap()
+            .run("x")
+            .await
+            .unwrap_err();
+        let text = format!("{e} {e:?}");
+        // The provider did quote it: what it quoted is there, scrubbed.
+        assert!(text.contains("Incorrect API key provided: Bearer [redacted]"), "{text}");
+        assert!(!text.contains("ECHOED-KEY-CANARY"), "{text}");
+        let messages = mcp_agent::Messages::new(format!("http://127.0.0.1:{}", model.port), "m")
+            .unwrap()
+            .api_key("sk-ECHOED-KEY-CANARY-0042")
+            .streaming(stream);
+        let e = Agent::builder()
+            .model(messages)
+            .build()
+            .unwrap()
+            .run("x")
+            .await
+            .unwrap_err();
+        let text = format!("{e} {e:?}");
+        assert!(text.contains("invalid x-api-key: [redacted]"), "{text}");
+        assert!(!text.contains("ECHOED-KEY-CANARY"), "{text}");
+    }
+}
