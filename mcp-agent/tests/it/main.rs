@@ -1315,6 +1315,7 @@ async fn input_callbacks_answer_and_a_denial_declines() {
 }
 mod batch;
 mod decisions;
+mod gate_props;
 mod recovery;
 mod security;
 mod skills;

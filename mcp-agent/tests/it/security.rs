@@ -244,7 +244,10 @@ async fn a_key_the_provider_echoes_is_not_in_the_error() {
             .unwrap_err();
         let text = format!("{e} {e:?}");
         // The provider did quote it: what it quoted is there, scrubbed.
-        assert!(text.contains("Incorrect API key provided: Bearer [redacted]"), "{text}");
+        assert!(
+            text.contains("Incorrect API key provided: Bearer [redacted]"),
+            "{text}"
+        );
         assert!(!text.contains("ECHOED-KEY-CANARY"), "{text}");
         let messages = mcp_agent::Messages::new(format!("http://127.0.0.1:{}", model.port), "m")
             .unwrap()
