@@ -130,7 +130,14 @@ impl Agent {
         let kept = state.clone();
         let mut standing = Vec::new();
         for (id, decision) in decisions {
-            standing.extend(self.apply(&mut state, &id, decision)?);
+            match self.apply(&mut state, &id, decision) {
+                Ok(granted) => standing.extend(granted),
+                Err(e) => {
+                    // Checked above, so not expected: the run waits as it was.
+                    self.put_back(run_id, waiting(claimed)).await;
+                    return Err(e);
+                }
+            }
         }
         for allowance in &standing {
             if let Err(e) = self.keep_allowance(allowance).await {
