@@ -112,14 +112,15 @@ fn the_cli_keeps_its_credentials_from_stdio_servers() {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        stdout.contains("still-passed"),
-        "get-env did not work: {stdout}"
-    );
+    // The positive control: the server's environment is what the reader sees.
+    assert!(stdout.contains("PATH"), "get-env did not work: {stdout}");
     assert!(
         !stdout.contains("canary"),
         "a credential reached the server: {stdout}"
     );
+    // A spawned server gets a clean environment: nothing of this process's but the
+    // safe default set.
+    assert!(!stdout.contains("still-passed"), "{stdout}");
 }
 
 /// The OAuth peers of the runtime's tests: oidc-provider (node 22) and an MCP server
