@@ -37,6 +37,7 @@ impl Error {
         }
     }
     /// A store error caused by `source` (kept for [`std::error::Error::source`]).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn store_from(
         detail: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -166,20 +167,4 @@ impl std::error::Error for Error {
 /// At most `n` characters of `s`.
 pub(crate) fn clip(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
-}
-
-/// `s` with its control characters (and other invisible or direction-changing ones)
-/// written as escapes, so server-chosen text cannot rewrite a terminal or a log line.
-pub(crate) fn escaped(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let invisible = c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
-        if invisible {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }

@@ -294,7 +294,8 @@ pub trait RunStore: Send + Sync + 'static {
     /// an error for which `is_lease_lost()` is true, and nothing changes. Atomic: the
     /// state and the events are kept together or not at all.
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
-    /// The run's event log, in the order appended (empty for an unknown run).
+    /// The run's event log, in the order appended (empty for an unknown run): at most
+    /// its first 100,000 events, whatever the store holds.
     fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
@@ -329,6 +330,9 @@ pub trait RunStore: Send + Sync + 'static {
     /// Forgets the allowance `id`; `false` when there was none.
     fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
 }
+
+/// The most events of one run a store returns.
+pub(crate) const MAX_EVENTS: usize = 100_000;
 
 /// The most standing allowances a store returns.
 pub(crate) const MAX_ALLOWANCES: usize = 10_000;

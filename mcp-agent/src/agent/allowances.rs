@@ -46,6 +46,15 @@ impl Allowance {
             at: now(),
         }
     }
+
+    /// It allows `tool` of its server, configured (`config`) and defined
+    /// (`definition`) as when it was allowed.
+    pub(super) fn covers(&self, tool: &ToolFacts, config: &str, definition: &str) -> bool {
+        self.server == tool.server
+            && self.tool == tool.name
+            && self.server_config == config
+            && self.definition == definition
+    }
 }
 
 impl Agent {

@@ -132,7 +132,7 @@ impl Agent {
                     tool: tool_name.clone(),
                     progress: p.progress,
                     total: p.total,
-                    message: p.message.as_ref().map(|m| m.chars().take(1000).collect()),
+                    message: p.message.as_ref().map(|m| crate::error::clip(m, 1000)),
                 };
                 for f in &inner.on_event {
                     f(&run, &event);

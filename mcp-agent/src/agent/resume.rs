@@ -188,26 +188,20 @@ impl Agent {
                     DecisionKind::Deny { message } => {
                         state.pending[i].at = CallState::Denied {
                             by: by.clone(),
-                            message: message.map(|m| m.chars().take(4000).collect()),
+                            message: message.map(|m| crate::error::clip(&m, 4000)),
                         };
                     }
                     DecisionKind::Approve | DecisionKind::Edit { .. } => {
-                        let mut edited = false;
                         if let DecisionKind::Edit { arguments } = what {
                             if let Some(b) = &mut binding {
                                 b.arguments = mcp_runtime::digest::sha256_json(&arguments);
                             }
                             state.pending[i].arguments = arguments;
-                            edited = true;
                         }
                         match (always, &binding) {
-                            (Some(Always::Run), Some(b)) => state.always.push(AlwaysAllowed {
-                                server: b.server.clone(),
-                                server_config: b.server_config.clone(),
-                                tool: b.tool.clone(),
-                                definition: b.definition.clone(),
-                                by: by.clone(),
-                            }),
+                            (Some(Always::Run), Some(b)) => {
+                                state.always.push(Allowance::new(b, &by));
+                            }
                             (Some(Always::Agent), Some(b)) => {
                                 standing = Some(Allowance::new(b, &by));
                             }
@@ -219,7 +213,6 @@ impl Agent {
                                 binding: binding.clone(),
                                 skill: a.skill,
                                 grant_tools: allowed_tools,
-                                edited,
                             })),
                         };
                     }

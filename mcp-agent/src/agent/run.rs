@@ -73,7 +73,7 @@ impl Agent {
         claimed: Option<RunState>,
         e: Error,
     ) -> Result<Outcome> {
-        let error: String = e.to_string().chars().take(1000).collect();
+        let error = crate::error::clip(&e.to_string(), 1000);
         if let Some(mut kept) = claimed {
             // Nothing ran: the same suspension, the same decision to make.
             self.event(
@@ -465,7 +465,7 @@ impl Agent {
             .into_iter()
             .filter(|(k, _)| !answers.iter().any(|(a, _)| a == k))
             // Server text: kept short in the run, like progress messages.
-            .map(|(_, r)| r.message.chars().take(1000).collect())
+            .map(|(_, r)| crate::error::clip(&r.message, 1000))
             .collect();
         let event = Event::InputRequested {
             server,

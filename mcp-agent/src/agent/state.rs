@@ -114,20 +114,6 @@ pub(super) struct PersonApproval {
     /// For a skill load: its `allowed-tools` granted too.
     #[serde(default)]
     pub(super) grant_tools: bool,
-    /// The person edited the arguments (the approval is bound to the edited ones).
-    #[serde(default)]
-    pub(super) edited: bool,
-}
-
-/// "Always allow this tool" in one run: the tool, on the server, as defined and
-/// configured when the person said so (a changed tool or server asks again).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct AlwaysAllowed {
-    pub(super) server: String,
-    pub(super) server_config: String,
-    pub(super) tool: String,
-    pub(super) definition: String,
-    pub(super) by: String,
 }
 
 /// A call that paused for input: the input, and the answers callbacks gave.
@@ -169,9 +155,10 @@ pub(super) struct RunState {
     /// Tools an approved skill's `allowed-tools` granted: (server, tool, skill uri).
     #[serde(default)]
     pub(super) granted: Vec<(String, String, String)>,
-    /// Tools a person allowed for the rest of the run.
+    /// Tools a person allowed for the rest of the run (bound like a standing
+    /// allowance: server, configuration, tool, definition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(super) always: Vec<AlwaysAllowed>,
+    pub(super) always: Vec<Allowance>,
     /// The suspension the run waits in, while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) suspension: Option<Suspension>,

@@ -50,7 +50,8 @@ impl Agent {
                     })
                 };
                 if let Some(reason) = hidden {
-                    let tool = crate::error::escaped(&crate::error::clip(&t.name, 200));
+                    let name = crate::error::clip(&t.name, 200);
+                    let tool = mcp_runtime::__private::escape_controls(&name, false).into_owned();
                     self.event(
                         state,
                         Event::ToolHidden {
@@ -217,17 +218,11 @@ impl Agent {
         }
         let config = self.inner.host.config_fingerprint(tool.server);
         let definition = tool.def.definition_digest();
-        let this = |s: &str, c: &str, t: &str, d: &str| {
-            s == tool.facts.server && t == tool.facts.name && c == config && d == definition
-        };
         state
             .always
             .iter()
-            .any(|a| this(&a.server, &a.server_config, &a.tool, &a.definition))
-            || state
-                .standing
-                .iter()
-                .any(|a| this(&a.server, &a.server_config, &a.tool, &a.definition))
+            .chain(&state.standing)
+            .any(|a| a.covers(&tool.facts, &config, &definition))
     }
 }
 

@@ -101,7 +101,7 @@ impl RunStore for MemoryRunStore {
     fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
         let events = lock(&self.runs)
             .get(id)
-            .map(|(_, _, e)| e.clone())
+            .map(|(_, _, e)| e.iter().take(MAX_EVENTS).cloned().collect())
             .unwrap_or_default();
         Box::pin(async move { Ok(events) })
     }

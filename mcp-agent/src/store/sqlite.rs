@@ -202,10 +202,14 @@ impl RunStore for SqliteRunStore {
         let id = id.to_owned();
         Box::pin(self.blocking(move |s, c| {
             let mut stmt = c
-                .prepare_cached("SELECT event FROM mcp_agent_events WHERE run_id = ?1 ORDER BY seq")
+                .prepare_cached(
+                    "SELECT event FROM mcp_agent_events WHERE run_id = ?1 ORDER BY seq LIMIT ?2",
+                )
                 .map_err(|e| s.fail(e))?;
             let rows = stmt
-                .query_map([&id], |r| r.get::<_, String>(0))
+                .query_map(rusqlite::params![id, MAX_EVENTS as i64], |r| {
+                    r.get::<_, String>(0)
+                })
                 .map_err(|e| s.fail(e))?;
             let mut out = Vec::new();
             for row in rows {
