@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mcp_runtime::{BoxFuture, InputRequest, InputResponse, Mcp, PendingInput, RequestOptions};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode, ToolFacts, Verdict};
@@ -15,6 +15,7 @@ use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
 use crate::store::{lock, Claim, Lease, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
 mod allowances;
+mod answers;
 mod builder;
 mod call;
 mod decision;
@@ -32,6 +33,7 @@ mod toolbox;
 mod tests;
 
 pub use allowances::Allowance;
+use answers::{Answers, Vault};
 pub use builder::AgentBuilder;
 use decision::*;
 pub use decision::{
@@ -101,6 +103,8 @@ struct AgentInner {
     /// Skills loaded in this process, by (server, uri): a file read reuses the load
     /// (its `SKILL.md` checked once) while the run holds the same entry.
     loaded_skills: std::sync::Mutex<HashMap<(String, String), mcp_runtime::LoadedSkill>>,
+    /// Answers to input requests a run may not keep, until their calls are sent.
+    vault: Vault,
 }
 
 impl fmt::Debug for Agent {
@@ -228,6 +232,9 @@ impl Agent {
             .await?;
         state.events.clear();
         state.persisted = true;
+        if matches!(status, RunStatus::Finished | RunStatus::Cancelled) {
+            self.inner.vault.forget_run(&state.id);
+        }
         Ok(())
     }
 

@@ -136,6 +136,26 @@ impl InputRequest {
         matches!(self.kind, InputKind::Form { .. })
     }
 
+    /// The form fields that hold a secret: those whose schema says `writeOnly: true`
+    /// or `format: "password"`. Show them masked; keep their answers out of logs and
+    /// stores (the agent keeps them in memory only).
+    pub fn secret_fields(&self) -> Vec<String> {
+        let InputKind::Form { schema } = &self.kind else {
+            return Vec::new();
+        };
+        let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        props
+            .iter()
+            .filter(|(_, p)| {
+                p.get("writeOnly").and_then(Value::as_bool) == Some(true)
+                    || p.get("format").and_then(Value::as_str) == Some("password")
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// The values of a form's `default`s, as an answer would carry them.
     pub fn defaults(&self) -> Map<String, Value> {
         let mut out = Map::new();
@@ -357,4 +377,30 @@ impl PendingInput {
 pub(crate) struct InputAnswers {
     pub(crate) pending: PendingInput,
     pub(crate) responses: Map<String, Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_fields_are_write_only_or_password_fields() {
+        let request = InputRequest::from_params(
+            "s",
+            &json!({"message": "sign in", "requestedSchema": {"type": "object", "properties": {
+                "user": {"type": "string"},
+                "password": {"type": "string", "format": "password"},
+                "pin": {"type": "string", "writeOnly": true},
+                "email": {"type": "string", "format": "email", "writeOnly": false}
+            }}}),
+        )
+        .unwrap();
+        let mut secret = request.secret_fields();
+        secret.sort();
+        assert_eq!(secret, ["password", "pin"]);
+        let url =
+            InputRequest::from_params("s", &json!({"mode": "url", "url": "https://a.example"}))
+                .unwrap();
+        assert!(url.secret_fields().is_empty());
+    }
 }

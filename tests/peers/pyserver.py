@@ -29,6 +29,7 @@ See tests/peers/README.md for the observed wire shapes of every tool.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
@@ -802,6 +803,47 @@ def ask_name(answer: Annotated[ElicitationResult[NameForm], Resolve(ask_for_name
     if answer.action == "decline":
         return "declined"
     return "cancelled"
+
+
+class VaultForm(BaseModel):
+    token: str = Field(description="A vault token")
+
+
+class LoginForm(BaseModel):
+    user: str = Field(description="User name")
+    # A secret field: `writeOnly` (the spec's string formats have no "password").
+    password: str = Field(description="Password", json_schema_extra={"writeOnly": True})
+
+
+def _ask_vault() -> Elicit[VaultForm]:
+    return Elicit("Vault token for sign_in", VaultForm)
+
+
+def _ask_login() -> Elicit[LoginForm]:
+    return Elicit("Sign in", LoginForm)
+
+
+def _fingerprint(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()[:12]
+
+
+@server.tool(
+    description=(
+        "Ask for a vault token and a login (user, writeOnly password) at once; "
+        "answer with the user and sha256 fingerprints of the secrets (never the secrets)."
+    ),
+    structured_output=False,
+)
+def sign_in(
+    vault: Annotated[ElicitationResult[VaultForm], Resolve(_ask_vault)],
+    login: Annotated[ElicitationResult[LoginForm], Resolve(_ask_login)],
+) -> str:
+    if not isinstance(vault, AcceptedElicitation) or not isinstance(login, AcceptedElicitation):
+        return "not signed in"
+    return (
+        f"signed in as {login.data.user}; password {_fingerprint(login.data.password)}; "
+        f"token {_fingerprint(vault.data.token)}"
+    )
 
 
 @server.tool(description="Kill the server process immediately (simulates a crash).", structured_output=False)

@@ -232,6 +232,7 @@ impl AgentBuilder {
                 skills: self.skills,
                 skill_approvals: self.skill_approvals,
                 loaded_skills: Default::default(),
+                vault: Vault::default(),
             }),
         })
     }

@@ -96,7 +96,7 @@ impl Agent {
                         is_error,
                     }));
                 }
-                CallEnd::Paused(input, answers) => out.push(Err((input, answers))),
+                CallEnd::Paused(paused) => out.push(Err(paused)),
             }
         }
         Ok(out)
@@ -144,11 +144,20 @@ impl Agent {
                 kept.push(event);
             });
         let mut notes = Vec::new();
-        // Answers a person gave on resume: they go with the first attempt.
-        let mut answers = match &call.at {
+        let answered = |by: &str, actions: Vec<String>| Event::InputAnswered {
+            tool: call.name.clone(),
+            actions,
+            by: by.to_owned(),
+            at: now(),
+        };
+        // Answers given while the call waited (a person's on resume; callbacks'): they
+        // go with the first attempt, completed from this process's vault.
+        let mut kept = match &call.at {
             CallState::Answered { input, answers } => Some((input.clone(), answers.clone())),
             _ => None,
         };
+        // Answers callbacks gave just now, for the next attempt.
+        let mut fresh: Option<(PendingInput, Vec<(String, InputResponse)>)> = None;
         let mut end = CallEnd::Done(
             json!({ "error": format!("`{}` kept asking for input ({MAX_INPUT_ROUNDS} rounds)", call.name) })
                 .to_string(),
@@ -156,12 +165,26 @@ impl Agent {
         );
         for _ in 0..MAX_INPUT_ROUNDS {
             let mut options = base.clone();
-            if let Some((input, given)) = answers.take() {
-                let responses: Vec<(String, InputResponse)> = given
-                    .iter()
-                    .filter_map(|(k, v)| InputResponse::from_value(v).map(|r| (k.clone(), r)))
-                    .collect();
-                options = options.with_input_answers(input, responses);
+            if let Some((input, answers)) = kept.take() {
+                let (ready, still, asked) = self
+                    .complete_answers((run_id, call), &input, &answers)
+                    .await;
+                if !asked.is_empty() {
+                    let event = answered("on_input", asked);
+                    for f in &self.inner.on_event {
+                        f(run_id, &event);
+                    }
+                    notes.push(event);
+                }
+                if ready.len() < input.keys().count() {
+                    // Some answer was kept by another process: asked again.
+                    end = CallEnd::Paused(Box::new((input, still)));
+                    break;
+                }
+                self.inner.vault.forget_call(run_id, &call.id);
+                options = options.with_input_answers(input, ready);
+            } else if let Some((input, ready)) = fresh.take() {
+                options = options.with_input_answers(input, ready);
             }
             let e = match self
                 .inner
@@ -206,24 +229,26 @@ impl Agent {
                 }
             }
             if !given.is_empty() {
-                let event = Event::InputAnswered {
-                    tool: call.name.clone(),
-                    actions: given.iter().map(|(_, a)| a.action().to_owned()).collect(),
-                    by: "on_input".into(),
-                    at: now(),
-                };
+                let event = answered(
+                    "on_input",
+                    given.iter().map(|(_, a)| a.action().to_owned()).collect(),
+                );
                 for f in &self.inner.on_event {
                     f(run_id, &event);
                 }
                 notes.push(event);
             }
-            let given: Vec<(String, Value)> =
-                given.into_iter().map(|(k, a)| (k, a.to_value())).collect();
             if given.len() == input.keys().count() {
-                answers = Some((input.clone(), given));
+                fresh = Some((input.clone(), given));
                 continue;
             }
-            end = CallEnd::Paused(input.clone(), given);
+            // A person must answer the rest: the callbacks' answers wait in the vault,
+            // never in the run.
+            let mut answers = Answers::default();
+            for (key, answer) in &given {
+                self.keep_callback_answer((run_id, &call.id), key, answer, &mut answers);
+            }
+            end = CallEnd::Paused(Box::new((input.clone(), answers)));
             break;
         }
         let mut events = std::mem::take(&mut *lock(&seen));

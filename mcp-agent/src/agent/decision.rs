@@ -334,12 +334,11 @@ impl Pending {
                 input,
                 answers,
             } => {
-                let given: Vec<&String> = answers.iter().map(|(k, _)| k).collect();
                 let requests = input
                     .requests()
                     .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
                     .into_iter()
-                    .filter(|(k, _)| !given.contains(&k))
+                    .filter(|(k, _)| !answers.has(k))
                     .collect();
                 (
                     decision.clone(),

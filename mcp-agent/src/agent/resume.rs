@@ -240,8 +240,9 @@ impl Agent {
                     _ => Vec::new(), // a denial declines every request
                 };
                 let mut actions = Vec::new();
+                let call = (state.id.as_str(), state.pending[i].id.as_str());
                 for key in input.keys() {
-                    if answers.iter().any(|(k, _)| k == key) {
+                    if answers.has(key) {
                         continue; // a callback answered it
                     }
                     let answer = given
@@ -250,7 +251,8 @@ impl Agent {
                         .map(|(_, a)| a.clone())
                         .unwrap_or(InputResponse::Decline);
                     actions.push(answer.action().to_owned());
-                    answers.push((key.to_owned(), answer.to_value()));
+                    // Its secret fields stay in this process's memory.
+                    self.keep_person_answer(call, &input, key, &answer, &mut answers);
                 }
                 state.pending[i].at = CallState::Answered { input, answers };
                 Event::InputAnswered {

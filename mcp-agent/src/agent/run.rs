@@ -429,7 +429,8 @@ impl Agent {
                     state.pending.remove(i);
                     state.results.push(block);
                 }
-                Err((input, answers)) => {
+                Err(paused) => {
+                    let (input, answers) = *paused;
                     let decision = random_id()?;
                     self.input_requested(state, i, &input, &answers, tools);
                     state.pending[i].at = CallState::AwaitingInput {
@@ -450,7 +451,7 @@ impl Agent {
         state: &mut RunState,
         i: usize,
         input: &PendingInput,
-        answers: &[(String, Value)],
+        answers: &Answers,
         tools: &HashMap<String, AgentTool>,
     ) {
         let call = &state.pending[i];
@@ -463,7 +464,7 @@ impl Agent {
             .requests()
             .unwrap_or_default()
             .into_iter()
-            .filter(|(k, _)| !answers.iter().any(|(a, _)| a == k))
+            .filter(|(k, _)| !answers.has(k))
             // Server text: kept short in the run, like progress messages.
             .map(|(_, r)| crate::error::clip(&r.message, 1000))
             .collect();

@@ -50,14 +50,16 @@ pub(super) enum CallState {
         /// The decision that names it.
         decision: String,
         input: PendingInput,
-        /// Answers callbacks gave (wire form).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        answers: Vec<(String, Value)>,
+        /// The answers given so far (callbacks', and a person's for some keys), as the
+        /// run may keep them.
+        #[serde(flatten)]
+        answers: Answers,
     },
     /// Input given: it is sent again with the answers.
     Answered {
         input: PendingInput,
-        answers: Vec<(String, Value)>,
+        #[serde(flatten)]
+        answers: Answers,
     },
 }
 
@@ -116,16 +118,16 @@ pub(super) struct PersonApproval {
     pub(super) grant_tools: bool,
 }
 
-/// A call that paused for input: the input, and the answers callbacks gave.
-pub(super) type Paused = (PendingInput, Vec<(String, Value)>);
+/// A call that paused for input: the input, and the answers it has so far.
+pub(super) type Paused = Box<(PendingInput, Answers)>;
 
 /// How one allowed call ended.
 pub(super) enum CallEnd {
     /// Its result for the model, and whether it failed.
     Done(String, bool),
-    /// It waits for input no callback gave: the input, and the answers callbacks did
-    /// give.
-    Paused(PendingInput, Vec<(String, Value)>),
+    /// It waits for input no callback gave: the input, and the answers it has (those
+    /// callbacks gave, and a person's this process still holds).
+    Paused(Box<(PendingInput, Answers)>),
 }
 
 /// Everything a run is: kept in the store while it waits.

@@ -1,12 +1,14 @@
 //! The agent's safety seams, through the path a user takes: stores private to this
-//! user, no password in clear off this machine.
+//! user, no password in clear off this machine, no secret answer kept.
 
 use std::os::unix::fs::PermissionsExt as _;
 
-use mcp_agent::{Agent, ChatCompletions, Mode, Outcome, PostgresRunStore, SqliteRunStore};
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Mode, Outcome, PendingWait, PostgresRunStore, SqliteRunStore,
+};
 use serde_json::json;
 
-use super::{filesystem, scratch, FakeModel};
+use super::{filesystem, python_server, scratch, FakeModel, PyServer};
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -264,4 +266,247 @@ async fn a_key_the_provider_echoes_is_not_in_the_error() {
         assert!(text.contains("invalid x-api-key: [redacted]"), "{text}");
         assert!(!text.contains("ECHOED-KEY-CANARY"), "{text}");
     }
+}
+
+/// Everything of the store on disk (the database, its write-ahead log and shared
+/// memory), as text.
+fn store_bytes(store: &std::path::Path) -> String {
+    let mut bytes = Vec::new();
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = store.as_os_str().to_owned();
+        name.push(suffix);
+        bytes.extend(std::fs::read(std::path::PathBuf::from(name)).unwrap_or_default());
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn fingerprint(secret: &str) -> String {
+    use sha2::Digest as _;
+    mcp_runtime::digest::hex(&sha2::Sha256::digest(secret.as_bytes()))[..12].to_owned()
+}
+
+/// The input requests a suspended run's calls wait on: (decision, keys by the first
+/// word of their message).
+fn waiting(outcome: &Outcome) -> Vec<(String, Vec<(String, String)>)> {
+    let calls = match outcome {
+        Outcome::InputRequired { calls, .. } | Outcome::ApprovalRequired { calls, .. } => calls,
+        other => panic!("{other:?}"),
+    };
+    calls
+        .iter()
+        .map(|p| {
+            let PendingWait::Input { requests } = &p.waits else {
+                panic!("{p:?}")
+            };
+            let keys = requests
+                .iter()
+                .map(|(k, r)| (r.message.clone(), k.clone()))
+                .collect();
+            (p.decision.clone(), keys)
+        })
+        .collect()
+}
+
+fn key_for(keys: &[(String, String)], message: &str) -> String {
+    keys.iter()
+        .find(|(m, _)| m == message)
+        .unwrap_or_else(|| panic!("no `{message}` request in {keys:?}"))
+        .1
+        .clone()
+}
+
+/// Answers to a server's input requests are kept only while a person still has to
+/// act, and never a secret: an `on_input` callback's answer (a vault token) waits in
+/// this process's memory, and so does a field the request marks `writeOnly` (a
+/// password) — the store, read with its log before and after a checkpoint, holds
+/// neither, though it holds the rest of the person's answer (the positive control).
+/// The run goes on in the same process with both; in another agent (a process that
+/// never held them) the call asks again for exactly what it lacks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_input_answers_are_never_stored() {
+    use mcp_runtime::InputResponse;
+    const VAULT: &str = "VAULT-TOKEN-CANARY-5d1e";
+    const PASSWORD: &str = "PASSWORD-CANARY-8c3a";
+    const PASSWORD_2: &str = "PASSWORD-CANARY-2-77b0";
+    const USER: &str = "user-visible-4f2b";
+    const PERSON_TOKEN: &str = "PERSON-TOKEN-9e41";
+    let dir = scratch("secret-answers");
+    let py = PyServer::start();
+    let sign_in_twice = json!({"tool_calls": [
+        {"name": "sign_in", "arguments": {}},
+        {"name": "sign_in", "arguments": {}}
+    ]});
+    let model = FakeModel::start(
+        &dir,
+        json!([sign_in_twice, {"echo_tools": true}, sign_in_twice, {"echo_tools": true}]),
+    );
+    let store = dir.join("runs.sqlite3");
+    let agent = |callback: bool| {
+        let mut b = Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Auto)
+            .server(python_server(&py.url()))
+            .store(SqliteRunStore::open(&store).unwrap());
+        if callback {
+            b = b.on_input(|ask| {
+                let answer = (ask.request.message == "Vault token for sign_in")
+                    .then(|| InputResponse::accept(json!({"token": VAULT})));
+                async move { answer }
+            });
+        }
+        b.build().unwrap()
+    };
+    let login = |user: &str, password: &str| {
+        InputResponse::accept(json!({"user": user, "password": password}))
+    };
+    let here = agent(true);
+
+    // Both calls ask for a vault token and a login; the callback gives the token, so
+    // each waits for a person's login.
+    let first = here.run("sign-in-run").await.unwrap();
+    let calls = waiting(&first);
+    assert_eq!(calls.len(), 2, "{first:?}");
+    for (_, keys) in &calls {
+        assert_eq!(keys.len(), 1, "only the login waits for a person: {keys:?}");
+    }
+    let run = match &first {
+        Outcome::InputRequired { run_id, .. } => run_id.clone(),
+        _ => unreachable!(),
+    };
+    // A person answers one call; the other still waits, so the run is kept.
+    let (d1, k1) = (&calls[0].0, key_for(&calls[0].1, "Sign in"));
+    let outcome = here
+        .decide(
+            &run,
+            [(
+                d1.clone(),
+                Decision::answer("ann", [(k1, login(USER, PASSWORD))]),
+            )],
+        )
+        .await
+        .unwrap();
+    assert_eq!(waiting(&outcome).len(), 1, "{outcome:?}");
+    let kept = store_bytes(&store);
+    assert!(kept.contains(USER), "the reader sees the person's answer");
+    assert!(kept.contains("sign-in-run"), "the reader sees the run");
+    assert!(!kept.contains(PASSWORD), "a writeOnly field was stored");
+    assert!(!kept.contains(VAULT), "a callback's answer was stored");
+
+    // The same process goes on: the password and the token come from its memory.
+    let (d2, k2) = (&calls[1].0, key_for(&calls[1].1, "Sign in"));
+    let done = here
+        .decide(
+            &run,
+            [(
+                d2.clone(),
+                Decision::answer("ann", [(k2, login(USER, PASSWORD))]),
+            )],
+        )
+        .await
+        .unwrap();
+    let Outcome::Finished { text, .. } = done else {
+        panic!("{done:?}")
+    };
+    let signed = format!(
+        "signed in as {USER}; password {}; token {}",
+        fingerprint(PASSWORD),
+        fingerprint(VAULT)
+    );
+    assert_eq!(text.matches(&signed).count(), 2, "{text}");
+
+    // Another run: one call answered here, the other decided by an agent that never
+    // held the answers (another process) and has no callback.
+    let first = here.run("sign-in-run-2").await.unwrap();
+    let calls = waiting(&first);
+    let Outcome::InputRequired { run_id: run, .. } = &first else {
+        unreachable!()
+    };
+    let (d1, k1) = (&calls[0].0, key_for(&calls[0].1, "Sign in"));
+    here.decide(
+        run,
+        [(
+            d1.clone(),
+            Decision::answer("ann", [(k1, login(USER, PASSWORD))]),
+        )],
+    )
+    .await
+    .unwrap();
+    let there = agent(false);
+    let (d2, k2) = (&calls[1].0, key_for(&calls[1].1, "Sign in"));
+    let again = there
+        .decide(
+            run,
+            [(
+                d2.clone(),
+                Decision::answer("bob", [(k2, login(USER, PASSWORD_2))]),
+            )],
+        )
+        .await
+        .unwrap();
+    // What it lacks is asked again: for the first call its token and its login (the
+    // password was withheld), for the second its token (the callback's answer).
+    let mut calls = waiting(&again);
+    calls.sort_by_key(|(_, keys)| keys.len());
+    assert_eq!(calls.len(), 2, "{again:?}");
+    let messages = |keys: &[(String, String)]| {
+        let mut m: Vec<String> = keys.iter().map(|(m, _)| m.clone()).collect();
+        m.sort();
+        m
+    };
+    assert_eq!(messages(&calls[0].1), ["Vault token for sign_in"]);
+    assert_eq!(
+        messages(&calls[1].1),
+        ["Sign in", "Vault token for sign_in"]
+    );
+    // A person gives the token now: a field no schema marks secret, kept until its
+    // call is sent.
+    let vault = || InputResponse::accept(json!({"token": PERSON_TOKEN}));
+    let answers = vec![
+        (
+            calls[0].0.clone(),
+            Decision::answer(
+                "bob",
+                [(key_for(&calls[0].1, "Vault token for sign_in"), vault())],
+            ),
+        ),
+        (
+            calls[1].0.clone(),
+            Decision::answer(
+                "bob",
+                [
+                    (key_for(&calls[1].1, "Vault token for sign_in"), vault()),
+                    (key_for(&calls[1].1, "Sign in"), login(USER, PASSWORD_2)),
+                ],
+            ),
+        ),
+    ];
+    let done = there.decide(run, answers).await.unwrap();
+    let Outcome::Finished { text, .. } = done else {
+        panic!("{done:?}")
+    };
+    let signed_2 = format!(
+        "signed in as {USER}; password {}; token {}",
+        fingerprint(PASSWORD_2),
+        fingerprint(PERSON_TOKEN)
+    );
+    assert_eq!(text.matches(&signed_2).count(), 2, "{text}");
+
+    // Nothing secret in the store, with its log open or checkpointed into the file.
+    let open = store_bytes(&store);
+    here.close().await.unwrap();
+    there.close().await.unwrap();
+    drop((here, there));
+    let closed = store_bytes(&store);
+    for kept in [&open, &closed] {
+        assert!(kept.contains("sign-in-run-2"), "the reader sees the run");
+        for secret in [VAULT, PASSWORD, PASSWORD_2] {
+            assert!(!kept.contains(secret), "{secret} reached the run store");
+        }
+    }
+    // Once the calls were sent, no answer is kept: not even in free space.
+    // (The user name is in the tool's result, which the transcript keeps.)
+    assert!(
+        !closed.contains(PERSON_TOKEN),
+        "an answer outlived its call"
+    );
 }
