@@ -4,8 +4,8 @@
 # write; approve mode suspends it, prints one `suspended run=… tool=… decision=…` line
 # and exits 0; a second process resumes it with that decision and --approve and the
 # file is written; the same decision again, or an unknown one, exits non-zero and
-# changes nothing; --deny --message tells the model why; a missing AGENT_MODEL is
-# named. Run by tests/run.sh.
+# changes nothing; --deny --message tells the model why; --allow lets an exact name
+# run; a missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -32,6 +32,8 @@ cat >"$work/script.json" <<JSON
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/p2.txt", "content": "two"}}]},
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/pg.txt", "content": "approved"}}]},
+ {"echo_tools": true},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/allowed.txt", "content": "allowed"}}]},
  {"echo_tools": true}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
@@ -97,9 +99,15 @@ out="$(run --mode approve "$work/files" "write a file")"
 run --resume "${BASH_REMATCH[1]}" --decision "${BASH_REMATCH[2]}" --approve >/dev/null; rm -f ".mcp-agent/run-${BASH_REMATCH[1]}.dir"
 [[ "$(cat "$work/files/pg.txt")" == "approved" ]] || fail "postgres: the approved write did not happen"
 
+# --allow: an exact name runs under read_only without a person.
+store="$work/state/runs.sqlite3"
+out="$(run --allow write_file "$work/files" "write an allowed file")"
+[[ "$(cat "$work/files/allowed.txt")" == "allowed" ]] || fail "--allow did not let the write run: $out"
+grep -q 'write_file: Successfully wrote' <<<"$out" || fail "unexpected: $out"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, missing model: ok"

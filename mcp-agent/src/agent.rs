@@ -97,7 +97,8 @@ struct AgentInner {
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
-    defer: Option<Vec<String>>,
+    /// Per server, what it defers instead of its declaration.
+    defer: Vec<(String, builder::Deferral)>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
     /// Skills loaded in this process, by (server, uri): a file read reuses the load
@@ -157,8 +158,20 @@ fn close_turn(state: &mut RunState, why: &str) {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Makes this thread's random draws fail (the OS has no entropy source).
+    static RANDOM_FAILS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// A fresh random id (96 bits, hex). A failed draw is an error, never a weak id.
 fn random_id() -> Result<String> {
+    #[cfg(test)]
+    if RANDOM_FAILS.with(std::cell::Cell::get) {
+        return Err(Error::config(
+            "the system's random number generator failed (test); no id can be made",
+        ));
+    }
     let mut b = [0u8; 12];
     getrandom::getrandom(&mut b).map_err(|e| {
         Error::config(format!(

@@ -205,12 +205,25 @@ impl Messages {
         match (a.status, kind.as_str()) {
             (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
             (401 | 403, _) => ModelError::Unauthorized { detail },
-            _ if message.contains("prompt is too long") || message.contains("context") => {
+            (400 | 413, "invalid_request_error" | "request_too_large" | "")
+                if too_long(&message) =>
+            {
                 ModelError::ContextTooLong { detail }
             }
             _ => ModelError::Other { detail },
         }
     }
+}
+
+/// Anthropic's words for a request longer than the model's context window ("prompt
+/// is too long: 208310 tokens > 200000 maximum", "input length and `max_tokens`
+/// exceed context limit: …") — not any message that says "context".
+fn too_long(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    m.contains("prompt is too long")
+        || m.contains("exceed context limit")
+        || m.contains("exceeds the context window")
+        || m.contains("request too large")
 }
 
 /// A streamed Messages answer being put together from its events.

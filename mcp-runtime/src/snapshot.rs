@@ -299,6 +299,7 @@ pub const HANDLE_METHODS: &[&str] = &[
     "config_fingerprint",
     "client",
     "tools",
+    "declared_tool_names",
     "builder",
     "call",
     "call_with",

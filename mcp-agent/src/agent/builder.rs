@@ -16,7 +16,7 @@ pub struct AgentBuilder {
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
-    defer: Option<Vec<String>>,
+    defer: Vec<(String, Deferral)>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
     /// `mode`, `allow` or `max_steps` was called: this agent states a policy.
@@ -101,16 +101,35 @@ impl AgentBuilder {
         self.system = Some(text.into());
         self
     }
-    /// Keeps these tools (model-facing names) out of the model's context until a tool
-    /// search loads them, instead of what the servers' declarations defer. Models with
-    /// a native tool search (Anthropic) get them flagged; for the others the agent
-    /// offers a `tool_search` function that loads the tools matching a query.
-    pub fn defer<I, S>(mut self, names: I) -> Self
+    /// For the attached server named `server`, keeps these of its tools (model-facing
+    /// names; an empty list: every tool of the server) out of the model's context until
+    /// a tool search loads them, instead of what the server's declaration defers — the
+    /// seed's per-chat `with_mcp(server, defer: …)`. An empty list means every tool,
+    /// as in a declaration's `defer`. Models with a native tool search (Anthropic) get
+    /// them flagged; for the others the agent offers a `tool_search` function that
+    /// loads the tools matching a query. Other servers keep their declarations.
+    pub fn defer<I, S>(mut self, server: impl Into<String>, names: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.defer = Some(names.into_iter().map(Into::into).collect());
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        let deferral = if names.is_empty() {
+            Deferral::All
+        } else {
+            Deferral::Only(names)
+        };
+        let server = server.into();
+        self.defer.retain(|(s, _)| *s != server);
+        self.defer.push((server, deferral));
+        self
+    }
+    /// For the attached server named `server`, defers none of its tools, whatever its
+    /// declaration defers.
+    pub fn defer_none(mut self, server: impl Into<String>) -> Self {
+        let server = server.into();
+        self.defer.retain(|(s, _)| *s != server);
+        self.defer.push((server, Deferral::None));
         self
     }
     /// Called with each event of every run (the run's id, the event).
@@ -207,6 +226,14 @@ impl AgentBuilder {
         let model = self
             .model
             .ok_or_else(|| Error::config("no model: set one (there is no default model)"))?;
+        check_collisions(&self.servers)?;
+        for (server, _) in &self.defer {
+            if !self.servers.iter().any(|s| s.name() == server) {
+                return Err(Error::config(format!(
+                    "`defer` names server `{server}`, which is not attached"
+                )));
+            }
+        }
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model,
@@ -251,7 +278,7 @@ impl Agent {
             system: None,
             on_event: Vec::new(),
             on_input: Vec::new(),
-            defer: None,
+            defer: Vec::new(),
             skills: true,
             skill_approvals: Vec::new(),
             policy_stated: false,
@@ -265,4 +292,47 @@ impl Agent {
             calls_per_turn: 128,
         }
     }
+}
+
+/// Collisions the configuration alone makes certain: two servers of one name (events,
+/// approvals and allowances name servers), or one tool name two servers' declarations
+/// both give the model (from their snapshots or `only` lists). Collisions that appear
+/// only when the servers answer hide the later server's tool instead.
+fn check_collisions(servers: &[Mcp]) -> Result<()> {
+    let mut problems = Vec::new();
+    let mut names: Vec<(&str, String)> = Vec::new();
+    for (i, s) in servers.iter().enumerate() {
+        if servers[..i].iter().any(|o| o.name() == s.name()) {
+            problems.push(format!(
+                "two servers are named `{}`: give each attached server its own name",
+                s.name()
+            ));
+            continue;
+        }
+        for tool in s.declared_tool_names().unwrap_or_default() {
+            if let Some((other, _)) = names.iter().find(|(_, n)| *n == tool) {
+                problems.push(format!(
+                    "`{}` and `{other}` both offer a tool named `{tool}`: give one of them a `prefix` (or rename the tool)",
+                    s.name()
+                ));
+            }
+            names.push((s.name(), tool));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::config(problems.join("; ")))
+    }
+}
+
+/// What an agent defers of one server's tools, instead of the server's declaration.
+#[derive(Clone, Debug)]
+pub(super) enum Deferral {
+    /// Every tool.
+    All,
+    /// These tools (model-facing names).
+    Only(Vec<String>),
+    /// No tool.
+    None,
 }

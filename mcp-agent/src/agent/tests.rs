@@ -449,3 +449,39 @@ async fn a_tool_named_outside_the_rule_is_hidden() {
         "{offered:?}"
     );
 }
+
+/// A failed random draw stops what needs an id with a clear error — a run that would
+/// start, a resume that would take the run — and leaves nothing stuck: the suspended
+/// run waits on, and resumes once the draw works again.
+#[tokio::test]
+async fn a_failed_random_draw_fails_closed_and_leaves_nothing_stuck() {
+    let (host, store) = (ScriptedHost::new(), Arc::new(MemoryRunStore::default()));
+    let model = ScriptedModel::new(vec![Some(vec![("write", json!({"n": 1}))]), None]);
+    let (agent, _) = agent(&host, &model, &store);
+    RANDOM_FAILS.with(|f| f.set(true));
+    let e = agent.run("go").await.unwrap_err();
+    assert!(e.is_config() && e.to_string().contains("random"), "{e}");
+    assert!(store
+        .list(&crate::store::RunFilter::new())
+        .await
+        .unwrap()
+        .runs
+        .is_empty());
+    RANDOM_FAILS.with(|f| f.set(false));
+
+    let (run, calls) = waiting(agent.run("go").await.unwrap());
+    RANDOM_FAILS.with(|f| f.set(true));
+    let e = agent
+        .resume(&run, &calls[0].decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("random"), "{e}");
+    assert!(host.calls().is_empty(), "nothing ran on a failed draw");
+    RANDOM_FAILS.with(|f| f.set(false));
+    let out = agent
+        .resume(&run, &calls[0].decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    assert!(matches!(out, Outcome::Finished { .. }), "{out:?}");
+    assert_eq!(host.called("write"), 1);
+}

@@ -68,8 +68,10 @@ impl Agent {
                     app_only: t.app_only,
                     requires_approval: t.requires_approval(),
                 };
-                let defer = match &self.inner.defer {
-                    Some(names) => names.contains(&t.name),
+                let defer = match self.inner.defer.iter().find(|(s, _)| s == &server) {
+                    Some((_, builder::Deferral::All)) => true,
+                    Some((_, builder::Deferral::Only(names))) => names.contains(&t.name),
+                    Some((_, builder::Deferral::None)) => false,
                     None => t.deferred,
                 };
                 let spec = ToolSpec {
@@ -196,13 +198,20 @@ impl Agent {
         tool: Option<&AgentTool>,
         state: &RunState,
     ) -> Verdict {
-        if tool.is_some_and(|t| {
-            granted(&state.granted, &t.facts) && !t.facts.app_only && !t.facts.requires_approval
-        }) {
+        // A declaration's approval predicates are evaluated for this call, now (they
+        // may read the application's state).
+        let facts = tool.map(|t| ToolFacts {
+            requires_approval: t.def.requires_approval(),
+            ..t.facts.clone()
+        });
+        if facts
+            .as_ref()
+            .is_some_and(|f| granted(&state.granted, f) && !f.app_only && !f.requires_approval)
+        {
             return Verdict::Allow;
         }
         let verdict = gate
-            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+            .decide(&call.name, facts.as_ref(), &call.arguments)
             .await;
         match (verdict, tool) {
             (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,

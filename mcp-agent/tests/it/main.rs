@@ -442,6 +442,33 @@ async fn provider_errors_are_clear() {
         ),
         "{e}"
     );
+    // Anthropic: a prompt too long is ContextTooLong; another request error that
+    // merely says "context" is not.
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"status": 400, "error": "prompt is too long: 208310 tokens > 200000 maximum"},
+            {"status": 400, "error": "tool_use ids were found without tool_result blocks (context: messages.2)"}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(mcp_agent::Messages::new(model.url(), "m").unwrap())
+        .build()
+        .unwrap();
+    let e = agent.run("hi").await.unwrap_err();
+    assert!(
+        matches!(
+            e.model_error(),
+            Some(mcp_agent::ModelError::ContextTooLong { .. })
+        ),
+        "{e}"
+    );
+    let e = agent.run("hi").await.unwrap_err();
+    assert!(
+        matches!(e.model_error(), Some(mcp_agent::ModelError::Other { .. })),
+        "{e}"
+    );
+    assert!(e.to_string().contains("tool_use ids"), "{e}");
     // No model configured: a configuration error, never a vendor default.
     assert!(Agent::builder().build().unwrap_err().is_config());
 }
@@ -568,7 +595,7 @@ async fn deferred_tools_are_loaded_by_an_emulated_tool_search() {
     let agent = Agent::builder()
         .model(ChatCompletions::new(model.url(), "m").unwrap())
         .allow(["read_text_file", "list_directory"])
-        .defer(["read_text_file"])
+        .defer("fs", ["read_text_file"])
         .server(filesystem(&dir))
         .build()
         .unwrap();
@@ -653,7 +680,7 @@ async fn anthropic_round_trip(streamed: bool) {
         )
         .system("be brief")
         .allow(["read_text_file", "list_directory"])
-        .defer(["read_text_file"])
+        .defer("fs", ["read_text_file"])
         .server(filesystem(&dir))
         .build()
         .unwrap();
@@ -1038,10 +1065,16 @@ struct PyServer {
 
 impl PyServer {
     fn start() -> PyServer {
+        PyServer::start_with(&[])
+    }
+
+    /// With `pyserver.py`'s flags (`stateless`, `json`, `headers`).
+    fn start_with(flags: &[&str]) -> PyServer {
         let port = free_port();
         let child = Command::new(peers().join("venv/bin/python"))
             .arg(repo_root().join("tests/peers/pyserver.py"))
             .args(["http", &port.to_string()])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -1317,5 +1350,6 @@ mod batch;
 mod decisions;
 mod gate_props;
 mod recovery;
+mod seams;
 mod security;
 mod skills;

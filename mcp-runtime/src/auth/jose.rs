@@ -97,8 +97,50 @@ pub(super) fn client_assertion(
     rsa_jws(key, rsa_alg, json!({"alg": rsa_alg, "typ": "JWT"}), claims)
 }
 
+/// The system's random source for a signer that cannot fail: a failed draw is
+/// recorded (and its bytes made up, only so that the signer ends — never zeros, on
+/// which blinding would loop), and what was signed with it is dropped.
+#[derive(Default)]
+struct CheckedRng {
+    failed: Option<Error>,
+    counter: u8,
+}
+
+impl rand_core::RngCore for CheckedRng {
+    fn next_u32(&mut self) -> u32 {
+        let mut b = [0u8; 4];
+        self.fill_bytes(&mut b);
+        u32::from_le_bytes(b)
+    }
+    fn next_u64(&mut self) -> u64 {
+        let mut b = [0u8; 8];
+        self.fill_bytes(&mut b);
+        u64::from_le_bytes(b)
+    }
+    fn fill_bytes(&mut self, dest: &mut [u8]) {
+        if let Err(e) = super::fill_random(dest) {
+            self.failed.get_or_insert(e);
+            for b in dest {
+                self.counter = self.counter.wrapping_add(151);
+                *b = self.counter | 1;
+            }
+        }
+    }
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> std::result::Result<(), rand_core::Error> {
+        self.fill_bytes(dest);
+        Ok(())
+    }
+}
+
+impl rand_core::CryptoRng for CheckedRng {}
+
 /// Signs a JWS with an RSA key: RS256 (PKCS#1 v1.5) or PS256 (PSS), SHA-256.
-fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) -> Result<String> {
+pub(super) fn rsa_jws(
+    key: rsa::RsaPrivateKey,
+    alg: &str,
+    header: Value,
+    payload: Value,
+) -> Result<String> {
     use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _, Signer as _};
     let input = format!(
         "{}.{}",
@@ -109,9 +151,18 @@ fn rsa_jws(key: rsa::RsaPrivateKey, alg: &str, header: Value, payload: Value) ->
         "RS256" => rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new(key)
             .sign(input.as_bytes())
             .to_vec(),
-        "PS256" => rsa::pss::BlindedSigningKey::<sha2::Sha256>::new(key)
-            .sign_with_rng(&mut rand_core::OsRng, input.as_bytes())
-            .to_vec(),
+        "PS256" => {
+            let mut rng = CheckedRng::default();
+            let sig = rsa::pss::BlindedSigningKey::<sha2::Sha256>::new(key)
+                .sign_with_rng(&mut rng, input.as_bytes())
+                .to_vec();
+            // A draw failed: the salt or the blinding was not random; the signature
+            // is dropped.
+            if let Some(e) = rng.failed {
+                return Err(e);
+            }
+            sig
+        }
         other => {
             return Err(Error::config(format!(
                 "unsupported signing algorithm `{other}`; use RS256 or PS256 with an RSA key"

@@ -19,6 +19,14 @@ fn a_failed_random_draw_fails_closed() {
     assert!(new_key().is_err(), "an error, not a loop");
     let key = p256::ecdsa::SigningKey::from_slice(&[7u8; 32]).unwrap();
     assert!(jose::dpop_proof(&key, "GET", "https://as.example/t", None, None).is_err());
+    // PS256 draws its salt and blinding while signing: the signature is dropped.
+    RANDOM_FAILS.with(|f| f.set(false));
+    let rsa_key = rsa::RsaPrivateKey::new(&mut rand_core::OsRng, 1024).unwrap();
+    let sign = || jose::rsa_jws(rsa_key.clone(), "PS256", json!({"alg": "PS256"}), json!({}));
+    assert!(sign().is_ok());
+    RANDOM_FAILS.with(|f| f.set(true));
+    let e = sign().unwrap_err();
+    assert!(e.to_string().contains("random"), "{e}");
     RANDOM_FAILS.with(|f| f.set(false));
     assert!(random(16).is_ok());
 }

@@ -302,11 +302,7 @@ impl Mcp {
                 continue;
             }
             let shape = spec.shapes.iter().find(|s| s.name == tool.name);
-            let name = match (shape.and_then(|s| s.rename.clone()), &spec.prefix) {
-                (Some(r), _) => r,
-                (None, Some(p)) => format!("{p}_{}", tool.name),
-                (None, None) => tool.name.clone(),
-            };
+            let name = self.model_name(&tool.name);
             let mut input_schema = tool.input_schema.clone();
             if let Some(shape) = shape {
                 for (k, _) in &shape.fixed {
@@ -360,6 +356,43 @@ impl Mcp {
         }
         check_unique(&spec.name, &out)?;
         Ok(out)
+    }
+
+    /// The name a model sees for the server's tool `name`: its rename, or the
+    /// prefixed name.
+    fn model_name(&self, name: &str) -> String {
+        let shape = self.spec.shapes.iter().find(|s| s.name == name);
+        match (shape.and_then(|s| s.rename.clone()), &self.spec.prefix) {
+            (Some(r), _) => r,
+            (None, Some(p)) => format!("{p}_{name}"),
+            (None, None) => name.to_owned(),
+        }
+    }
+
+    /// The tool names a model will see, as far as the declaration alone tells —
+    /// before connecting: those of its snapshot (shaped), or of its `only` list, with
+    /// its own tools; `None` when only the server can tell. An agent checks them for
+    /// collisions when it is built.
+    pub fn declared_tool_names(&self) -> Option<Vec<String>> {
+        let spec = &self.spec;
+        let mut names: Vec<String> = match (&spec.snapshot, &spec.only) {
+            (Some(snapshot), _) => {
+                let mut tools = snapshot.clone();
+                tools.retain(|t| {
+                    spec.only.as_ref().is_none_or(|o| o.contains(&t.name))
+                        && !spec.except.contains(&t.name)
+                });
+                tools.iter().map(|t| self.model_name(&t.name)).collect()
+            }
+            (None, Some(only)) => only
+                .iter()
+                .filter(|n| !spec.except.contains(n))
+                .map(|n| self.model_name(n))
+                .collect(),
+            (None, None) => return None,
+        };
+        names.extend(spec.local.iter().map(|l| l.definition().name));
+        Some(names)
     }
 
     /// Calls a tool by the name the model sees (or the server's name), with fixed
