@@ -9,6 +9,7 @@ use mcp_runtime::{BoxFuture, InputRequest, InputResponse, Mcp, PendingInput, Req
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::content::Input;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode, ToolFacts, Verdict};
 use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
@@ -18,6 +19,7 @@ mod allowances;
 mod answers;
 mod builder;
 mod call;
+mod conversation;
 mod decision;
 mod events;
 mod host;
@@ -35,6 +37,7 @@ mod tests;
 pub use allowances::Allowance;
 use answers::{Answers, Vault};
 pub use builder::AgentBuilder;
+pub use conversation::Conversation;
 use decision::*;
 pub use decision::{
     Always, Binding, Decision, DecisionKind, Expiry, InputAsk, Outcome, Pending, PendingWait,
@@ -94,6 +97,8 @@ struct AgentInner {
     calls_in_flight: usize,
     /// The most tool calls of one model turn that run.
     calls_per_turn: usize,
+    /// The most bytes of a tool result's text the model is sent.
+    max_result_size: usize,
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
@@ -148,6 +153,7 @@ fn close_turn(state: &mut RunState, why: &str) {
             id: call.id,
             content: json!({ "error": why }).to_string(),
             is_error: true,
+            parts: Vec::new(),
         });
     }
     if !results.is_empty() {

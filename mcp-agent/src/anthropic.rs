@@ -69,12 +69,15 @@ impl Messages {
         self
     }
 
-    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
+    pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
         let mut system = Vec::new();
         let mut messages: Vec<Value> = Vec::new();
         for m in &request.messages {
             let role = match m.role {
                 Role::System => {
+                    if m.content.iter().any(|b| !matches!(b, Block::Text { .. })) {
+                        return Err(unsupported("anything but text in a system message"));
+                    }
                     system.push(m.joined_text());
                     continue;
                 }
@@ -82,10 +85,9 @@ impl Messages {
                 // Tool results go back in a user turn.
                 Role::User | Role::Tool => "user",
             };
-            let content: Vec<Value> = m
-                .content
-                .iter()
-                .map(|b| match b {
+            let mut content: Vec<Value> = Vec::with_capacity(m.content.len());
+            for b in &m.content {
+                content.push(match b {
                     Block::Text { text } => json!({"type": "text", "text": text}),
                     Block::ToolCall {
                         id,
@@ -96,10 +98,28 @@ impl Messages {
                         id,
                         content,
                         is_error,
-                    } => json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}),
+                        parts,
+                    } => {
+                        let body = if parts.is_empty() {
+                            Value::String(content.clone())
+                        } else {
+                            let mut blocks = vec![json!({"type": "text", "text": content})];
+                            for p in parts {
+                                blocks.push(media(p)?);
+                            }
+                            Value::Array(blocks)
+                        };
+                        json!({"type": "tool_result", "tool_use_id": id, "content": body, "is_error": is_error})
+                    }
                     Block::Provider { value } => value.clone(),
-                })
-                .collect();
+                    media_block => {
+                        if m.role == Role::Assistant {
+                            return Err(unsupported("an image or a file in the model's own turn"));
+                        }
+                        media(media_block)?
+                    }
+                });
+            }
             // Consecutive turns of one role merge (a user prompt after tool results).
             match messages.last_mut() {
                 Some(last) if last["role"] == role => {
@@ -134,7 +154,7 @@ impl Messages {
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools);
         }
-        body
+        Ok(body)
     }
 
     pub(crate) fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
@@ -185,6 +205,33 @@ impl Messages {
             stop,
         })
     }
+}
+
+fn unsupported(what: &str) -> ModelError {
+    ModelError::Unsupported {
+        detail: format!("Anthropic Messages cannot carry {what}"),
+    }
+}
+
+/// An image or a file as a Messages content block (audio it does not take).
+fn media(b: &Block) -> Result<Value, ModelError> {
+    Ok(match b {
+        Block::Image { media_type, data } => {
+            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }
+        Block::File {
+            media_type, data, ..
+        } if media_type == "application/pdf" => {
+            json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
+        }
+        Block::File { media_type, .. } => {
+            return Err(unsupported(&format!(
+                "a file of type `{media_type}` (only PDF)"
+            )))
+        }
+        Block::Audio { .. } => return Err(unsupported("audio")),
+        _ => return Err(unsupported("this block here")),
+    })
 }
 
 impl Messages {
@@ -347,7 +394,7 @@ impl Messages {
             .iter()
             .map(|k| ("x-api-key", k))
             .collect();
-        let mut body = self.body(request);
+        let mut body = self.body(request)?;
         if !self.endpoint.stream {
             let a = self
                 .endpoint
@@ -424,6 +471,10 @@ mod tests {
                         id: "t1".into(),
                         content: "ok".into(),
                         is_error: false,
+                        parts: vec![Block::Image {
+                            media_type: "image/png".into(),
+                            data: "AA==".into(),
+                        }],
                     }],
                 },
             ],
@@ -442,7 +493,39 @@ mod tests {
                 },
             ],
         };
-        let body = m.body(&req);
+        let body = m.body(&req).unwrap();
+        // A tool result's image goes inside the tool_result.
+        assert_eq!(
+            body["messages"][2]["content"][0]["content"][1],
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}})
+        );
+        // A person's PDF is a document; audio is refused, naming the wire.
+        let with = |b: Block| ChatRequest {
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![b],
+            }],
+            tools: vec![],
+        };
+        let pdf = m
+            .body(&with(Block::File {
+                media_type: "application/pdf".into(),
+                data: "JVBE".into(),
+                name: None,
+            }))
+            .unwrap();
+        assert_eq!(pdf["messages"][0]["content"][0]["type"], "document");
+        let e = m
+            .body(&with(Block::Audio {
+                media_type: "audio/wav".into(),
+                data: "AA==".into(),
+            }))
+            .unwrap_err();
+        assert!(
+            matches!(e, ModelError::Unsupported { .. })
+                && e.to_string().contains("Anthropic Messages"),
+            "{e}"
+        );
         assert_eq!(body["system"], "be brief");
         assert_eq!(
             body["messages"][1]["content"][0], search,

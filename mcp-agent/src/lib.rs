@@ -41,6 +41,7 @@
 
 mod agent;
 pub mod anthropic;
+mod content;
 mod error;
 pub mod gate;
 mod http;
@@ -49,10 +50,11 @@ pub mod openai;
 pub mod store;
 
 pub use agent::{
-    Agent, AgentBuilder, Allowance, Always, Binding, Decision, DecisionKind, Event, Expiry,
-    InputAsk, Outcome, Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
+    Agent, AgentBuilder, Allowance, Always, Binding, Conversation, Decision, DecisionKind, Event,
+    Expiry, InputAsk, Outcome, Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
+pub use content::{Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use gate::{Gate, Mode, Verdict};
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):

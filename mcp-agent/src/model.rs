@@ -43,10 +43,39 @@ pub enum Block {
     ToolResult {
         /// The call it answers.
         id: String,
-        /// The result as text.
+        /// The result as text (what is not text is noted in it).
         content: String,
         /// The call failed (or was denied).
         is_error: bool,
+        /// The result's images ([`Block::Image`]), for wires that carry them (both
+        /// built-in wires do).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Block>,
+    },
+    /// An image, base64-encoded: in a person's input, or of a tool result.
+    Image {
+        /// Its MIME type (`image/png`, …).
+        media_type: String,
+        /// Base64 data.
+        data: String,
+    },
+    /// Audio, base64-encoded, in a person's input.
+    Audio {
+        /// Its MIME type (`audio/wav`, `audio/mpeg`, …).
+        media_type: String,
+        /// Base64 data.
+        data: String,
+    },
+    /// A file, base64-encoded, in a person's input: a PDF goes as a document on both
+    /// built-in wires; other types are refused by the wire, naming it.
+    File {
+        /// Its MIME type (`application/pdf`, …).
+        media_type: String,
+        /// Base64 data.
+        data: String,
+        /// Its name or URI, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
     /// A provider's own item, kept verbatim so it round-trips in the transcript.
     Provider {
@@ -62,6 +91,18 @@ pub struct Message {
     pub role: Role,
     /// What was said.
     pub content: Vec<Block>,
+}
+
+impl Block {
+    /// A tool result of text only.
+    pub fn tool_result(id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Block {
+        Block::ToolResult {
+            id: id.into(),
+            content: content.into(),
+            is_error,
+            parts: Vec::new(),
+        }
+    }
 }
 
 impl Message {
@@ -213,6 +254,12 @@ pub enum ModelError {
         /// What happened.
         detail: String,
     },
+    /// The transcript holds something this wire cannot carry (audio to Anthropic, an
+    /// image in a system message, …): nothing was sent.
+    Unsupported {
+        /// What, and on which wire.
+        detail: String,
+    },
 }
 
 impl ModelError {
@@ -241,6 +288,9 @@ impl ModelError {
             ModelError::Other { detail } => ModelError::Other {
                 detail: scrub(detail),
             },
+            ModelError::Unsupported { detail } => ModelError::Unsupported {
+                detail: scrub(detail),
+            },
         }
     }
 }
@@ -263,6 +313,9 @@ impl std::fmt::Display for ModelError {
                 "the model provider refused the credentials (check the API key): {detail}"
             ),
             ModelError::Other { detail } => write!(f, "the model call failed: {detail}"),
+            ModelError::Unsupported { detail } => {
+                write!(f, "the model cannot be sent this: {detail}")
+            }
         }
     }
 }

@@ -50,29 +50,44 @@ impl ChatCompletions {
         self
     }
 
-    /// The request body for `request`.
-    pub(crate) fn body(&self, request: &ChatRequest) -> Value {
+    /// The request body for `request`; an error, naming this wire, for a part it
+    /// cannot carry.
+    pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
         let mut messages = Vec::new();
         for m in &request.messages {
             match m.role {
                 Role::Tool => {
+                    // Chat Completions carries only text in a tool message: the
+                    // results' images follow in one user message.
+                    let mut images = Vec::new();
                     for b in &m.content {
-                        if let Block::ToolResult { id, content, .. } = b {
+                        if let Block::ToolResult {
+                            id, content, parts, ..
+                        } = b
+                        {
                             messages.push(
                                 json!({"role": "tool", "tool_call_id": id, "content": content}),
                             );
+                            if !parts.is_empty() {
+                                images.push(json!({"type": "text", "text": format!("The images of tool call {id}:")}));
+                                for p in parts {
+                                    images.push(part(p, Role::User)?);
+                                }
+                            }
                         }
+                    }
+                    if !images.is_empty() {
+                        messages.push(json!({"role": "user", "content": images}));
                     }
                 }
                 role => {
-                    let role = match role {
+                    let role_name = match role {
                         Role::System => "system",
                         Role::User => "user",
                         _ => "assistant",
                     };
                     let mut msg = Map::new();
-                    msg.insert("role".into(), role.into());
-                    let text = m.joined_text();
+                    msg.insert("role".into(), role_name.into());
                     let calls: Vec<Value> = m
                         .tool_calls()
                         .into_iter()
@@ -81,14 +96,29 @@ impl ChatCompletions {
                                    "function": {"name": name, "arguments": args.to_string()}})
                         })
                         .collect();
-                    msg.insert(
-                        "content".into(),
+                    let only_text = m.content.iter().all(|b| {
+                        matches!(
+                            b,
+                            Block::Text { .. } | Block::ToolCall { .. } | Block::Provider { .. }
+                        )
+                    });
+                    let content = if only_text {
+                        let text = m.joined_text();
                         if text.is_empty() && !calls.is_empty() {
                             Value::Null
                         } else {
                             Value::String(text)
-                        },
-                    );
+                        }
+                    } else {
+                        let mut parts = Vec::new();
+                        for b in &m.content {
+                            if !matches!(b, Block::ToolCall { .. } | Block::Provider { .. }) {
+                                parts.push(part(b, role)?);
+                            }
+                        }
+                        Value::Array(parts)
+                    };
+                    msg.insert("content".into(), content);
                     if !calls.is_empty() {
                         msg.insert("tool_calls".into(), Value::Array(calls));
                     }
@@ -107,7 +137,7 @@ impl ChatCompletions {
                 })
                 .collect();
         }
-        body
+        Ok(body)
     }
 
     /// Reads a `chat.completion` answer.
@@ -234,6 +264,53 @@ impl ChatCompletions {
     }
 }
 
+/// One part of a message's `content` array. Images, audio and files only in a user's
+/// message (Chat Completions takes them nowhere else).
+fn part(b: &Block, role: Role) -> Result<Value, ModelError> {
+    let unsupported = |what: &str| ModelError::Unsupported {
+        detail: format!("Chat Completions cannot carry {what}"),
+    };
+    let media = !matches!(b, Block::Text { .. });
+    if media && role != Role::User {
+        return Err(unsupported(
+            "an image, audio or a file outside a user message",
+        ));
+    }
+    Ok(match b {
+        Block::Text { text } => json!({"type": "text", "text": text}),
+        Block::Image { media_type, data } => {
+            json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}})
+        }
+        Block::Audio { media_type, data } => {
+            let format = match media_type.as_str() {
+                "audio/wav" | "audio/x-wav" | "audio/wave" => "wav",
+                "audio/mpeg" | "audio/mp3" => "mp3",
+                other => {
+                    return Err(unsupported(&format!(
+                        "audio of type `{other}` (only wav and mp3)"
+                    )))
+                }
+            };
+            json!({"type": "input_audio", "input_audio": {"data": data, "format": format}})
+        }
+        Block::File {
+            media_type,
+            data,
+            name,
+        } if media_type == "application/pdf" => {
+            json!({"type": "file", "file": {
+                "filename": name.as_deref().unwrap_or("document.pdf"),
+                "file_data": format!("data:{media_type};base64,{data}")}})
+        }
+        Block::File { media_type, .. } => {
+            return Err(unsupported(&format!(
+                "a file of type `{media_type}` (only PDF)"
+            )))
+        }
+        _ => return Err(unsupported("this block in a content array")),
+    })
+}
+
 /// A streamed answer being put together from `chat.completion.chunk`s.
 #[derive(Default)]
 struct ChatStream {
@@ -323,10 +400,10 @@ impl Model for ChatCompletions {
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
         Box::pin(async move {
-            let answer = if self.endpoint.stream {
-                self.post_streamed(self.body(request)).await
-            } else {
-                self.post(self.body(request)).await
+            let answer = match self.body(request) {
+                Err(e) => Err(e),
+                Ok(body) if self.endpoint.stream => self.post_streamed(body).await,
+                Ok(body) => self.post(body).await,
             };
             answer
                 .and_then(|a| Self::answer(&a))
@@ -357,11 +434,7 @@ mod tests {
                 },
                 Message {
                     role: Role::Tool,
-                    content: vec![Block::ToolResult {
-                        id: "c1".into(),
-                        content: "[FILE] a".into(),
-                        is_error: false,
-                    }],
+                    content: vec![Block::tool_result("c1", "[FILE] a", false)],
                 },
             ],
             tools: vec![ToolSpec {
@@ -371,7 +444,7 @@ mod tests {
                 defer: false,
             }],
         };
-        let body = m.body(&req);
+        let body = m.body(&req).unwrap();
         assert_eq!(body["model"], "some-model");
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(
@@ -393,6 +466,74 @@ mod tests {
                 "read_text_file".into(),
                 json!({"path": "/tmp/a"})
             )]
+        );
+        // Images of tool results follow in a user message; a person's image, audio and
+        // PDF are content parts; what the wire cannot carry is refused, naming it.
+        let req = ChatRequest {
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    content: vec![
+                        Block::Text {
+                            text: "look".into(),
+                        },
+                        Block::Image {
+                            media_type: "image/png".into(),
+                            data: "AA==".into(),
+                        },
+                        Block::Audio {
+                            media_type: "audio/mpeg".into(),
+                            data: "AA==".into(),
+                        },
+                        Block::File {
+                            media_type: "application/pdf".into(),
+                            data: "JVBE".into(),
+                            name: Some("a.pdf".into()),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::Tool,
+                    content: vec![Block::ToolResult {
+                        id: "c1".into(),
+                        content: "[image attached]".into(),
+                        is_error: false,
+                        parts: vec![Block::Image {
+                            media_type: "image/png".into(),
+                            data: "BB==".into(),
+                        }],
+                    }],
+                },
+            ],
+            tools: vec![],
+        };
+        let body = m.body(&req).unwrap();
+        let parts = &body["messages"][0]["content"];
+        assert_eq!(parts[0], json!({"type": "text", "text": "look"}));
+        assert_eq!(parts[1]["image_url"]["url"], "data:image/png;base64,AA==");
+        assert_eq!(parts[2]["input_audio"]["format"], "mp3");
+        assert_eq!(parts[3]["file"]["filename"], "a.pdf");
+        assert_eq!(body["messages"][1]["content"], "[image attached]");
+        assert_eq!(body["messages"][2]["role"], "user");
+        assert_eq!(
+            body["messages"][2]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,BB=="
+        );
+        let e = m
+            .body(&ChatRequest {
+                messages: vec![Message {
+                    role: Role::System,
+                    content: vec![Block::Image {
+                        media_type: "image/png".into(),
+                        data: "AA==".into(),
+                    }],
+                }],
+                tools: vec![],
+            })
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("Chat Completions cannot carry"),
+            "{e}"
         );
         assert!(ChatCompletions::new("http://example.com/v1", "m").is_err());
         assert!(ChatCompletions::new("http://127.0.0.1/v1", " ").is_err());

@@ -222,6 +222,8 @@ pub enum Claim<'a> {
     Suspended(&'a str),
     /// A failed run ([`Agent::retry`](crate::Agent::retry)).
     Failed,
+    /// A finished run, given more input ([`Agent::follow_up`](crate::Agent::follow_up)).
+    Finished,
     /// A running run whose holder stopped renewing its lease: the lease ended before
     /// this time (milliseconds since the epoch), or it has none
     /// ([`Agent::recover`](crate::Agent::recover)).
@@ -236,6 +238,7 @@ impl Claim<'_> {
                 run.status == RunStatus::Suspended && run.suspension.as_deref() == Some(*s)
             }
             Claim::Failed => run.status == RunStatus::Failed,
+            Claim::Finished => run.status == RunStatus::Finished,
             Claim::Stale(now) => {
                 run.status == RunStatus::Running
                     && run.lease.as_ref().is_none_or(|l| l.until < *now)
@@ -248,6 +251,7 @@ impl Claim<'_> {
         match self {
             Claim::Suspended(_) => "suspended",
             Claim::Failed => "failed",
+            Claim::Finished => "finished",
             Claim::Stale(_) => "running",
         }
     }
@@ -256,7 +260,7 @@ impl Claim<'_> {
     fn suspension(&self) -> Option<&str> {
         match self {
             Claim::Suspended(s) => Some(s),
-            Claim::Failed | Claim::Stale(_) => None,
+            Claim::Failed | Claim::Finished | Claim::Stale(_) => None,
         }
     }
 

@@ -846,6 +846,19 @@ def sign_in(
     )
 
 
+@server.tool(description="A short beep: an audio content block (audio/wav) and a caption.", structured_output=False)
+def beep() -> list[Any]:
+    import base64
+
+    from mcp_types import AudioContent, TextContent
+
+    wav = b"RIFF" + (36).to_bytes(4, "little") + b"WAVEfmt " + bytes(16) + b"data" + bytes(4)
+    return [
+        TextContent(type="text", text="a beep"),
+        AudioContent(type="audio", data=base64.b64encode(wav).decode(), mimeType="audio/wav"),
+    ]
+
+
 @server.tool(description="Kill the server process immediately (simulates a crash).", structured_output=False)
 def crash() -> str:
     sys.stdout.flush()

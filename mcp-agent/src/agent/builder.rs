@@ -12,6 +12,7 @@ pub struct AgentBuilder {
     max_steps: u32,
     calls_in_flight: usize,
     calls_per_turn: usize,
+    max_result_size: usize,
     required: Vec<String>,
     system: Option<String>,
     on_event: Vec<EventFn>,
@@ -94,6 +95,14 @@ impl AgentBuilder {
     /// do not run, and the model reads why.
     pub fn max_calls_per_turn(mut self, n: usize) -> Self {
         self.calls_per_turn = n;
+        self
+    }
+    /// The most bytes of one tool result's text the model is sent (default
+    /// [`DEFAULT_MAX_RESULT_SIZE`](crate::DEFAULT_MAX_RESULT_SIZE)): a longer one is cut
+    /// and the model reads a note with its original size. Images attach up to
+    /// [`MAX_IMAGE_SIZE`](crate::MAX_IMAGE_SIZE) each.
+    pub fn max_result_size(mut self, bytes: usize) -> Self {
+        self.max_result_size = bytes;
         self
     }
     /// Instructions for the model.
@@ -252,6 +261,7 @@ impl AgentBuilder {
                 required: self.required,
                 calls_in_flight: self.calls_in_flight.max(1),
                 calls_per_turn: self.calls_per_turn.max(1),
+                max_result_size: self.max_result_size.max(1),
                 system: self.system,
                 on_event: self.on_event,
                 on_input: self.on_input,
@@ -290,6 +300,7 @@ impl Agent {
             calls_in_flight: 16,
             required: Vec::new(),
             calls_per_turn: 128,
+            max_result_size: crate::content::DEFAULT_MAX_RESULT_SIZE,
         }
     }
 }

@@ -72,6 +72,7 @@ impl Agent {
                 (
                     CallEnd::Done(
                         json!({ "error": "the tool call did not complete" }).to_string(),
+                        Vec::new(),
                         true,
                     ),
                     Vec::new(),
@@ -81,7 +82,7 @@ impl Agent {
             state.events.extend(events);
             state.ran += 1;
             match end {
-                CallEnd::Done(content, is_error) => {
+                CallEnd::Done(content, parts, is_error) => {
                     self.event(
                         state,
                         Event::AfterToolResult {
@@ -94,6 +95,7 @@ impl Agent {
                         id: call.id.clone(),
                         content,
                         is_error,
+                        parts,
                     }));
                 }
                 CallEnd::Paused(paused) => out.push(Err(paused)),
@@ -161,6 +163,7 @@ impl Agent {
         let mut end = CallEnd::Done(
             json!({ "error": format!("`{}` kept asking for input ({MAX_INPUT_ROUNDS} rounds)", call.name) })
                 .to_string(),
+            Vec::new(),
             true,
         );
         for _ in 0..MAX_INPUT_ROUNDS {
@@ -193,26 +196,30 @@ impl Agent {
                 .await
             {
                 Ok(r) => {
-                    let mut text = r.text();
-                    if text.is_empty() {
-                        if let Some(s) = &r.structured_content {
-                            text = s.to_string();
-                        }
-                    }
-                    end = CallEnd::Done(text, r.is_error());
+                    let (text, parts, is_error) =
+                        crate::content::tool_result_for_model(r, self.inner.max_result_size);
+                    end = CallEnd::Done(text, parts, is_error);
                     break;
                 }
                 Err(e) => e,
             };
             // A protocol failure is the model's to read too; the loop goes on.
             let Some(input) = e.pending_input() else {
-                end = CallEnd::Done(json!({ "error": e.to_string() }).to_string(), true);
+                end = CallEnd::Done(
+                    json!({ "error": e.to_string() }).to_string(),
+                    Vec::new(),
+                    true,
+                );
                 break;
             };
             let requests = match input.requests() {
                 Ok(r) => r,
                 Err(why) => {
-                    end = CallEnd::Done(json!({ "error": why.to_string() }).to_string(), true);
+                    end = CallEnd::Done(
+                        json!({ "error": why.to_string() }).to_string(),
+                        Vec::new(),
+                        true,
+                    );
                     break;
                 }
             };

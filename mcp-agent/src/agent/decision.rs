@@ -68,6 +68,19 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// The run it is of.
+    pub fn run_id(&self) -> &str {
+        match self {
+            Outcome::Finished { run_id, .. }
+            | Outcome::ApprovalRequired { run_id, .. }
+            | Outcome::InputRequired { run_id, .. }
+            | Outcome::StepLimit { run_id }
+            | Outcome::Expired { run_id } => run_id,
+        }
+    }
+}
+
 /// What happens to a run whose suspension expired undecided
 /// ([`AgentBuilder::suspension_expiry`], [`Agent::expire_due`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

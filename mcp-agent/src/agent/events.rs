@@ -187,6 +187,9 @@ pub enum Event {
     },
     /// A failed run was taken up again ([`Agent::retry`]).
     RunRetried,
+    /// A finished run was given more input ([`Agent::follow_up`]): the conversation
+    /// goes on.
+    RunContinued,
     /// A suspension expired with no decision: the call it waited on did not run.
     SuspensionExpired {
         /// The suspension.

@@ -3,13 +3,22 @@
 use super::*;
 
 impl Agent {
-    /// Runs `prompt` until the model answers, a call needs a person, or the step limit.
-    pub async fn run(&self, prompt: &str) -> Result<Outcome> {
+    /// Runs `input` — a prompt (`&str`), messages, an MCP prompt's or resource's
+    /// contents ([`Input`]) — until the model answers, a call needs a person, or the
+    /// step limit. The run is a conversation: [`follow_up`](Self::follow_up) goes on
+    /// from its answer.
+    pub async fn run(&self, input: impl Into<Input>) -> Result<Outcome> {
+        let input = input.into();
+        if input.is_empty() {
+            return Err(Error::config(
+                "a run needs input: give it a prompt or messages",
+            ));
+        }
         let mut messages = Vec::new();
         if let Some(s) = &self.inner.system {
             messages.push(Message::text(Role::System, s.clone()));
         }
-        messages.push(Message::text(Role::User, prompt));
+        messages.extend(input.messages);
         let mut state = RunState {
             version: STATE_VERSION,
             id: random_id()?,
@@ -34,6 +43,44 @@ impl Agent {
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state, None).await
+    }
+
+    /// Runs an application's own history (`messages`, the last one usually the
+    /// person's new turn) as a new run: the same as [`run`](Self::run) with messages.
+    pub async fn run_with(&self, messages: Vec<Message>) -> Result<Outcome> {
+        self.run(messages).await
+    }
+
+    /// Goes on with a finished run: `input` joins its transcript (after the model's
+    /// last answer) and the loop runs again — a follow-up question in the same
+    /// conversation, from this process or another (the run is in the store). The run
+    /// goes on under the policy kept with it (an agent that states a looser one is
+    /// refused); it has a fresh step budget. Of two follow-ups one gets the run; a run
+    /// that has not finished (it waits, runs, has failed, or is unknown) is refused with
+    /// an error for which `is_not_suspended()` is true. An error before anything ran
+    /// leaves the run finished as it was.
+    pub async fn follow_up(&self, run_id: &str, input: impl Into<Input>) -> Result<Outcome> {
+        let input = input.into();
+        if input.is_empty() {
+            return Err(Error::config(
+                "a follow-up needs input: give it a prompt or messages",
+            ));
+        }
+        let Some((claimed, lease)) = self.claim(run_id, Claim::Finished).await? else {
+            return Err(Error::not_suspended(format!(
+                "run {run_id} has not finished (it waits, runs, has failed, or is unknown): only a finished run takes a follow-up"
+            )));
+        };
+        let finished = |r| RunRecord {
+            status: RunStatus::Finished,
+            ..r
+        };
+        let mut state = self.take_up(run_id, claimed, lease, finished).await?;
+        let kept = state.clone();
+        state.messages.extend(input.messages);
+        state.steps = 0;
+        self.event(&mut state, Event::RunContinued);
+        self.drive(state, Some(kept)).await
     }
 
     /// The loop ([`Self::steps`]), and what an error leaves: never a run stuck in
@@ -75,7 +122,13 @@ impl Agent {
     ) -> Result<Outcome> {
         let error = crate::error::clip(&e.to_string(), 1000);
         if let Some(mut kept) = claimed {
-            // Nothing ran: the same suspension, the same decision to make.
+            // Nothing ran: the same suspension, the same decision to make — or, for a
+            // follow-up, the run finished as it was.
+            let status = if kept.suspension.is_some() {
+                RunStatus::Suspended
+            } else {
+                RunStatus::Finished
+            };
             self.event(
                 &mut kept,
                 Event::RunFailed {
@@ -83,8 +136,8 @@ impl Agent {
                     resumable: true,
                 },
             );
-            if let Err(store) = self.save(&mut kept, RunStatus::Suspended).await {
-                tracing::error!(run = %state.id, error = %store, "the run could not be put back in its suspension");
+            if let Err(store) = self.save(&mut kept, status).await {
+                tracing::error!(run = %state.id, error = %store, "the run could not be put back as it was");
             }
             return Err(e);
         }
@@ -550,6 +603,7 @@ pub(super) fn error_result(id: String, error: String) -> Block {
         id,
         content: json!({ "error": error }).to_string(),
         is_error: true,
+        parts: Vec::new(),
     }
 }
 

@@ -237,6 +237,7 @@ impl Agent {
                 id: call.id.clone(),
                 content: json!({ "error": text }).to_string(),
                 is_error: true,
+                parts: Vec::new(),
             })
         };
         if call.name == READ_SKILL_FILE {
@@ -389,6 +390,7 @@ impl Agent {
                             id: call.id.clone(),
                             content: body.to_string(),
                             is_error: false,
+                            parts: Vec::new(),
                         }))
                     }
                     Err(e) if e.is_skill_changed() => {
@@ -483,6 +485,7 @@ impl Agent {
                 id: call.id.clone(),
                 content: content.to_string(),
                 is_error,
+                parts: Vec::new(),
             })
         };
         let Some(held) = state.held.iter().find(|h| h.id == id).cloned() else {

@@ -123,8 +123,8 @@ pub(super) type Paused = Box<(PendingInput, Answers)>;
 
 /// How one allowed call ended.
 pub(super) enum CallEnd {
-    /// Its result for the model, and whether it failed.
-    Done(String, bool),
+    /// Its result for the model (text, images), and whether it failed.
+    Done(String, Vec<Block>, bool),
     /// It waits for input no callback gave: the input, and the answers it has (those
     /// callbacks gave, and a person's this process still holds).
     Paused(Box<(PendingInput, Answers)>),

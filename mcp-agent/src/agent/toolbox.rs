@@ -178,6 +178,7 @@ impl Agent {
             id: call.id.clone(),
             content: json!({ "loaded": found }).to_string(),
             is_error: false,
+            parts: Vec::new(),
         }
     }
 
