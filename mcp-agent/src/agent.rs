@@ -35,7 +35,7 @@ mod toolbox;
 mod tests;
 
 pub use allowances::Allowance;
-use answers::{Answers, Vault};
+use answers::{Answers, Completed, Vault};
 pub use builder::AgentBuilder;
 pub use conversation::Conversation;
 use decision::*;
@@ -111,6 +111,11 @@ struct AgentInner {
     loaded_skills: std::sync::Mutex<HashMap<(String, String), mcp_runtime::LoadedSkill>>,
     /// Answers to input requests a run may not keep, until their calls are sent.
     vault: Vault,
+    /// The tool names each server offered when last listed (a server that is down
+    /// keeps them reserved).
+    known_names: std::sync::Mutex<HashMap<String, Vec<String>>>,
+    /// The servers whose changes this agent made sure it hears.
+    following: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl fmt::Debug for Agent {
@@ -251,7 +256,10 @@ impl Agent {
             .await?;
         state.events.clear();
         state.persisted = true;
-        if matches!(status, RunStatus::Finished | RunStatus::Cancelled) {
+        if matches!(
+            status,
+            RunStatus::Finished | RunStatus::Cancelled | RunStatus::Failed
+        ) {
             self.inner.vault.forget_run(&state.id);
         }
         Ok(())

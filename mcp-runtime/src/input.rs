@@ -370,6 +370,20 @@ impl PendingInput {
     pub(crate) fn state(&self) -> Option<&Value> {
         self.state.as_ref()
     }
+
+    /// Takes the server's opaque `requestState` out, to keep it elsewhere: a server
+    /// that asks in several rounds may carry earlier answers in it (secrets included)
+    /// unencrypted. Put it back with [`set_request_state`](Self::set_request_state)
+    /// before answering; answered without it, the server starts its questions over.
+    pub fn take_request_state(&mut self) -> Option<Value> {
+        self.state.take()
+    }
+
+    /// Puts the server's `requestState` back (see
+    /// [`take_request_state`](Self::take_request_state)).
+    pub fn set_request_state(&mut self, state: Option<Value>) {
+        self.state = state;
+    }
 }
 
 /// Answers to a [`PendingInput`], to send with the retried call or to its task.

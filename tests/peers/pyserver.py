@@ -719,8 +719,44 @@ apps.add_html_resource(
 _subscription_bus = InMemorySubscriptionBus()
 
 
+class _SignOnlyStateCodec:
+    """A `requestState` codec that signs but does not encrypt (PYSERVER_SIGN_ONLY_STATE=1):
+    the state, earlier answers included, is readable by the client — as a server with a
+    sign-only codec would send it. For the tests of what a client keeps of it."""
+
+    _key = os.urandom(32)
+
+    def seal(self, payload: bytes) -> str:
+        import hmac
+
+        body = payload.decode()
+        return "s1." + body + "." + hmac.new(self._key, payload, hashlib.sha256).hexdigest()
+
+    def unseal(self, token: str) -> bytes:
+        import hmac
+
+        from mcp.server.request_state import InvalidRequestState
+
+        if not token.startswith("s1.") or "." not in token[3:]:
+            raise InvalidRequestState("malformed")
+        body, tag = token[3:].rsplit(".", 1)
+        want = hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(tag, want):
+            raise InvalidRequestState("bad tag")
+        return body.encode()
+
+
+def _state_security():
+    if os.environ.get("PYSERVER_SIGN_ONLY_STATE") != "1":
+        return None
+    from mcp.server.request_state import RequestStateSecurity
+
+    return RequestStateSecurity(codec=_SignOnlyStateCodec())
+
+
 server = MCPServer(
     name="pyserver",
+    request_state_security=_state_security(),
     version="1.0.0",
     instructions="Test peer for the Rust MCP client.",
     log_level="WARNING",
@@ -844,6 +880,25 @@ def sign_in(
         f"signed in as {login.data.user}; password {_fingerprint(login.data.password)}; "
         f"token {_fingerprint(vault.data.token)}"
     )
+
+
+def _ask_login_after(vault: Annotated[ElicitationResult[VaultForm], Resolve(_ask_vault)]) -> Elicit[LoginForm]:
+    # Depends on the vault answer: asked in a second round, after it.
+    return Elicit("Sign in", LoginForm)
+
+
+@server.tool(
+    description=(
+        "Like sign_in, in two rounds: the vault token first, then the login "
+        "(the server's requestState carries the first answer into the second round)."
+    ),
+    structured_output=False,
+)
+def sign_in_steps(
+    vault: Annotated[ElicitationResult[VaultForm], Resolve(_ask_vault)],
+    login: Annotated[ElicitationResult[LoginForm], Resolve(_ask_login_after)],
+) -> str:
+    return sign_in(vault, login)
 
 
 @server.tool(description="A short beep: an audio content block (audio/wav) and a caption.", structured_output=False)
@@ -1200,7 +1255,12 @@ def request_headers(ctx: Context) -> str:
     request = ctx.request_context.request
     if request is None:
         return "{}"
-    seen = {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-") or k.lower() == "authorization"}
+    seen: dict[str, str] = {}
+    for k, v in request.headers.items():
+        k = k.lower()
+        if k.startswith("x-") or k == "authorization":
+            # A header sent twice shows both values.
+            seen[k] = f"{seen[k]}, {v}" if k in seen else v
     return json.dumps(seen, sort_keys=True)
 
 
@@ -1226,6 +1286,10 @@ def main(argv: list[str]) -> None:
     if unknown:
         print(f"unknown flags: {sorted(unknown)}", file=sys.stderr)
         sys.exit(2)
+    if os.environ.get("PYSERVER_BAD_TOOL_NAME") == "1":
+        # A name outside the spec's rule (a space, a right-to-left override): the SDK
+        # warns and serves it; a client must not offer it to a model.
+        server.add_tool(extra_tool, name="read\u202efile now", description="A tool named outside the rule.")
     if "headers" in flags:
         # Only with the flag, so the default tool list (and .mcp/pyserver.json) stays.
         server.tool(

@@ -12,6 +12,12 @@ use super::*;
 /// The most answers the vault holds (the oldest go first).
 const VAULT_CAPACITY: usize = 10_000;
 
+/// The most bytes of answers the vault holds (the oldest go first).
+const VAULT_BYTES: usize = 16 << 20;
+
+/// The vault key of a call's withheld `requestState`.
+const STATE: &str = "\u{0}requestState";
+
 /// The answers a call that waits for input has been given so far, as its run keeps
 /// them.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -20,13 +26,22 @@ pub(super) struct Answers {
     #[serde(default)]
     pub(super) answers: Vec<(String, Value)>,
     /// The secret fields taken out of a person's answer, by request key: their values
-    /// are in this process's vault only.
+    /// are in the vault only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) withheld: Vec<(String, Vec<String>)>,
-    /// Keys `on_input` callbacks answered: their answers are in this process's vault
-    /// only (a callback is asked again where the vault lacks one).
+    /// Keys `on_input` callbacks answered: their answers are in the vault only (a
+    /// callback is asked again where the vault lacks one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) callbacks: Vec<String>,
+    /// The server's `requestState` is in the vault only: it followed answers that
+    /// may not be kept, and may carry them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) state_withheld: bool,
+    /// The vault's random id for what it holds of these answers: drawn anew whenever
+    /// they are put together again, so a process never sends what it held for an
+    /// earlier round (or another call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) vault: Option<String>,
 }
 
 impl Answers {
@@ -34,10 +49,31 @@ impl Answers {
     pub(super) fn has(&self, key: &str) -> bool {
         self.answers.iter().any(|(k, _)| k == key) || self.callbacks.iter().any(|k| k == key)
     }
+
+    /// The vault id, drawn when there is none yet.
+    fn vault_id(&mut self) -> Result<String> {
+        if let Some(id) = &self.vault {
+            return Ok(id.clone());
+        }
+        let id = random_id()?;
+        self.vault = Some(id.clone());
+        Ok(id)
+    }
 }
 
-/// Where answers a run may not keep wait, in this process, until their call is sent:
-/// by (run, call, request key).
+/// What [`Agent::complete_answers`] found.
+pub(super) enum Completed {
+    /// Every request is answered: send these, with the input (its state restored).
+    Ready(PendingInput, Vec<(String, InputResponse)>),
+    /// Some answer is missing here (kept by another process): the call waits again,
+    /// with what it still has.
+    Missing(PendingInput, Answers),
+    /// The server's state was kept by another process: the call starts over.
+    StartOver,
+}
+
+/// Where answers a run may not keep wait, in memory, until their call is sent: by
+/// (run, vault id, request key). One per [`Agent`] (and its clones).
 #[derive(Default)]
 pub(super) struct Vault {
     entries: std::sync::Mutex<VaultEntries>,
@@ -46,47 +82,71 @@ pub(super) struct Vault {
 #[derive(Default)]
 struct VaultEntries {
     next: u64,
-    map: HashMap<(String, String, String), (u64, Value)>,
+    bytes: usize,
+    map: HashMap<(String, String, String), (u64, Value, usize)>,
+}
+
+impl VaultEntries {
+    fn evict_oldest(&mut self) {
+        if let Some(oldest) = self
+            .map
+            .iter()
+            .min_by_key(|(_, (n, _, _))| *n)
+            .map(|(k, _)| k.clone())
+        {
+            if let Some((_, _, size)) = self.map.remove(&oldest) {
+                self.bytes -= size;
+            }
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&(String, String, String)) -> bool) {
+        let mut freed = 0;
+        self.map.retain(|k, (_, _, size)| {
+            let kept = keep(k);
+            if !kept {
+                freed += *size;
+            }
+            kept
+        });
+        self.bytes -= freed;
+    }
 }
 
 impl Vault {
-    fn put(&self, run: &str, call: &str, key: &str, value: Value) {
+    fn put(&self, run: &str, vault: &str, key: &str, value: Value) {
+        let size = value.to_string().len() + run.len() + vault.len() + key.len();
         let mut v = lock(&self.entries);
-        if v.map.len() >= VAULT_CAPACITY {
-            if let Some(oldest) = v
-                .map
-                .iter()
-                .min_by_key(|(_, (n, _))| *n)
-                .map(|(k, _)| k.clone())
-            {
-                v.map.remove(&oldest);
-            }
+        let k = (run.to_owned(), vault.to_owned(), key.to_owned());
+        if let Some((_, _, old)) = v.map.remove(&k) {
+            v.bytes -= old;
+        }
+        while !v.map.is_empty() && (v.map.len() >= VAULT_CAPACITY || v.bytes + size > VAULT_BYTES) {
+            v.evict_oldest();
         }
         let n = v.next;
         v.next += 1;
-        v.map.insert(
-            (run.to_owned(), call.to_owned(), key.to_owned()),
-            (n, value),
-        );
+        v.bytes += size;
+        v.map.insert(k, (n, value, size));
     }
 
-    fn get(&self, run: &str, call: &str, key: &str) -> Option<Value> {
+    fn get(&self, run: &str, vault: &str, key: &str) -> Option<Value> {
         let v = lock(&self.entries);
         v.map
-            .get(&(run.to_owned(), call.to_owned(), key.to_owned()))
-            .map(|(_, value)| value.clone())
+            .get(&(run.to_owned(), vault.to_owned(), key.to_owned()))
+            .map(|(_, value, _)| value.clone())
     }
 
-    /// Forgets what waits for a call (it was sent).
-    pub(super) fn forget_call(&self, run: &str, call: &str) {
-        lock(&self.entries)
-            .map
-            .retain(|(r, c, _), _| !(r == run && c == call));
+    /// Forgets what it held for these answers (they were sent, or replaced).
+    pub(super) fn forget(&self, run: &str, answers: &Answers) {
+        if let Some(id) = &answers.vault {
+            lock(&self.entries).retain(|(r, v, _)| !(r == run && v == id));
+        }
     }
 
-    /// Forgets what waits for a run (it ended).
+    /// Forgets what it held for a run (it ended, or was deleted).
     pub(super) fn forget_run(&self, run: &str) {
-        lock(&self.entries).map.retain(|(r, _, _), _| r != run);
+        lock(&self.entries).retain(|(r, _, _)| r != run);
     }
 
     #[cfg(test)]
@@ -96,17 +156,17 @@ impl Vault {
 }
 
 impl Agent {
-    /// Keeps a person's `answer` to the request under `key` of `call`: what the run
-    /// keeps goes into `answers`, the secret fields into the vault. A request this
-    /// code cannot read has every field of its answer taken as secret.
+    /// Keeps a person's `answer` to the request under `key`: what the run keeps goes
+    /// into `answers`, the secret fields into the vault. A request this code cannot
+    /// read has every field of its answer taken as secret.
     pub(super) fn keep_person_answer(
         &self,
-        (run, call): (&str, &str),
+        run: &str,
         input: &PendingInput,
         key: &str,
         answer: &InputResponse,
         answers: &mut Answers,
-    ) {
+    ) -> Result<()> {
         let mut wire = answer.to_value();
         let secret: Option<Vec<String>> = input
             .requests()
@@ -126,40 +186,67 @@ impl Agent {
             }
         }
         if !taken.is_empty() {
+            let id = answers.vault_id()?;
             answers
                 .withheld
                 .push((key.to_owned(), taken.keys().cloned().collect()));
-            self.inner.vault.put(run, call, key, Value::Object(taken));
+            self.inner.vault.put(run, &id, key, Value::Object(taken));
         }
         answers.answers.push((key.to_owned(), wire));
+        Ok(())
     }
 
-    /// Keeps an `on_input` callback's answer to the request under `key` of `call`:
-    /// in the vault; the run keeps only that a callback answered.
-    pub(super) fn keep_callback_answer(
+    /// Keeps `given` (the answers callbacks gave) and the input's `requestState` when
+    /// `withhold_state` (it may carry answers the run may not keep) in the vault, under
+    /// `vault` (drawn before the call was sent): the run keeps only that they were
+    /// given.
+    pub(super) fn keep_in_vault(
         &self,
-        (run, call): (&str, &str),
-        key: &str,
-        answer: &InputResponse,
-        answers: &mut Answers,
-    ) {
-        self.inner.vault.put(run, call, key, answer.to_value());
-        answers.callbacks.push(key.to_owned());
+        run: &str,
+        vault: &str,
+        input: &mut PendingInput,
+        given: &[(String, InputResponse)],
+        withhold_state: bool,
+    ) -> Answers {
+        let mut answers = Answers::default();
+        for (key, answer) in given {
+            self.inner.vault.put(run, vault, key, answer.to_value());
+            answers.callbacks.push(key.clone());
+        }
+        if withhold_state {
+            if let Some(state) = input.take_request_state() {
+                self.inner.vault.put(run, vault, STATE, state);
+                answers.state_withheld = true;
+            }
+        }
+        if !answers.callbacks.is_empty() || answers.state_withheld {
+            answers.vault = Some(vault.to_owned());
+        }
+        answers
     }
 
     /// The answers to send for `input`: what the run kept with what the vault holds,
-    /// and the callbacks asked again for a key whose answer the vault lacks. Also what
-    /// the run keeps of them (an answer whose secret this process lacks is dropped:
-    /// the person is asked again), and the actions of the answers callbacks gave now.
+    /// and the callbacks asked again for a key whose answer the vault lacks (their
+    /// actions are pushed to `asked`). An answer whose secret the vault lacks is
+    /// dropped: the person is asked again.
     pub(super) async fn complete_answers(
         &self,
         (run, call): (&str, &PendingCall),
-        input: &PendingInput,
+        mut input: PendingInput,
         kept: &Answers,
-    ) -> (Vec<(String, InputResponse)>, Answers, Vec<String>) {
+        asked: &mut Vec<String>,
+    ) -> Result<Completed> {
+        let id = kept.vault.clone().unwrap_or_default();
+        if kept.state_withheld {
+            match self.inner.vault.get(run, &id, STATE) {
+                Some(state) => input.set_request_state(Some(state)),
+                None => return Ok(Completed::StartOver),
+            }
+        }
         let mut ready = Vec::new();
+        // What the run keeps if the call waits again: under a new vault id.
         let mut still = Answers::default();
-        let mut asked = Vec::new();
+        let mut moved: Vec<(String, Value)> = Vec::new();
         let requests = input.requests().unwrap_or_default();
         for (key, request) in requests {
             if let Some((_, stored)) = kept.answers.iter().find(|(k, _)| *k == key) {
@@ -171,13 +258,13 @@ impl Agent {
                     .unwrap_or_default();
                 let mut wire = stored.clone();
                 if !withheld.is_empty() {
-                    let secret = self.inner.vault.get(run, &call.id, &key);
-                    let Some(Value::Object(secret)) = secret else {
-                        continue; // kept in another process: asked again
+                    let Some(Value::Object(secret)) = self.inner.vault.get(run, &id, &key) else {
+                        continue; // kept by another process: asked again
                     };
                     if !withheld.iter().all(|n| secret.contains_key(n)) {
                         continue;
                     }
+                    moved.push((key.clone(), Value::Object(secret.clone())));
                     if let Some(content) = wire.get_mut("content").and_then(Value::as_object_mut) {
                         content.extend(secret);
                     }
@@ -197,7 +284,7 @@ impl Agent {
             let held = self
                 .inner
                 .vault
-                .get(run, &call.id, &key)
+                .get(run, &id, &key)
                 .and_then(|v| InputResponse::from_value(&v));
             let answer = match held {
                 Some(a) => Some(a),
@@ -211,17 +298,34 @@ impl Agent {
                     let a = self.ask_callbacks(ask).await;
                     if let Some(a) = &a {
                         asked.push(a.action().to_owned());
-                        self.inner.vault.put(run, &call.id, &key, a.to_value());
                     }
                     a
                 }
             };
             if let Some(a) = answer {
+                moved.push((key.clone(), a.to_value()));
                 ready.push((key.clone(), a));
                 still.callbacks.push(key);
             }
         }
-        (ready, still, asked)
+        if ready.len() == input.keys().count() {
+            return Ok(Completed::Ready(input, ready));
+        }
+        // Waits again: what the vault held moves to a new id (this round's).
+        if !moved.is_empty() || kept.state_withheld {
+            let new = still.vault_id()?;
+            for (key, value) in moved {
+                self.inner.vault.put(run, &new, &key, value);
+            }
+            if kept.state_withheld {
+                if let Some(state) = input.take_request_state() {
+                    self.inner.vault.put(run, &new, STATE, state);
+                    still.state_withheld = true;
+                }
+            }
+        }
+        self.inner.vault.forget(run, kept);
+        Ok(Completed::Missing(input, still))
     }
 }
 

@@ -270,6 +270,8 @@ impl AgentBuilder {
                 skill_approvals: self.skill_approvals,
                 loaded_skills: Default::default(),
                 vault: Vault::default(),
+                known_names: Default::default(),
+                following: Default::default(),
             }),
         })
     }

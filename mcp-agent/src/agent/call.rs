@@ -2,35 +2,90 @@
 
 use super::*;
 
+/// How a call's first attempt goes out.
+#[derive(Clone)]
+pub(super) enum Start {
+    /// As the model asked for it.
+    Plain,
+    /// Again, with the answers to the input it waited for (and what of them the vault
+    /// held, forgotten once sent).
+    Answered(Box<Resent>),
+}
+
+/// A call sent again: the input it waited for, the answers, and what the run kept of
+/// them.
+type Resent = (PendingInput, Vec<(String, InputResponse)>, Answers);
+
+/// One call about to go out: the call, its tool, its first attempt, and the vault id
+/// for what of its next pause the run may not keep (drawn before anything is sent).
+type Outgoing<'a> = (PendingCall, &'a AgentTool, Start, String);
+
 impl Agent {
     /// Runs the calls at `indices` of the turn (each offered by a server of `tools`):
     /// one is awaited here, several run concurrently. Events and results keep the
     /// model's order. A call that paused for input gives its input (and the answers
-    /// callbacks gave) instead of a result.
+    /// it has) instead of a result; so does a call answered in another process that
+    /// lacks an answer here — before anything of it is recorded as sent.
     pub(super) async fn run_tools(
         &self,
         state: &mut RunState,
         indices: &[usize],
         tools: &HashMap<String, AgentTool>,
     ) -> Result<Vec<std::result::Result<Block, Paused>>> {
-        let mut batch: Vec<(PendingCall, &AgentTool)> = Vec::with_capacity(indices.len());
-        for &i in indices {
-            let call = &mut state.pending[i];
+        let mut out: Vec<Option<std::result::Result<Block, Paused>>> = Vec::new();
+        out.resize_with(indices.len(), || None);
+        let mut batch: Vec<(usize, Outgoing<'_>)> = Vec::with_capacity(indices.len());
+        let mut asked = Vec::new();
+        for (slot, &i) in indices.iter().enumerate() {
+            let call = state.pending[i].clone();
             let Some(tool) = tools.get(&call.name) else {
                 return Err(Error::config("a call to run names no tool"));
             };
-            // At most once: the call is recorded as sent before it is, so a run
-            // recovered after a crash knows its outcome is unknown.
-            let sent = CallState::Executing {
-                server: tool.facts.server.clone(),
+            let start = match &call.at {
+                CallState::Answered { input, answers } => {
+                    let before = asked.len();
+                    let completed = self
+                        .complete_answers((&state.id, &call), input.clone(), answers, &mut asked)
+                        .await?;
+                    if asked.len() > before {
+                        let event = Event::InputAnswered {
+                            tool: call.name.clone(),
+                            actions: asked.split_off(before),
+                            by: "on_input".into(),
+                            at: now(),
+                        };
+                        self.event(state, event);
+                    }
+                    match completed {
+                        Completed::Ready(input, ready) => {
+                            Start::Answered(Box::new((input, ready, answers.clone())))
+                        }
+                        Completed::Missing(input, still) => {
+                            out[slot] = Some(Err(Box::new((input, still))));
+                            continue;
+                        }
+                        // The server's state is gone with another process: its
+                        // questions start over.
+                        Completed::StartOver => Start::Plain,
+                    }
+                }
+                _ => Start::Plain,
             };
-            let ready = std::mem::replace(&mut call.at, sent);
-            let mut call = call.clone();
-            call.at = ready;
-            batch.push((call, tool));
+            batch.push((slot, (call, tool, start, random_id()?)));
         }
-        self.save(state, RunStatus::Running).await?;
-        for (call, tool) in &batch {
+        // At most once: the calls are recorded as sent before they are, so a run
+        // recovered after a crash knows their outcome is unknown.
+        for (_, (call, tool, _, _)) in &batch {
+            if let Some(c) = state.pending.iter_mut().find(|c| c.id == call.id) {
+                c.at = CallState::Executing {
+                    server: tool.facts.server.clone(),
+                };
+            }
+        }
+        if !batch.is_empty() {
+            self.save(state, RunStatus::Running).await?;
+        }
+        for (_, (call, tool, _, _)) in &batch {
             self.event(
                 state,
                 Event::BeforeToolCall {
@@ -42,32 +97,36 @@ impl Agent {
         }
         let mut ends: Vec<Option<(CallEnd, Vec<Event>)>> = Vec::new();
         ends.resize_with(batch.len(), || None);
-        if let [(call, tool)] = batch.as_slice() {
-            ends[0] = Some(self.call_server(&state.id, tool, call).await);
+        if let [(_, call)] = batch.as_slice() {
+            ends[0] = Some(self.call_server(&state.id, call).await);
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set. At
             // most `calls_in_flight` are on servers at once; the others wait in order.
             let places = Arc::new(tokio::sync::Semaphore::new(self.inner.calls_in_flight));
             let mut set = tokio::task::JoinSet::new();
-            for (i, (call, tool)) in batch.iter().enumerate() {
+            for (n, (_, (call, tool, start, vault))) in batch.iter().enumerate() {
                 let agent = self.clone();
-                let (run, tool, call) = (state.id.clone(), (*tool).clone(), call.clone());
+                let run = state.id.clone();
+                let outgoing = (call.clone(), (*tool).clone(), start.clone(), vault.clone());
                 let places = places.clone();
                 set.spawn(async move {
                     // The semaphore is never closed: a place always comes.
                     let _place = places.acquire_owned().await.ok();
-                    (i, agent.call_server(&run, &tool, &call).await)
+                    let (call, tool, start, vault) = outgoing;
+                    (
+                        n,
+                        agent.call_server(&run, &(call, &tool, start, vault)).await,
+                    )
                 });
             }
             while let Some(joined) = set.join_next().await {
                 match joined {
-                    Ok((i, end)) => ends[i] = Some(end),
+                    Ok((n, end)) => ends[n] = Some(end),
                     Err(e) => tracing::warn!(error = %e, "a tool call task failed"),
                 }
             }
         }
-        let mut out = Vec::with_capacity(batch.len());
-        for ((call, tool), end) in batch.iter().zip(ends) {
+        for ((slot, (call, tool, _, _)), end) in batch.iter().zip(ends) {
             let (end, events) = end.unwrap_or_else(|| {
                 (
                     CallEnd::Done(
@@ -81,7 +140,7 @@ impl Agent {
             // Already delivered to the callbacks live; kept with the run here.
             state.events.extend(events);
             state.ran += 1;
-            match end {
+            out[*slot] = Some(match end {
                 CallEnd::Done(content, parts, is_error) => {
                     self.event(
                         state,
@@ -91,17 +150,28 @@ impl Agent {
                             is_error,
                         },
                     );
-                    out.push(Ok(Block::ToolResult {
+                    Ok(Block::ToolResult {
                         id: call.id.clone(),
                         content,
                         is_error,
                         parts,
-                    }));
+                    })
                 }
-                CallEnd::Paused(paused) => out.push(Err(paused)),
-            }
+                CallEnd::Paused(paused) => Err(paused),
+            });
         }
-        Ok(out)
+        Ok(out
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or_else(|| {
+                    Ok(Block::tool_result(
+                        "",
+                        json!({ "error": "the tool call did not complete" }).to_string(),
+                        true,
+                    ))
+                })
+            })
+            .collect())
     }
 
     /// Asks the `on_input` callbacks; the first answer wins.
@@ -114,14 +184,13 @@ impl Agent {
         None
     }
 
-    /// One MCP call: its text for the model and whether it failed — or, when the server
-    /// asks for input no callback gives, the input — with the events it produced on the
-    /// way (progress, answers), delivered to the callbacks as they happen.
+    /// One MCP call: its result for the model and whether it failed — or, when the
+    /// server asks for input no callback gives, the input — with the events it produced
+    /// on the way (progress, answers), delivered to the callbacks as they happen.
     pub(super) async fn call_server(
         &self,
         run_id: &str,
-        tool: &AgentTool,
-        call: &PendingCall,
+        (call, tool, start, vault): &Outgoing<'_>,
     ) -> (CallEnd, Vec<Event>) {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
         let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
@@ -146,20 +215,18 @@ impl Agent {
                 kept.push(event);
             });
         let mut notes = Vec::new();
-        let answered = |by: &str, actions: Vec<String>| Event::InputAnswered {
-            tool: call.name.clone(),
-            actions,
-            by: by.to_owned(),
-            at: now(),
+        // The answers of the next attempt, and whether the run may not keep them (they
+        // came from callbacks or hold secrets): then the server's next `requestState`,
+        // which may carry them, is kept only in the vault.
+        let (mut next, mut vaulted) = match start {
+            Start::Plain => (None, false),
+            Start::Answered(answered) => {
+                let (input, ready, held) = answered.as_ref();
+                let vaulted = !held.callbacks.is_empty() || !held.withheld.is_empty();
+                self.inner.vault.forget(run_id, held);
+                (Some((input.clone(), ready.clone())), vaulted)
+            }
         };
-        // Answers given while the call waited (a person's on resume; callbacks'): they
-        // go with the first attempt, completed from this process's vault.
-        let mut kept = match &call.at {
-            CallState::Answered { input, answers } => Some((input.clone(), answers.clone())),
-            _ => None,
-        };
-        // Answers callbacks gave just now, for the next attempt.
-        let mut fresh: Option<(PendingInput, Vec<(String, InputResponse)>)> = None;
         let mut end = CallEnd::Done(
             json!({ "error": format!("`{}` kept asking for input ({MAX_INPUT_ROUNDS} rounds)", call.name) })
                 .to_string(),
@@ -168,25 +235,8 @@ impl Agent {
         );
         for _ in 0..MAX_INPUT_ROUNDS {
             let mut options = base.clone();
-            if let Some((input, answers)) = kept.take() {
-                let (ready, still, asked) = self
-                    .complete_answers((run_id, call), &input, &answers)
-                    .await;
-                if !asked.is_empty() {
-                    let event = answered("on_input", asked);
-                    for f in &self.inner.on_event {
-                        f(run_id, &event);
-                    }
-                    notes.push(event);
-                }
-                if ready.len() < input.keys().count() {
-                    // Some answer was kept by another process: asked again.
-                    end = CallEnd::Paused(Box::new((input, still)));
-                    break;
-                }
-                self.inner.vault.forget_call(run_id, &call.id);
-                options = options.with_input_answers(input, ready);
-            } else if let Some((input, ready)) = fresh.take() {
+            let sent_vaulted = vaulted;
+            if let Some((input, ready)) = next.take() {
                 options = options.with_input_answers(input, ready);
             }
             let e = match self
@@ -212,6 +262,7 @@ impl Agent {
                 );
                 break;
             };
+            let mut input = input.clone();
             let requests = match input.requests() {
                 Ok(r) => r,
                 Err(why) => {
@@ -236,26 +287,27 @@ impl Agent {
                 }
             }
             if !given.is_empty() {
-                let event = answered(
-                    "on_input",
-                    given.iter().map(|(_, a)| a.action().to_owned()).collect(),
-                );
+                let event = Event::InputAnswered {
+                    tool: call.name.clone(),
+                    actions: given.iter().map(|(_, a)| a.action().to_owned()).collect(),
+                    by: "on_input".into(),
+                    at: now(),
+                };
                 for f in &self.inner.on_event {
                     f(run_id, &event);
                 }
                 notes.push(event);
             }
             if given.len() == input.keys().count() {
-                fresh = Some((input.clone(), given));
+                next = Some((input, given));
+                vaulted = true;
                 continue;
             }
             // A person must answer the rest: the callbacks' answers wait in the vault,
-            // never in the run.
-            let mut answers = Answers::default();
-            for (key, answer) in &given {
-                self.keep_callback_answer((run_id, &call.id), key, answer, &mut answers);
-            }
-            end = CallEnd::Paused(Box::new((input.clone(), answers)));
+            // never in the run — and so does the server's state when it followed
+            // answers the run may not keep.
+            let answers = self.keep_in_vault(run_id, vault, &mut input, &given, sent_vaulted);
+            end = CallEnd::Paused(Box::new((input, answers)));
             break;
         }
         let mut events = std::mem::take(&mut *lock(&seen));

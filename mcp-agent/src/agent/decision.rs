@@ -105,11 +105,12 @@ pub struct Decision {
     pub(super) always: Option<Always>,
 }
 
-/// What a [`Decision`] decides.
-#[derive(Clone, Debug, PartialEq)]
+/// What a [`Decision`] decides. Its `Debug` shows an answer's keys and actions, never
+/// what was answered (a password, a token).
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum DecisionKind {
-    /// Run the call (for a call that waits for input: answer nothing, which declines).
+    /// Run the call. (A call that waits for input refuses it: answer it, or deny.)
     Approve,
     /// Do not run it: the model gets an error result, with the message when there is
     /// one. For a call that waits for input: every request is declined.
@@ -129,6 +130,30 @@ pub enum DecisionKind {
         /// The answers.
         answers: Vec<(String, InputResponse)>,
     },
+}
+
+impl fmt::Debug for DecisionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecisionKind::Approve => f.write_str("Approve"),
+            DecisionKind::Deny { message } => {
+                f.debug_struct("Deny").field("message", message).finish()
+            }
+            DecisionKind::Edit { arguments } => f
+                .debug_struct("Edit")
+                .field("arguments", arguments)
+                .finish(),
+            DecisionKind::Answer { answers } => {
+                let shown: Vec<(&str, &str)> = answers
+                    .iter()
+                    .map(|(k, a)| (k.as_str(), a.action()))
+                    .collect();
+                f.debug_struct("Answer")
+                    .field("answers", &shown)
+                    .finish_non_exhaustive()
+            }
+        }
+    }
 }
 
 /// How far "always allow this tool" reaches ([`Decision::always`]).

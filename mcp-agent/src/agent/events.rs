@@ -187,6 +187,17 @@ pub enum Event {
     },
     /// A failed run was taken up again ([`Agent::retry`]).
     RunRetried,
+    /// The tools the attached servers offer changed during the run (a server's
+    /// `list_changed`, a server down or back): the model is offered the new list from
+    /// its next turn; the gate and a decision's binding apply to it.
+    ToolsChanged {
+        /// Model-facing names that came.
+        added: Vec<String>,
+        /// Names that went.
+        removed: Vec<String>,
+        /// Names whose definition (or server) changed.
+        changed: Vec<String>,
+    },
     /// A finished run was given more input ([`Agent::follow_up`]): the conversation
     /// goes on.
     RunContinued,

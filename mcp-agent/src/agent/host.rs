@@ -16,6 +16,16 @@ pub(super) trait Host: Send + Sync + 'static {
     fn config_fingerprint(&self, i: usize) -> String;
     /// Server `i`'s tools.
     fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>>;
+    /// The tool names server `i`'s declaration gives the model, as far as it tells
+    /// ([`Mcp::declared_tool_names`]).
+    fn declared_tool_names(&self, _i: usize) -> Vec<String> {
+        Vec::new()
+    }
+    /// Makes sure server `i`'s changes are heard (2026-07-28 servers announce them
+    /// only to a listener); leaves a listener the application started as it is.
+    fn follow_changes(&self, _i: usize) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// Calls `tool` on server `i`.
     fn call<'a>(
         &'a self,
@@ -41,6 +51,31 @@ impl Host for Servers {
             .get(i)
             .map(Mcp::config_fingerprint)
             .unwrap_or_default()
+    }
+    fn declared_tool_names(&self, i: usize) -> Vec<String> {
+        self.0
+            .get(i)
+            .and_then(Mcp::declared_tool_names)
+            .unwrap_or_default()
+    }
+    fn follow_changes(&self, i: usize) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(server) = self.0.get(i) else { return };
+            if server.client().is_ok_and(|c| c.is_listening()) {
+                return;
+            }
+            // Bounded: a server that never confirms does not hold the run.
+            let listen = server.listen(&[]);
+            match tokio::time::timeout(std::time::Duration::from_secs(5), listen).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::debug!(server = %server.name(), error = %e, "not listening for changes")
+                }
+                Err(_) => {
+                    tracing::debug!(server = %server.name(), "the server did not confirm listening in 5 s")
+                }
+            }
+        })
     }
     fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>> {
         Box::pin(async move {

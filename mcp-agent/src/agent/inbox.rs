@@ -150,6 +150,7 @@ impl Agent {
 
     /// Forgets the run `run_id` (whatever it stands at); `false` when there was none.
     pub async fn delete(&self, run_id: &str) -> Result<bool> {
+        self.inner.vault.forget_run(run_id);
         self.inner.store.delete(run_id).await
     }
 

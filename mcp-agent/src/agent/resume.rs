@@ -237,10 +237,16 @@ impl Agent {
             } => {
                 let given = match what {
                     DecisionKind::Answer { answers } => answers,
-                    _ => Vec::new(), // a denial declines every request
+                    _ => {
+                        // A denial declines every request, those callbacks answered
+                        // too (the server's withheld state still goes back with it).
+                        answers.answers.clear();
+                        answers.withheld.clear();
+                        answers.callbacks.clear();
+                        Vec::new()
+                    }
                 };
                 let mut actions = Vec::new();
-                let call = (state.id.as_str(), state.pending[i].id.as_str());
                 for key in input.keys() {
                     if answers.has(key) {
                         continue; // a callback answered it
@@ -251,8 +257,8 @@ impl Agent {
                         .map(|(_, a)| a.clone())
                         .unwrap_or(InputResponse::Decline);
                     actions.push(answer.action().to_owned());
-                    // Its secret fields stay in this process's memory.
-                    self.keep_person_answer(call, &input, key, &answer, &mut answers);
+                    // Its secret fields stay in this agent's memory.
+                    self.keep_person_answer(&state.id, &input, key, &answer, &mut answers)?;
                 }
                 state.pending[i].at = CallState::Answered { input, answers };
                 Event::InputAnswered {

@@ -163,7 +163,8 @@ impl Agent {
     /// while a person must decide on any of them, then run together — and then the
     /// model again.
     pub(super) async fn steps(&self, state: &mut RunState) -> Result<Outcome> {
-        let (tools, mut down) = self.tools(state).await?;
+        let mut announced = Vec::new();
+        let (mut tools, mut down) = self.tools(state, &mut announced).await?;
         // A person's approval of a call on a server that is down now waits for it:
         // the error puts the run back in its suspension when nothing ran yet.
         for call in &state.pending {
@@ -209,6 +210,14 @@ impl Agent {
                     run_id: state.id.clone(),
                 });
             }
+            // The tools follow the servers: listed again before every model turn
+            // after the first (a server's `list_changed` empties its cache; a server
+            // back up rejoins).
+            if state.steps > 0 || state.ran > 0 {
+                let (now, _) = self.tools(state, &mut announced).await?;
+                self.tools_changed(state, &tools, &now);
+                tools = now;
+            }
             state.steps += 1;
             let mut offered = self.offered(&tools, state);
             offered.extend(self.skill_tools(&skills, &tools, state));
@@ -216,8 +225,9 @@ impl Agent {
                 messages: state.messages.clone(),
                 tools: offered,
             };
-            let answer = self.inner.model.complete(&request).await?;
+            let mut answer = self.inner.model.complete(&request).await?;
             state.ran += 1;
+            unique_call_ids(&mut answer.message)?;
             let mut calls = answer.message.tool_calls();
             let text = answer.message.joined_text();
             // A turn asks for at most `calls_per_turn` calls; the model reads why the
@@ -474,6 +484,12 @@ impl Agent {
             );
             state.results.push(error_result(call.id, why));
         }
+        // The ids of the decisions calls that pause will wait for: drawn before any
+        // call is sent, so a failed draw never loses a result.
+        let mut decisions = batch
+            .iter()
+            .map(|_| random_id())
+            .collect::<Result<Vec<_>>>()?;
         let ends = self.run_tools(state, &batch, tools).await?;
         // From the last: removing a call leaves the indices before it as they are.
         for (&i, end) in batch.iter().zip(ends).rev() {
@@ -484,7 +500,7 @@ impl Agent {
                 }
                 Err(paused) => {
                     let (input, answers) = *paused;
-                    let decision = random_id()?;
+                    let decision = decisions.pop().unwrap_or_default();
                     self.input_requested(state, i, &input, &answers, tools);
                     state.pending[i].at = CallState::AwaitingInput {
                         decision,
@@ -638,4 +654,20 @@ fn close_results(state: &mut RunState) {
         role: Role::Tool,
         content: results,
     });
+}
+
+/// Gives every tool call of a model's answer an id of its own: a call with no id, or
+/// with an id another call of the answer has, gets a fresh one (results, decisions and
+/// what the vault holds are matched to calls by id).
+fn unique_call_ids(message: &mut Message) -> Result<()> {
+    let mut seen: Vec<String> = Vec::new();
+    for b in &mut message.content {
+        if let Block::ToolCall { id, .. } = b {
+            if id.is_empty() || seen.contains(id) {
+                *id = format!("call_{}", random_id()?);
+            }
+            seen.push(id.clone());
+        }
+    }
+    Ok(())
 }

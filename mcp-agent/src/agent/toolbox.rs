@@ -10,30 +10,61 @@ impl Agent {
     /// ([`AgentBuilder::require_server`]); a tool whose name breaks the spec's rule, or
     /// that another server attached earlier already offers, is hidden
     /// ([`Event::ToolHidden`]).
+    ///
+    /// Listed again before every model turn: `announced` holds what this drive already
+    /// reported, so a server that stays down, or a tool that stays hidden, is
+    /// reported once.
     pub(super) async fn tools(
         &self,
         state: &mut RunState,
+        announced: &mut Vec<String>,
     ) -> Result<(
         HashMap<String, AgentTool>,
         Vec<(String, mcp_runtime::Error)>,
     )> {
         let mut all: HashMap<String, AgentTool> = HashMap::new();
         let mut down = Vec::new();
+        // The names a server that is down offered when last listed (or declares): no
+        // server attached after it takes them meanwhile — an allow-list entry or an
+        // approval meant for its tool never reaches another server's.
+        let mut reserved: Vec<(String, String)> = Vec::new();
         let host = self.inner.host.clone();
         for i in 0..host.count() {
             let server = host.name(i).to_owned();
             let listed = match host.tools(i).await {
-                Ok(listed) => listed,
+                Ok(listed) => {
+                    announced.retain(|k| *k != format!("down\u{0}{server}"));
+                    // Once per agent and server: its changes are heard from now on.
+                    let first = lock(&self.inner.following).insert(server.clone());
+                    if first {
+                        host.follow_changes(i).await;
+                    }
+                    lock(&self.inner.known_names).insert(
+                        server.clone(),
+                        listed.iter().map(|t| t.name.clone()).collect(),
+                    );
+                    listed
+                }
                 Err(e) if self.inner.required.contains(&server) => return Err(e.into()),
                 Err(e) => {
+                    let mut names = lock(&self.inner.known_names)
+                        .get(&server)
+                        .cloned()
+                        .unwrap_or_default();
+                    names.extend(host.declared_tool_names(i));
+                    reserved.extend(names.into_iter().map(|n| (n, server.clone())));
                     let error = crate::error::clip(&e.to_string(), 1000);
-                    self.event(
-                        state,
-                        Event::ServerUnavailable {
-                            server: server.clone(),
-                            error,
-                        },
-                    );
+                    let key = format!("down\u{0}{server}");
+                    if !announced.contains(&key) {
+                        announced.push(key);
+                        self.event(
+                            state,
+                            Event::ServerUnavailable {
+                                server: server.clone(),
+                                error,
+                            },
+                        );
+                    }
                     down.push((server, e));
                     continue;
                 }
@@ -41,25 +72,33 @@ impl Agent {
             for t in listed {
                 let hidden = if !valid_tool_name(&t.name) {
                     Some("its name breaks the MCP rule (1 to 128 characters of A-Z, a-z, 0-9, `_`, `.`, `-`)".to_owned())
+                } else if let Some(other) = all.get(&t.name) {
+                    Some(format!(
+                        "server `{}`, attached earlier, offers a tool of the same name (give one a prefix)",
+                        host.name(other.server)
+                    ))
                 } else {
-                    all.get(&t.name).map(|other| {
+                    reserved.iter().find(|(n, _)| *n == t.name).map(|(_, other)| {
                         format!(
-                            "server `{}`, attached earlier, offers a tool of the same name (give one a prefix)",
-                            host.name(other.server)
+                            "server `{other}`, attached earlier and unavailable now, offers a tool of the same name (give one a prefix)"
                         )
                     })
                 };
                 if let Some(reason) = hidden {
                     let name = crate::error::clip(&t.name, 200);
                     let tool = mcp_runtime::__private::escape_controls(&name, false).into_owned();
-                    self.event(
-                        state,
-                        Event::ToolHidden {
-                            server: server.clone(),
-                            tool,
-                            reason,
-                        },
-                    );
+                    let key = format!("hidden\u{0}{server}\u{0}{tool}\u{0}{reason}");
+                    if !announced.contains(&key) {
+                        announced.push(key);
+                        self.event(
+                            state,
+                            Event::ToolHidden {
+                                server: server.clone(),
+                                tool,
+                                reason,
+                            },
+                        );
+                    }
                     continue;
                 }
                 let facts = ToolFacts {
@@ -187,6 +226,51 @@ impl Agent {
         self.inner.skills
             && (name == READ_SKILL || name == READ_SKILL_FILE)
             && !tools.contains_key(name)
+    }
+
+    /// [`Event::ToolsChanged`] when the tools listed now differ from those before:
+    /// names that came or went, and tools whose definition changed.
+    pub(super) fn tools_changed(
+        &self,
+        state: &mut RunState,
+        before: &HashMap<String, AgentTool>,
+        now: &HashMap<String, AgentTool>,
+    ) {
+        let mut added: Vec<String> = now
+            .keys()
+            .filter(|n| !before.contains_key(*n))
+            .cloned()
+            .collect();
+        let mut removed: Vec<String> = before
+            .keys()
+            .filter(|n| !now.contains_key(*n))
+            .cloned()
+            .collect();
+        let mut changed: Vec<String> = now
+            .iter()
+            .filter(|(n, t)| {
+                before.get(*n).is_some_and(|b| {
+                    b.facts.server != t.facts.server
+                        || b.def.definition != t.def.definition
+                        || b.spec != t.spec
+                })
+            })
+            .map(|(n, _)| n.clone())
+            .collect();
+        if added.is_empty() && removed.is_empty() && changed.is_empty() {
+            return;
+        }
+        added.sort();
+        removed.sort();
+        changed.sort();
+        self.event(
+            state,
+            Event::ToolsChanged {
+                added,
+                removed,
+                changed,
+            },
+        );
     }
 
     /// The gate's verdict on a call not decided yet: a grant of an approved skill's

@@ -748,14 +748,21 @@ fn secrets_never_reach_logs_events_or_the_store() {
         .unwrap();
     let dir = scratch("canary");
     let mut shown = String::new();
+    let py = PyServer::start_with(&["headers"]);
     let kept = rt.block_on(async {
         let model = FakeModel::start(
             &dir,
             json!([
-                {"tool_calls": [{"name": "list_directory", "arguments": {"path": dir}}]},
+                {"tool_calls": [
+                    {"name": "list_directory", "arguments": {"path": dir}},
+                    {"name": "echo", "arguments": {"message": "sent with the token"}}
+                ]},
                 {"echo_tools": true}
             ]),
         );
+        // A server that is reached: the token goes with every request to it.
+        let py_url = py.url();
+        let reached = mcp_agent::mcp!(py, url = py_url, token = "HTTP-TOKEN-CANARY").unwrap();
         let store = dir.join("runs.sqlite3");
         let http = mcp_agent::mcp!(
             web,
@@ -769,15 +776,17 @@ fn secrets_never_reach_logs_events_or_the_store() {
                     .unwrap()
                     .api_key("MODEL-KEY-CANARY"),
             )
-            .allow(["list_directory"])
+            .allow(["list_directory", "echo"])
             .server(filesystem(&dir))
+            .server(reached)
             .store(SqliteRunStore::open(&store).unwrap())
             .build()
             .unwrap();
-        let Outcome::Finished { run_id, .. } = agent.run("list-the-canary-folder").await.unwrap()
+        let Outcome::Finished { run_id, text } = agent.run("list-the-canary-folder").await.unwrap()
         else {
             panic!()
         };
+        assert!(text.contains("sent with the token"), "{text}");
         shown.push_str(&format!(
             "{agent:?} {:?}",
             agent.events(&run_id).await.unwrap()
@@ -819,6 +828,20 @@ fn secrets_never_reach_logs_events_or_the_store() {
     });
     let logs = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
     assert!(logs.len() > 500, "trace logging was captured");
+    // The positive control for the token: the client does send it to that server (read
+    // after the logs were taken: the server's answer quotes it).
+    let sent = rt.block_on(async {
+        let url = py.url();
+        let probe = mcp_agent::mcp!(py, url = url, token = "HTTP-TOKEN-CANARY").unwrap();
+        let seen = probe
+            .call("request_headers", json!({}))
+            .await
+            .unwrap()
+            .text();
+        probe.close().await.unwrap();
+        seen
+    });
+    assert!(sent.contains("Bearer HTTP-TOKEN-CANARY"), "{sent}");
     let (open, closed) = kept;
     // The positive control: the reader sees the stored run (its prompt) both times.
     assert!(
@@ -1070,11 +1093,17 @@ impl PyServer {
 
     /// With `pyserver.py`'s flags (`stateless`, `json`, `headers`).
     fn start_with(flags: &[&str]) -> PyServer {
+        PyServer::start_env(flags, &[])
+    }
+
+    /// With flags and environment variables (`PYSERVER_SIGN_ONLY_STATE`, …).
+    fn start_env(flags: &[&str], env: &[(&str, &str)]) -> PyServer {
         let port = free_port();
         let child = Command::new(peers().join("venv/bin/python"))
             .arg(repo_root().join("tests/peers/pyserver.py"))
             .args(["http", &port.to_string()])
             .args(flags)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

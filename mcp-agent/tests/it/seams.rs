@@ -340,7 +340,11 @@ async fn an_attach_lines_rotating_token_is_reread_and_wins() {
         .map(|h| h["authorization"].as_str().unwrap())
         .collect();
     for (a, h) in auth.iter().zip(&seen) {
-        assert!(a.starts_with("Bearer rotating-"), "the token wins: {h}");
+        // One Authorization header (the server shows a repeated one as "a, b").
+        assert!(
+            a.starts_with("Bearer rotating-") && !a.contains(','),
+            "the token wins: {h}"
+        );
         assert_eq!(h["x-team"], "blue", "{h}");
     }
     assert_ne!(
@@ -405,4 +409,149 @@ async fn a_per_server_defer_overrides_only_that_server() {
         .build()
         .unwrap_err();
     assert!(e.is_config() && e.to_string().contains("`nope`"), "{e}");
+}
+
+/// A server that is down keeps the tool names it declares (or offered when last
+/// listed): another server attached after it does not take them meanwhile — an
+/// allow-list entry meant for the first server's tool never runs the second's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_down_servers_tool_names_are_not_taken_by_another() {
+    let dir = scratch("seams-reserved");
+    std::fs::write(dir.join("a.txt"), "A").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let down = Mcp::builder("vault")
+        .command([dir.join("no-such-server").display().to_string()])
+        .only(["read_text_file"])
+        .build()
+        .unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .allow(["read_text_file"])
+        .server(down)
+        .server(filesystem(&dir))
+        .on_event(events_into(&events))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read a").await.unwrap() else {
+        panic!()
+    };
+    assert!(text.starts_with("read_text_file: {\"error\""), "{text}");
+    assert!(!offered(&model.requests()[0])
+        .iter()
+        .any(|n| n == "read_text_file"));
+    let events = events.lock().unwrap().clone();
+    assert!(events.iter().any(|e| matches!(e,
+        Event::ToolHidden { server, tool, reason }
+            if server == "fs" && tool == "read_text_file" && reason.contains("`vault`"))));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, Event::BeforeToolCall { .. })));
+    agent.close().await.unwrap();
+}
+
+/// The tools follow the servers: a tool a server adds during a run (it announces
+/// `list_changed`) is offered from the model's next turn and runs; the change is an
+/// event. (Over stdio in the 2025 era the announcement comes before the call's result,
+/// on the same pipe: the next turn is sure to have heard it. Over HTTP it rides
+/// another stream and may arrive a turn later.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_during_a_run_is_offered_at_the_next_turn() {
+    let dir = scratch("seams-list-changed");
+    let py = Mcp::builder("py")
+        .command([
+            peers().join("venv/bin/python").display().to_string(),
+            super::repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ])
+        .env("PYSERVER_ERA", "legacy")
+        .build()
+        .unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "add_tool", "arguments": {}}]},
+            {"tool_calls": [{"name": "extra_tool", "arguments": {}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Auto)
+        .server(py)
+        .on_event(events_into(&events))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("grow").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "extra_tool: extra");
+    assert!(!offered(&model.requests()[0])
+        .iter()
+        .any(|n| n == "extra_tool"));
+    assert!(offered(&model.requests()[1])
+        .iter()
+        .any(|n| n == "extra_tool"));
+    let events = events.lock().unwrap().clone();
+    assert!(
+        events.iter().any(|e| matches!(e,
+            Event::ToolsChanged { added, .. } if added == &["extra_tool".to_owned()])),
+        "{events:?}"
+    );
+    agent.close().await.unwrap();
+}
+
+/// A real server that serves a tool named outside the spec's rule (a space and a
+/// right-to-left override): the tool is hidden, never offered or run; the event names
+/// it escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_named_outside_the_rule_is_hidden() {
+    let dir = scratch("seams-bad-name");
+    let py = PyServer::start_env(&[], &[("PYSERVER_BAD_TOOL_NAME", "1")]);
+    let bad = "read\u{202e}file now";
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": bad, "arguments": {}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Auto)
+        .server(python_server(&py.url()))
+        .on_event(events_into(&events))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("call it").await.unwrap() else {
+        panic!()
+    };
+    let names = offered(&model.requests()[0]);
+    assert!(names.iter().any(|n| n == "echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("file now")), "{names:?}");
+    assert!(text.contains("{\"error\""), "{text}");
+    let events = events.lock().unwrap().clone();
+    let hidden: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolHidden { tool, reason, .. } if reason.contains("rule") => Some(tool),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(hidden, [&"read\\u{202e}file now".to_owned()], "{events:?}");
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, Event::BeforeToolCall { .. })));
+    agent.close().await.unwrap();
 }

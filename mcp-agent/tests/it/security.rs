@@ -268,6 +268,20 @@ async fn a_key_the_provider_echoes_is_not_in_the_error() {
     }
 }
 
+/// What a test's subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Everything of the store on disk (the database, its write-ahead log and shared
 /// memory), as text.
 fn store_bytes(store: &std::path::Path) -> String {
@@ -330,6 +344,19 @@ async fn secret_input_answers_are_never_stored() {
     const PASSWORD_2: &str = "PASSWORD-CANARY-2-77b0";
     const USER: &str = "user-visible-4f2b";
     const PERSON_TOKEN: &str = "PERSON-TOKEN-9e41";
+    // Everything logged, at every level (nextest runs each test in a process of its
+    // own, so this test's subscriber is the only one).
+    let logs = Captured::default();
+    let writer = logs.clone();
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::TRACE)
+            .finish(),
+    )
+    .expect("one subscriber per test process");
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let dir = scratch("secret-answers");
     let py = PyServer::start();
     let sign_in_twice = json!({"tool_calls": [
@@ -342,11 +369,13 @@ async fn secret_input_answers_are_never_stored() {
     );
     let store = dir.join("runs.sqlite3");
     let agent = |callback: bool| {
+        let seen = events.clone();
         let mut b = Agent::builder()
             .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
             .mode(Mode::Auto)
             .server(python_server(&py.url()))
-            .store(SqliteRunStore::open(&store).unwrap());
+            .store(SqliteRunStore::open(&store).unwrap())
+            .on_event(move |_, e| seen.lock().unwrap().push(format!("{e:?}")));
         if callback {
             b = b.on_input(|ask| {
                 let answer = (ask.request.message == "Vault token for sign_in")
@@ -503,10 +532,158 @@ async fn secret_input_answers_are_never_stored() {
             assert!(!kept.contains(secret), "{secret} reached the run store");
         }
     }
-    // Once the calls were sent, no answer is kept: not even in free space.
-    // (The user name is in the tool's result, which the transcript keeps.)
+    // Once the calls were sent and the log checkpointed, no answer is kept: not even
+    // in the file's free space. (The user name is in the tool's result, which the
+    // transcript keeps.)
     assert!(
         !closed.contains(PERSON_TOKEN),
         "an answer outlived its call"
     );
+    // Nor in events, logs, or a decision's Debug; the positive controls: they are
+    // read (events name the answering, logs were written, Debug shows the key).
+    let events = events.lock().unwrap().join("\n");
+    assert!(events.contains("InputAnswered"), "{events}");
+    let logs = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(logs.len() > 500, "trace logging was captured");
+    let decision = format!(
+        "{:?}",
+        Decision::answer("ann", [("k1", login(USER, PASSWORD))])
+    );
+    assert!(
+        decision.contains("k1") && decision.contains("accept"),
+        "{decision}"
+    );
+    for secret in [VAULT, PASSWORD, PASSWORD_2, PERSON_TOKEN] {
+        assert!(!events.contains(secret), "{secret} reached an event");
+        assert!(!logs.contains(secret), "{secret} reached the logs");
+        assert!(
+            !decision.contains(secret),
+            "{secret} is in a decision's Debug"
+        );
+    }
+}
+
+/// A server that asks in two rounds may carry the first round's answers in its
+/// `requestState`, readable when it only signs it. When those answers are ones the run
+/// may not keep (a callback's), the state waits in memory with them: the store holds
+/// neither, and the run goes on with both in the same agent. An agent that never held
+/// them starts the server's questions over. The positive control: the state, read
+/// straight from the runtime, does carry the first answer in clear.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_state_that_may_carry_answers_is_not_stored() {
+    use mcp_runtime::{InputResponse, RequestOptions};
+    const VAULT: &str = "VAULT-IN-STATE-CANARY-31f7";
+    const PASSWORD: &str = "PASSWORD-STATE-CANARY-c04d";
+    let dir = scratch("secret-state");
+    let py = PyServer::start_env(&[], &[("PYSERVER_SIGN_ONLY_STATE", "1")]);
+
+    // The positive control: the second round's state carries the first answer.
+    let direct = python_server(&py.url());
+    let first = direct
+        .call_with(
+            "sign_in_steps",
+            json!({}),
+            RequestOptions::default().pause_on_input(),
+        )
+        .await
+        .unwrap_err();
+    let pending = first.pending_input().unwrap().clone();
+    let key = pending.keys().next().unwrap().to_owned();
+    let second = direct
+        .call_with(
+            "sign_in_steps",
+            json!({}),
+            RequestOptions::default()
+                .pause_on_input()
+                .with_input_answers(
+                    pending,
+                    [(key, InputResponse::accept(json!({"token": VAULT})))],
+                ),
+        )
+        .await
+        .unwrap_err();
+    let state = serde_json::to_string(second.pending_input().unwrap()).unwrap();
+    assert!(
+        state.contains(VAULT),
+        "the state carries the answer: {state}"
+    );
+    direct.close().await.unwrap();
+
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "sign_in_steps", "arguments": {}}]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "sign_in_steps", "arguments": {}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let store = dir.join("runs.sqlite3");
+    let agent = |callback: bool| {
+        let mut b = Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .mode(Mode::Auto)
+            .server(python_server(&py.url()))
+            .store(SqliteRunStore::open(&store).unwrap());
+        if callback {
+            b = b.on_input(|ask| {
+                let answer = (ask.request.message == "Vault token for sign_in")
+                    .then(|| InputResponse::accept(json!({"token": VAULT})));
+                async move { answer }
+            });
+        }
+        b.build().unwrap()
+    };
+    let login = || InputResponse::accept(json!({"user": "ann", "password": PASSWORD}));
+    let here = agent(true);
+    let out = here.run("two rounds").await.unwrap();
+    let calls = waiting(&out);
+    assert_eq!(calls[0].1.len(), 1, "{out:?}");
+    let k = key_for(&calls[0].1, "Sign in");
+    let kept = store_bytes(&store);
+    assert!(
+        kept.contains("state_withheld"),
+        "the stored call says its state is withheld"
+    );
+    assert!(
+        !kept.contains(VAULT),
+        "the server's state reached the store"
+    );
+    let done = here
+        .resume(
+            out.run_id(),
+            &calls[0].0,
+            Decision::answer("ann", [(k, login())]),
+        )
+        .await
+        .unwrap();
+    let Outcome::Finished { text, .. } = done else {
+        panic!("{done:?}")
+    };
+    assert!(
+        text.contains(&format!("token {}", fingerprint(VAULT))),
+        "the withheld state went back: {text}"
+    );
+
+    // Another agent, without the state: the server's questions start over.
+    let out = here.run("two rounds again").await.unwrap();
+    let calls = waiting(&out);
+    let k = key_for(&calls[0].1, "Sign in");
+    let there = agent(false);
+    let again = there
+        .resume(
+            out.run_id(),
+            &calls[0].0,
+            Decision::answer("bob", [(k, login())]),
+        )
+        .await
+        .unwrap();
+    let calls = waiting(&again);
+    assert_eq!(calls[0].1[0].0, "Vault token for sign_in", "{again:?}");
+    let kept = store_bytes(&store);
+    for secret in [VAULT, PASSWORD] {
+        assert!(!kept.contains(secret), "{secret} reached the run store");
+    }
+    here.close().await.unwrap();
+    there.close().await.unwrap();
 }

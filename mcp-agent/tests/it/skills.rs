@@ -237,7 +237,12 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
     assert!(text.contains("16 MiB"), "{text}");
     let reads: Vec<String> = server_log(&log)
         .into_iter()
-        .filter(|l| !l.starts_with("skills/list") && !l.starts_with("tools/list"))
+        .filter(|l| {
+            !l.starts_with("skills/list")
+                && !l.starts_with("tools/list")
+                // The agent listens for the server's changes.
+                && !l.starts_with("subscriptions/listen")
+        })
         .collect();
     assert_eq!(
         reads,

@@ -555,6 +555,14 @@ impl Client {
         self.life.stop_listener();
     }
 
+    /// True while a [`listen`](Self::listen) of this client runs (a new `listen`
+    /// replaces it).
+    pub fn is_listening(&self) -> bool {
+        lock(&self.life.listener)
+            .as_ref()
+            .is_some_and(|h| !h.is_finished())
+    }
+
     /// The OAuth authorization of this server (HTTP servers configured with
     /// [`HttpConfig::oauth`](crate::HttpConfig::oauth)): for web applications that send
     /// the user to the authorization server themselves.
