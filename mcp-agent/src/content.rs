@@ -58,9 +58,13 @@ impl Input {
         &self.messages
     }
 
-    /// True when it holds nothing to send.
+    /// True when it holds nothing to send (no parts, or only empty text).
     pub fn is_empty(&self) -> bool {
-        self.messages.iter().all(|m| m.content.is_empty())
+        self.messages.iter().all(|m| {
+            m.content
+                .iter()
+                .all(|b| matches!(b, Block::Text { text } if text.trim().is_empty()))
+        })
     }
 }
 
@@ -197,9 +201,10 @@ fn kind(content: &Content) -> String {
     }
 }
 
-/// About how many bytes base64 `data` decodes to.
+/// How many bytes base64 `data` decodes to (padding counted out).
 fn decoded_size(data: &str) -> usize {
-    data.len() / 4 * 3
+    let pad = data.bytes().rev().take_while(|b| *b == b'=').count().min(2);
+    (data.len() / 4 * 3).saturating_sub(pad)
 }
 
 /// What of a tool's result the model is sent: its text, with what is not text noted in
@@ -363,7 +368,7 @@ mod tests {
         assert_eq!(parts.len(), 1);
         for want in [
             "hello",
-            "[image (image/png, 6 bytes) attached]",
+            "[image (image/png, 5 bytes) attached]",
             "[audio (audio/wav, 3 bytes) left out",
             "[resource link: file:///a.txt (text/plain)]",
             "[resource mem://t (text/plain)]\ninline",
@@ -414,6 +419,7 @@ mod tests {
         assert!(
             matches!(&input.messages[0].content[1], Block::File { media_type, .. } if media_type == "application/pdf")
         );
-        assert!(Input::new().is_empty() && !Input::from("x").is_empty());
+        assert!(Input::new().is_empty() && Input::from(" ").is_empty());
+        assert!(!Input::from("x").is_empty());
     }
 }

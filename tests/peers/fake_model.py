@@ -186,6 +186,11 @@ def main() -> None:
                         names[c["id"]] = c["function"]["name"]
                 lines = []
                 for m in reversed(messages):
+                    c = m.get("content")
+                    # The user message that carries tool results' images follows them.
+                    if (m.get("role") == "user" and isinstance(c, list) and c
+                            and str(c[0].get("text", "")).startswith("The images of tool call")):
+                        continue
                     if m.get("role") != "tool":
                         break
                     lines.append(f"{names.get(m.get('tool_call_id'), '?')}: {m.get('content')}")

@@ -1375,6 +1375,7 @@ async fn input_callbacks_answer_and_a_denial_declines() {
     assert_eq!(text, "ask_name: declined");
     agent.close().await.unwrap();
 }
+mod applications;
 mod batch;
 mod decisions;
 mod gate_props;

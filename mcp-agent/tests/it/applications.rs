@@ -1,0 +1,321 @@
+//! What applications build on: conversations that go on across runs and processes,
+//! MCP prompts and resources as input, and every kind of tool result reaching the
+//! model on both wires — against real servers and the scripted model over real HTTP.
+
+use std::sync::{Arc, Mutex};
+
+use mcp_agent::model::{Block, Message, Role};
+use mcp_agent::runtime::Mcp;
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Event, Input, Messages, Mode, Model, ModelError, Outcome,
+    SqliteRunStore,
+};
+use serde_json::{json, Value};
+
+use super::{filesystem, peers, scratch, FakeModel, PyServer};
+
+fn everything() -> Mcp {
+    let bin = peers().join("npm/node_modules/.bin/mcp-server-everything");
+    Mcp::builder("ev")
+        .command([bin.display().to_string(), "stdio".into()])
+        .build()
+        .unwrap()
+}
+
+fn openai(model: &FakeModel) -> ChatCompletions {
+    ChatCompletions::new(model.url(), "fake-model").unwrap()
+}
+
+fn anthropic(model: &FakeModel) -> Messages {
+    Messages::new(format!("http://127.0.0.1:{}", model.port), "claude-test").unwrap()
+}
+
+/// The texts of the messages of request `n`, by role, as one string per message.
+fn said(model: &FakeModel, n: usize) -> Vec<(String, String)> {
+    model.requests()[n]["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let text = match &m["content"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            (m["role"].as_str().unwrap_or_default().to_owned(), text)
+        })
+        .collect()
+}
+
+/// A conversation goes on across runs: each follow-up sees everything said before
+/// (prompts, answers, tool calls and results), from this process or another with the
+/// same store; `run_with` runs an application's own history; suspension works inside a
+/// conversation, and a run that waits takes no follow-up until it is decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_goes_on_across_runs_and_processes() {
+    let dir = scratch("conversation");
+    std::fs::write(dir.join("a.txt"), "alpha").unwrap();
+    std::fs::write(dir.join("b.txt"), "beta").unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("b.txt")}}]},
+            {"echo_tools": true},
+            {"text": "you are welcome"},
+            {"text": "history seen"},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("c.txt"), "content": "c"}}]},
+            {"echo_tools": true},
+            {"text": "after the write"}
+        ]),
+    );
+    let store = dir.join("runs.sqlite3");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let agent = |mode: Mode| {
+        let seen = events.clone();
+        Agent::builder()
+            .model(openai(&model))
+            .system("be brief")
+            .mode(mode)
+            .allow(["read_text_file"])
+            .server(filesystem(&dir))
+            .store(SqliteRunStore::open(&store).unwrap())
+            .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
+            .build()
+            .unwrap()
+    };
+    let here = agent(Mode::ReadOnly);
+    let mut chat = here.conversation();
+    let Outcome::Finished { text, run_id } = chat.send("read a").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "read_text_file: alpha");
+    let Outcome::Finished { text, run_id: same } = chat.send("and b?").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!((text.as_str(), same.as_str()), ("read_text_file: beta", run_id.as_str()));
+    // The follow-up's first request held the whole conversation, the system prompt once.
+    let seen = said(&model, 2);
+    let roles: Vec<&str> = seen.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "user"]);
+    assert!(seen[3].1.contains("alpha") && seen[5].1 == "and b?", "{seen:?}");
+
+    // Another process with the same store goes on with it.
+    let there = agent(Mode::ReadOnly);
+    let Outcome::Finished { text, .. } = there.conversation_of(&run_id).send("thanks").await.unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(text, "you are welcome");
+    let seen = said(&model, 4);
+    assert_eq!(seen.len(), 10, "{seen:?}");
+    assert_eq!(seen[9], ("user".to_owned(), "thanks".to_owned()));
+    let transcript = there.transcript(&run_id).await.unwrap();
+    assert_eq!(transcript.last().unwrap().joined_text(), "you are welcome");
+    assert!(events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::RunContinued)));
+
+    // An application's own history, as a new run.
+    let history = vec![
+        Message::text(Role::User, "hi"),
+        Message::text(Role::Assistant, "hello"),
+        Message::text(Role::User, "again"),
+    ];
+    let Outcome::Finished { text, run_id: other } = here.run_with(history).await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "history seen");
+    assert_ne!(other, run_id);
+    let seen = said(&model, 5);
+    assert_eq!(
+        seen.iter().map(|(r, t)| format!("{r}:{t}")).collect::<Vec<_>>(),
+        ["system:be brief", "user:hi", "assistant:hello", "user:again"]
+    );
+
+    // Suspension inside a conversation: no follow-up while it waits; decided, it goes on.
+    let approving = agent(Mode::Approve);
+    let mut chat = approving.conversation();
+    let Outcome::ApprovalRequired { run_id, decision, .. } = chat.send("write c").await.unwrap()
+    else {
+        panic!()
+    };
+    let e = chat.send("hurry").await.unwrap_err();
+    assert!(e.is_not_suspended(), "{e}");
+    approving
+        .resume(&run_id, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join("c.txt")).unwrap(), "c");
+    let Outcome::Finished { text, .. } = chat.send("done?").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(text, "after the write");
+    // Unknown runs take no follow-up.
+    assert!(here
+        .follow_up("no-such-run", "x")
+        .await
+        .unwrap_err()
+        .is_not_suspended());
+    assert!(here.run("").await.unwrap_err().is_config());
+    for a in [here, there, approving] {
+        a.close().await.unwrap();
+    }
+}
+
+/// An MCP prompt's messages (roles kept, an embedded resource inline) and a resource's
+/// contents are a run's input (the seed's `chat.ask server.prompt(…)`); an image goes
+/// to both wires as an image; audio Anthropic cannot take is refused naming the wire,
+/// and nothing is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_prompts_resources_and_images_are_input() {
+    let dir = scratch("input-parts");
+    let ev = everything();
+    let prompt = ev
+        .prompt(
+            "resource-prompt",
+            [("resourceType", "Text"), ("resourceId", "1")],
+        )
+        .await
+        .unwrap();
+    let resources = ev.resources().await.unwrap();
+    let text_resource = resources
+        .iter()
+        .find(|r| r.mime_type.as_deref().is_some_and(|m| m.starts_with("text/")))
+        .expect("server-everything lists a text resource");
+    let read = ev.resource(&text_resource.uri).await.unwrap();
+    let expected = read.contents[0].text.clone().unwrap();
+    ev.close().await.unwrap();
+    let image = Block::Image {
+        media_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+
+    for wire in ["openai", "anthropic"] {
+        let model = FakeModel::start(&dir, json!([{"text": "ok"}, {"text": "ok"}]));
+        let m: Box<dyn Model> = if wire == "openai" {
+            Box::new(openai(&model))
+        } else {
+            Box::new(anthropic(&model))
+        };
+        let agent = Agent::builder().model(m).build().unwrap();
+        let input = Input::from(prompt.clone())
+            .and(read.clone())
+            .and(vec![Block::Text { text: "and this".into() }, image.clone()]);
+        agent.run(input).await.unwrap();
+        let body = &model.requests()[0]["body"];
+        let text = body.to_string();
+        let first_line = expected.lines().next().unwrap();
+        assert!(text.contains(first_line), "{wire}: {text}");
+        assert!(text.contains("Please analyze the following resource"), "{wire}: {text}");
+        assert!(text.contains("iVBORw0KGgo="), "{wire}: the image was sent");
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["role"], "user", "{wire}");
+        if wire == "openai" {
+            assert!(text.contains("data:image/png;base64,iVBORw0KGgo="), "{text}");
+        } else {
+            assert!(text.contains(r#""type":"image""#), "{text}");
+            // Audio: refused, naming the wire; nothing sent.
+            let audio = vec![Block::Audio {
+                media_type: "audio/wav".into(),
+                data: "AAAA".into(),
+            }];
+            let e = agent.run(audio).await.unwrap_err();
+            assert!(
+                matches!(e.model_error(), Some(ModelError::Unsupported { .. }))
+                    && e.to_string().contains("Anthropic Messages"),
+                "{e}"
+            );
+            assert_eq!(model.requests().len(), 1, "nothing was sent");
+        }
+    }
+}
+
+/// Every kind of tool result reaches the model as well as the wire allows, from real
+/// servers: text; an image as an image (inside the tool result on Anthropic, in a user
+/// message right after the results on Chat Completions); an embedded text resource
+/// inline; a binary one, audio and links noted with their type and size; structured
+/// content; a failing tool marked as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_tool_result_reaches_the_model() {
+    let dir = scratch("result-kinds");
+    let py = PyServer::start();
+    for wire in ["openai", "anthropic"] {
+        let model = FakeModel::start(
+            &dir,
+            json!([
+                {"tool_calls": [
+                    {"name": "get-tiny-image", "arguments": {}},
+                    {"name": "get-resource-reference", "arguments": {"resourceType": "Text", "resourceId": 1}},
+                    {"name": "get-resource-reference", "arguments": {"resourceType": "Blob", "resourceId": 2}},
+                    {"name": "get-resource-links", "arguments": {"count": 1}},
+                    {"name": "gzip-file-as-resource", "arguments": {
+                        "name": "hello.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resource"}},
+                    {"name": "get-structured-content", "arguments": {"location": "Chicago"}},
+                    {"name": "beep", "arguments": {}},
+                    {"name": "fail", "arguments": {}}
+                ]},
+                {"text": "seen"}
+            ]),
+        );
+        let m: Box<dyn Model> = if wire == "openai" {
+            Box::new(openai(&model))
+        } else {
+            Box::new(anthropic(&model))
+        };
+        let py_only = Mcp::builder("py")
+            .url(py.url())
+            .only(["beep", "fail"])
+            .build()
+            .unwrap();
+        let agent = Agent::builder()
+            .model(m)
+            .mode(Mode::Auto)
+            .server(everything())
+            .server(py_only)
+            .build()
+            .unwrap();
+        let Outcome::Finished { text, .. } = agent.run("everything").await.unwrap() else {
+            panic!()
+        };
+        assert_eq!(text, "seen");
+        let body = &model.requests()[1]["body"];
+        let all = body.to_string();
+        for want in [
+            "[image (image/png,",
+            "attached]",
+            "[resource demo://resource",
+            "bytes of application/gzip left out",
+            "[resource link: ",
+            "Chicago",
+            "a beep",
+            "[audio (audio/wav, 40 bytes) left out",
+        ] {
+            assert!(all.contains(want), "{wire}: {want} in {all}");
+        }
+        let messages = body["messages"].as_array().unwrap();
+        if wire == "openai" {
+            let tools: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
+            assert_eq!(tools.len(), 8, "{wire}");
+            let images = messages.last().unwrap();
+            assert_eq!(images["role"], "user");
+            assert!(images["content"][1]["image_url"]["url"]
+                .as_str()
+                .unwrap()
+                .starts_with("data:image/png;base64,"));
+        } else {
+            let results = messages.last().unwrap()["content"].as_array().unwrap();
+            assert_eq!(results.len(), 8, "{wire}");
+            let with_image = results
+                .iter()
+                .find(|r| r["content"].is_array())
+                .expect("the image rides inside its tool result");
+            assert_eq!(with_image["content"][1]["type"], "image");
+            let failed = results.iter().filter(|r| r["is_error"] == true).count();
+            assert_eq!(failed, 1, "{wire}: the failing tool is an error");
+        }
+        agent.close().await.unwrap();
+    }
+}
