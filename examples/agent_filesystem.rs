@@ -245,7 +245,7 @@ async fn main_inner() -> Result<(), String> {
                 );
             }
         }
-        Outcome::StepLimit { run_id } => println!("run {run_id} stopped at the step limit"),
+        Outcome::StepLimit { run_id, .. } => println!("run {run_id} stopped at the step limit"),
         other => println!("{other:?}"),
     }
     agent.close().await.map_err(|e| e.to_string())

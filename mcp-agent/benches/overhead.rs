@@ -41,10 +41,10 @@ impl Model for Scripted {
                 .last()
                 .is_some_and(|m| m.role == Role::Tool);
             if answered {
-                return Ok(ChatResponse {
-                    message: Message::text(Role::Assistant, "done"),
-                    stop: Stop::End,
-                });
+                return Ok(ChatResponse::new(
+                    Message::text(Role::Assistant, "done"),
+                    Stop::End,
+                ));
             }
             let content = (0..self.calls)
                 .map(|_| Block::ToolCall {
@@ -53,13 +53,13 @@ impl Model for Scripted {
                     arguments: json!({"message": "hi"}),
                 })
                 .collect();
-            Ok(ChatResponse {
-                message: Message {
+            Ok(ChatResponse::new(
+                Message {
                     role: Role::Assistant,
                     content,
                 },
-                stop: Stop::ToolCalls,
-            })
+                Stop::ToolCalls,
+            ))
         })
     }
 }

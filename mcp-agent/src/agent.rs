@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use crate::content::Input;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode, ToolFacts, Verdict};
-use crate::model::{Block, ChatRequest, Message, Model, Role, ToolSpec};
+use crate::model::{Block, ChatRequest, Message, Model, Role, Stop, ToolSpec, Usage};
 use crate::store::{lock, Claim, Lease, MemoryRunStore, RunRecord, RunStatus, RunStore};
 
 mod allowances;

@@ -3,13 +3,14 @@
 //! sent back untouched.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use mcp_runtime::{BoxFuture, Secret};
+use mcp_runtime::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::http::Endpoint;
-use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
+use crate::http::{count, Endpoint};
+use crate::model::{
+    Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
+};
 
 /// The Messages API version sent in `anthropic-version`.
 const VERSION: &str = "2023-06-01";
@@ -19,43 +20,26 @@ const VERSION: &str = "2023-06-01";
 #[derive(Clone, Debug)]
 pub struct Messages {
     endpoint: Endpoint,
-    max_tokens: u32,
     beta: Option<String>,
+    thinking: Option<u32>,
+    caching: bool,
 }
+
+/// The most output tokens per turn when none is set (the API requires a number).
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Messages {
     /// A model at `base_url` (`https://api.anthropic.com`), by its id.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
         Ok(Messages {
             endpoint: Endpoint::new(base_url.into(), model.into())?,
-            max_tokens: 4096,
             beta: None,
+            thinking: None,
+            caching: false,
         })
     }
 
-    /// The API key, sent as `x-api-key` (never logged, never in errors).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.endpoint.api_key = Some(Secret::new(key.into()));
-        self
-    }
-
-    /// The most output tokens per turn (default 4096).
-    pub fn max_tokens(mut self, n: u32) -> Self {
-        self.max_tokens = n;
-        self
-    }
-
-    /// Streams answers (`"stream": true`): the same answer, read as it is generated.
-    pub fn streaming(mut self, on: bool) -> Self {
-        self.endpoint.stream = on;
-        self
-    }
-
-    /// Streams answers and calls `f` with each piece of text as it arrives.
-    pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.endpoint.on_text(f);
-        self
-    }
+    crate::http::common_settings!();
 
     /// An `anthropic-beta` header, for deployments that still gate a feature.
     pub fn beta(mut self, value: impl Into<String>) -> Self {
@@ -63,9 +47,20 @@ impl Messages {
         self
     }
 
-    /// How long one model call may take (default 5 minutes).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.http.set_timeout(timeout);
+    /// Extended thinking with this budget of tokens: the model reasons before it
+    /// answers (its thinking blocks are kept in the transcript and sent back). The
+    /// answer's `max_tokens` must exceed the budget; unset, it is the budget plus
+    /// 4096.
+    pub fn thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking = Some(budget_tokens);
+        self
+    }
+
+    /// Prompt caching: the tool list and the system prompt are marked as cache
+    /// breakpoints (`cache_control`), so later turns read them from the provider's
+    /// cache (reported as [`Usage::cached_input_tokens`]).
+    pub fn prompt_caching(mut self, on: bool) -> Self {
+        self.caching = on;
         self
     }
 
@@ -147,12 +142,55 @@ impl Messages {
                 json!({"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"}),
             );
         }
-        let mut body = json!({"model": self.endpoint.model, "max_tokens": self.max_tokens, "messages": messages});
+        let st = &self.endpoint.settings;
+        let max_tokens = match (st.max_tokens, self.thinking) {
+            (Some(n), _) => n,
+            (None, Some(budget)) => budget.saturating_add(DEFAULT_MAX_TOKENS),
+            (None, None) => DEFAULT_MAX_TOKENS,
+        };
+        let mut body =
+            json!({"model": self.endpoint.model, "max_tokens": max_tokens, "messages": messages});
         if !system.is_empty() {
-            body["system"] = Value::String(system.join("\n\n"));
+            let text = system.join("\n\n");
+            body["system"] = if self.caching {
+                json!([{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}])
+            } else {
+                Value::String(text)
+            };
+        }
+        if let Some(t) = st.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = st.top_p {
+            body["top_p"] = json!(p);
+        }
+        if !st.stop.is_empty() {
+            body["stop_sequences"] = json!(st.stop);
+        }
+        if let Some(budget) = self.thinking {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
         }
         if !tools.is_empty() {
+            if self.caching {
+                if let Some(last) = tools
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.get("input_schema").is_some())
+                {
+                    last["cache_control"] = json!({"type": "ephemeral"});
+                }
+            }
             body["tools"] = Value::Array(tools);
+            let mut choice = match st.tool_choice.clone().unwrap_or_default() {
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+                _ => json!({"type": "auto"}),
+            };
+            if st.parallel_tool_calls == Some(false) && choice["type"] != "none" {
+                choice["disable_parallel_tool_use"] = json!(true);
+            }
+            body["tool_choice"] = choice;
         }
         Ok(body)
     }
@@ -197,12 +235,25 @@ impl Messages {
             Some("max_tokens") => Stop::Length,
             Some(other) => Stop::Other(other.to_owned()),
         };
+        let usage = v.get("usage").filter(|u| u.is_object()).map(|u| {
+            let cached = count(u, "/cache_read_input_tokens");
+            Usage {
+                // Anthropic counts cached and cache-writing input apart.
+                input_tokens: count(u, "/input_tokens")
+                    .saturating_add(cached)
+                    .saturating_add(count(u, "/cache_creation_input_tokens")),
+                output_tokens: count(u, "/output_tokens"),
+                cached_input_tokens: cached,
+                reasoning_tokens: 0,
+            }
+        });
         Ok(ChatResponse {
             message: Message {
                 role: Role::Assistant,
                 content,
             },
             stop,
+            usage,
         })
     }
 }
@@ -280,6 +331,8 @@ struct MessageStream {
     /// `input_json_delta` pieces by block, parsed when the block stops.
     partial: BTreeMap<u64, String>,
     stop: Option<String>,
+    /// The usage: `message_start` has the input's, `message_delta` the output's.
+    usage: serde_json::Map<String, Value>,
 }
 
 impl MessageStream {
@@ -350,9 +403,17 @@ impl MessageStream {
                     }
                 }
             }
+            "message_start" => {
+                if let Some(u) = v.pointer("/message/usage").and_then(Value::as_object) {
+                    self.usage.extend(u.clone());
+                }
+            }
             "message_delta" => {
                 if let Some(stop) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop = Some(stop.to_owned());
+                }
+                if let Some(u) = v.get("usage").and_then(Value::as_object) {
+                    self.usage.extend(u.clone());
                 }
             }
             "error" => {
@@ -376,25 +437,26 @@ impl MessageStream {
     /// The answer as a non-streamed message would have carried it.
     fn answer(self) -> Value {
         let content: Vec<Value> = self.blocks.into_values().map(Value::Object).collect();
-        json!({"content": content, "stop_reason": self.stop})
+        let mut answer = json!({"content": content, "stop_reason": self.stop});
+        if !self.usage.is_empty() {
+            answer["usage"] = Value::Object(self.usage);
+        }
+        answer
     }
 }
 
 impl Messages {
     /// One request and its answer (errors not yet cleared of secrets).
     async fn exchange(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let url = format!("{}/v1/messages", self.endpoint.base_url);
-        let mut headers = vec![("anthropic-version", VERSION)];
+        let url = self.endpoint.url("/v1/messages")?;
+        let (mut headers, mut secrets) = self.endpoint.extra_headers();
+        headers.push(("anthropic-version", VERSION));
         if let Some(b) = &self.beta {
             headers.push(("anthropic-beta", b.as_str()));
         }
-        let secrets: Vec<(&str, &Secret)> = self
-            .endpoint
-            .api_key
-            .iter()
-            .map(|k| ("x-api-key", k))
-            .collect();
+        secrets.extend(self.endpoint.api_key.iter().map(|k| ("x-api-key", k)));
         let mut body = self.body(request)?;
+        self.endpoint.finish_body(&mut body);
         if !self.endpoint.stream {
             let a = self
                 .endpoint

@@ -61,7 +61,7 @@ pub use gate::{Gate, Mode, Verdict};
 /// `mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"])`.
 pub use mcp_macros::attach as mcp;
 pub use mcp_runtime as runtime;
-pub use model::{Model, ModelError};
+pub use model::{Model, ModelError, ToolChoice, Usage};
 pub use openai::ChatCompletions;
 #[cfg(feature = "postgres")]
 pub use store::PostgresRunStore;

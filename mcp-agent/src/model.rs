@@ -180,13 +180,81 @@ pub enum Stop {
     Other(String),
 }
 
-/// The model's answer: one assistant message.
+/// The model's answer: one assistant message. Made with [`ChatResponse::new`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ChatResponse {
     /// The assistant message (text, tool calls, provider items).
     pub message: Message,
     /// Why it stopped.
     pub stop: Stop,
+    /// The tokens it took, when the provider says.
+    pub usage: Option<Usage>,
+}
+
+impl ChatResponse {
+    /// An answer: the assistant message and why it stopped.
+    pub fn new(message: Message, stop: Stop) -> Self {
+        ChatResponse {
+            message,
+            stop,
+            usage: None,
+        }
+    }
+
+    /// With the tokens it took.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+}
+
+/// Tokens a model call took (or a run, summed), as the provider reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens read (the prompt, the transcript, the tools).
+    pub input_tokens: u64,
+    /// Tokens written.
+    pub output_tokens: u64,
+    /// Of the input, read from the provider's prompt cache.
+    #[serde(default)]
+    pub cached_input_tokens: u64,
+    /// Of the output, spent reasoning (thinking) before answering.
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` to this sum.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+    }
+
+    /// Input and output together.
+    pub fn total_tokens(&self) -> u64 {
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+}
+
+/// Which tools the model may or must call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolChoice {
+    /// The model decides (sent whenever tools are offered: some servers ignore the
+    /// tools without it).
+    #[default]
+    Auto,
+    /// No tool: an answer in text.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool (model-facing name).
+    Tool(String),
 }
 
 /// A language model the agent loop can talk to. Implement it for any provider; two

@@ -2,51 +2,40 @@
 //! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Map, Value};
 
-use crate::http::Endpoint;
-use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop};
+use crate::http::{count, Endpoint};
+use crate::model::{
+    Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
+};
 
 /// A model served over Chat Completions. The model is chosen by configuration only:
 /// there is no default.
 #[derive(Clone, Debug)]
 pub struct ChatCompletions {
     endpoint: Endpoint,
+    reasoning_effort: Option<String>,
 }
 
 impl ChatCompletions {
     /// A model at `base_url` (e.g. `https://api.openai.com/v1`,
-    /// `http://localhost:11434/v1`), by its id. Plain `http://` only to this machine.
+    /// `http://localhost:11434/v1`), by its id. Plain `http://` to another machine only
+    /// with [`allow_insecure_http`](Self::allow_insecure_http).
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Result<Self, ModelError> {
         Ok(ChatCompletions {
             endpoint: Endpoint::new(base_url.into(), model.into())?,
+            reasoning_effort: None,
         })
     }
 
-    /// The API key, sent as `Authorization: Bearer …` (never logged, never in errors).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.endpoint.api_key = Some(Secret::new(key.into()));
-        self
-    }
+    crate::http::common_settings!();
 
-    /// Streams answers (`"stream": true`): the same answer, read as it is generated.
-    pub fn streaming(mut self, on: bool) -> Self {
-        self.endpoint.stream = on;
-        self
-    }
-
-    /// Streams answers and calls `f` with each piece of text as it arrives.
-    pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        self.endpoint.on_text(f);
-        self
-    }
-
-    /// How long one model call may take (default 5 minutes).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.endpoint.http.set_timeout(timeout);
+    /// How hard a reasoning model thinks before it answers (`"low"`, `"medium"`,
+    /// `"high"`): sent as `reasoning_effort`.
+    pub fn reasoning_effort(mut self, effort: impl Into<String>) -> Self {
+        self.reasoning_effort = Some(effort.into());
         self
     }
 
@@ -127,6 +116,22 @@ impl ChatCompletions {
             }
         }
         let mut body = json!({"model": self.endpoint.model, "messages": messages});
+        let st = &self.endpoint.settings;
+        if let Some(t) = st.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(p) = st.top_p {
+            body["top_p"] = json!(p);
+        }
+        if let Some(n) = st.max_tokens {
+            body["max_tokens"] = json!(n);
+        }
+        if !st.stop.is_empty() {
+            body["stop"] = json!(st.stop);
+        }
+        if let Some(e) = &self.reasoning_effort {
+            body["reasoning_effort"] = json!(e);
+        }
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -136,6 +141,16 @@ impl ChatCompletions {
                         "name": t.name, "description": t.description, "parameters": t.input_schema}})
                 })
                 .collect();
+            // Always said: some servers (llama-cpp-python) ignore tools without it.
+            body["tool_choice"] = match st.tool_choice.clone().unwrap_or_default() {
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+                _ => json!("auto"),
+            };
+            if let Some(p) = st.parallel_tool_calls {
+                body["parallel_tool_calls"] = json!(p);
+            }
         }
         Ok(body)
     }
@@ -190,12 +205,19 @@ impl ChatCompletions {
             Some("length") => Stop::Length,
             Some(other) => Stop::Other(other.to_owned()),
         };
+        let usage = v.get("usage").filter(|u| u.is_object()).map(|u| Usage {
+            input_tokens: count(u, "/prompt_tokens"),
+            output_tokens: count(u, "/completion_tokens"),
+            cached_input_tokens: count(u, "/prompt_tokens_details/cached_tokens"),
+            reasoning_tokens: count(u, "/completion_tokens_details/reasoning_tokens"),
+        });
         Ok(ChatResponse {
             message: Message {
                 role: Role::Assistant,
                 content,
             },
             stop,
+            usage,
         })
     }
 
@@ -206,11 +228,17 @@ impl ChatCompletions {
             .map(|k| Secret::new(format!("Bearer {}", k.expose())))
     }
 
-    async fn post(&self, body: Value) -> Result<Value, ModelError> {
-        let url = format!("{}/chat/completions", self.endpoint.base_url);
+    async fn post(&self, mut body: Value) -> Result<Value, ModelError> {
+        let url = self.endpoint.url("/chat/completions")?;
+        self.endpoint.finish_body(&mut body);
         let bearer = self.authorization();
-        let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
-        let a = self.endpoint.http.post(&url, &[], &secrets, &body).await?;
+        let (headers, mut secrets) = self.endpoint.extra_headers();
+        secrets.extend(bearer.iter().map(|b| ("authorization", b)));
+        let a = self
+            .endpoint
+            .http
+            .post(&url, &headers, &secrets, &body)
+            .await?;
         if (200..300).contains(&a.status) {
             return Ok(a.json);
         }
@@ -220,16 +248,20 @@ impl ChatCompletions {
     /// Streams the answer and assembles it into the shape of a non-streamed one.
     async fn post_streamed(&self, mut body: Value) -> Result<Value, ModelError> {
         body["stream"] = Value::Bool(true);
-        let url = format!("{}/chat/completions", self.endpoint.base_url);
+        // The usage comes in a last chunk, when asked for.
+        body["stream_options"] = json!({"include_usage": true});
+        let url = self.endpoint.url("/chat/completions")?;
+        self.endpoint.finish_body(&mut body);
         let bearer = self.authorization();
-        let secrets: Vec<(&str, &Secret)> = bearer.iter().map(|b| ("authorization", b)).collect();
+        let (headers, mut secrets) = self.endpoint.extra_headers();
+        secrets.extend(bearer.iter().map(|b| ("authorization", b)));
         let mut assembled = ChatStream::default();
         let on_text = self.endpoint.on_text.clone();
         let mut on = |_: &str, data: &str| assembled.chunk(data, on_text.as_deref());
         if let Some(a) = self
             .endpoint
             .http
-            .post_events(&url, &[], &secrets, &body, &mut on)
+            .post_events(&url, &headers, &secrets, &body, &mut on)
             .await?
         {
             return Err(Self::error(&a));
@@ -318,6 +350,7 @@ struct ChatStream {
     /// By index: id, name, the arguments' JSON text.
     calls: BTreeMap<u64, (String, String, String)>,
     finish: Option<String>,
+    usage: Option<Value>,
 }
 
 impl ChatStream {
@@ -341,7 +374,10 @@ impl ChatStream {
                 detail: format!("the stream failed: {message}"),
             });
         }
-        // A chunk without choices (usage) carries nothing for the answer.
+        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(u.clone());
+        }
+        // A chunk without choices (the usage) carries nothing else for the answer.
         let Some(choice) = v.pointer("/choices/0") else {
             return Ok(());
         };
@@ -390,7 +426,12 @@ impl ChatStream {
         if !calls.is_empty() {
             message["tool_calls"] = Value::Array(calls);
         }
-        json!({"choices": [{"index": 0, "message": message, "finish_reason": self.finish}]})
+        let mut answer =
+            json!({"choices": [{"index": 0, "message": message, "finish_reason": self.finish}]});
+        if let Some(u) = self.usage {
+            answer["usage"] = u;
+        }
+        answer
     }
 }
 
@@ -535,7 +576,15 @@ mod tests {
             e.to_string().contains("Chat Completions cannot carry"),
             "{e}"
         );
-        assert!(ChatCompletions::new("http://example.com/v1", "m").is_err());
+        // Plain http to another machine: made, but refused before anything is sent.
+        let lan = ChatCompletions::new("http://example.com/v1", "m").unwrap();
+        assert!(lan.endpoint.url("/chat/completions").is_err());
+        assert!(lan
+            .allow_insecure_http()
+            .endpoint
+            .url("/chat/completions")
+            .is_ok());
+        assert!(ChatCompletions::new("ftp://example.com/v1", "m").is_err());
         assert!(ChatCompletions::new("http://127.0.0.1/v1", " ").is_err());
         let with_key = ChatCompletions::new("http://127.0.0.1:9/v1", "m")
             .unwrap()

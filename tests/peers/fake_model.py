@@ -15,12 +15,20 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"trickle": true}           a 200 whose body never ends: one byte every 0.2 s (a
                               provider that stalls mid-answer)
   {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
+  {"text": "...", "finish": "length"}  an answer cut at the output limit (Chat
+                              Completions `finish_reason: length`; Messages
+                              `stop_reason: max_tokens`)
+Every answer reports its usage: Chat Completions `prompt_tokens` 100 + N,
+`completion_tokens` 10, 40 cached, 3 reasoning (streamed: in a last chunk, when
+`stream_options.include_usage`); Messages `input_tokens` 100 + N, `output_tokens` 10,
+`cache_read_input_tokens` 40 (N: the request's number, from 0).
 A request with "stream": true gets the same answer as server-sent events, cut into
 small deltas exactly as each wire streams them (Chat Completions chunks with
 `delta.tool_calls[].function.arguments` fragments and `data: [DONE]`; Messages
 `content_block_start`/`content_block_delta` (`text_delta`, `input_json_delta`)/
 `content_block_stop`/`message_delta`/`message_stop`).
-GET /_requests returns every request body received, as a JSON list.
+GET /_requests returns every request received, as a JSON list of {"body", "path",
+"headers" (lower-case names), "authorization", "x-api-key", "anthropic-version"}.
 Prints READY when listening.
 """
 
@@ -42,7 +50,17 @@ def pieces(text: str, n: int = 3) -> list:
     return [text[i:i + size] for i in range(0, len(text), size)]
 
 
-def chat_chunks(n: int, model, message: dict, finish: str) -> list:
+def chat_usage(n: int) -> dict:
+    return {"prompt_tokens": 100 + n, "completion_tokens": 10, "total_tokens": 110 + n,
+            "prompt_tokens_details": {"cached_tokens": 40},
+            "completion_tokens_details": {"reasoning_tokens": 3}}
+
+
+def messages_usage(n: int) -> dict:
+    return {"input_tokens": 100 + n, "output_tokens": 10, "cache_read_input_tokens": 40}
+
+
+def chat_chunks(n: int, model, message: dict, finish: str, usage: bool = False) -> list:
     """A chat.completion as chat.completion.chunk events."""
     base = {"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "model": model}
 
@@ -59,6 +77,8 @@ def chat_chunks(n: int, model, message: dict, finish: str) -> list:
         for piece in pieces(call["function"]["arguments"]):
             events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     events.append(chunk({}, finish))
+    if usage:
+        events.append((None, {**base, "choices": [], "usage": chat_usage(n)}))
     events.append((None, "[DONE]"))
     return events
 
@@ -67,7 +87,7 @@ def message_events(n: int, model, content: list, stop: str) -> list:
     """A Messages answer as its stream of events."""
     events = [("message_start", {"type": "message_start", "message": {
         "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 0}}})]
+        "stop_reason": None, "usage": {**messages_usage(n), "output_tokens": 0}}})]
     for i, block in enumerate(content):
         kind = block.get("type")
         if kind == "text":
@@ -86,7 +106,7 @@ def message_events(n: int, model, content: list, stop: str) -> list:
             events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": block}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
     events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},
-                                     "usage": {"output_tokens": 1}}))
+                                     "usage": {"output_tokens": 10}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 
@@ -139,15 +159,18 @@ def main() -> None:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
             with LOCK:
-                REQUESTS.append({"body": body, "authorization": self.headers.get("Authorization"),
+                REQUESTS.append({"body": body, "path": self.path,
+                                 "headers": {k.lower(): v for k, v in self.headers.items()},
+                                 "authorization": self.headers.get("Authorization"),
                                  "x-api-key": self.headers.get("x-api-key"),
                                  "anthropic-version": self.headers.get("anthropic-version")})
                 n = len(REQUESTS) - 1
             turn = script[min(n, len(script) - 1)]
-            if self.path.endswith("/messages"):
+            path = self.path.split("?", 1)[0]
+            if path.endswith("/messages"):
                 self.messages(n, body, turn)
                 return
-            if not self.path.endswith("/chat/completions"):
+            if not path.endswith("/chat/completions"):
                 self.reply(404, {"error": {"message": "not found"}})
                 return
             if turn.get("trickle"):
@@ -197,11 +220,14 @@ def main() -> None:
                 message["content"] = "\n".join(reversed(lines))
             else:
                 message["content"] = turn.get("text", "")
+            finish = turn.get("finish", finish)
             if body.get("stream"):
-                self.stream(chat_chunks(n, body.get("model"), message, finish))
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                self.stream(chat_chunks(n, body.get("model"), message, finish, usage))
                 return
             self.reply(200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body.get("model"),
-                             "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                             "usage": chat_usage(n)})
 
         def messages(self, n: int, body: dict, turn: dict) -> None:
             """The Anthropic Messages wire."""
@@ -237,12 +263,14 @@ def main() -> None:
                 content = [{"type": "text", "text": "\n".join(lines)}]
             else:
                 content = [{"type": "text", "text": turn.get("text", "")}]
+            if turn.get("finish") == "length":
+                stop = "max_tokens"
             if body.get("stream"):
                 self.stream(message_events(n, body.get("model"), content, stop))
                 return
             self.reply(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body.get("model"),
                              "content": content, "stop_reason": stop,
-                             "usage": {"input_tokens": 1, "output_tokens": 1}})
+                             "usage": messages_usage(n)})
 
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True

@@ -12,6 +12,19 @@ pub enum Outcome {
         run_id: String,
         /// The answer.
         text: String,
+        /// The tokens the run took so far (every model call of it, follow-ups too).
+        usage: Usage,
+    },
+    /// The model's answer was cut at its output limit (`max_tokens`, a `length`
+    /// stop): not taken as complete, its tool calls not run. The run is finished; a
+    /// [`follow_up`](Agent::follow_up) ("go on") continues it.
+    Truncated {
+        /// The run.
+        run_id: String,
+        /// The text it had written.
+        text: String,
+        /// The tokens the run took so far.
+        usage: Usage,
     },
     /// A tool call waits for a person: [`Agent::resume`] with the decision id and the
     /// decision, from this process or another.
@@ -32,6 +45,8 @@ pub enum Outcome {
         /// turn that need a person are decided together (each by its own decision id,
         /// in one resume or several; the run goes on once all are decided).
         calls: Vec<Pending>,
+        /// The tokens the run took so far.
+        usage: Usage,
     },
     /// A tool call waits for input a server asked for and no `on_input` callback
     /// answered: [`Agent::resume`] with [`Decision::answer`] (or a denial, which
@@ -54,17 +69,23 @@ pub enum Outcome {
         /// Every call the suspension waits on, this one first (see
         /// [`Outcome::ApprovalRequired`]).
         calls: Vec<Pending>,
+        /// The tokens the run took so far.
+        usage: Usage,
     },
     /// The run took as many model turns as allowed without finishing.
     StepLimit {
         /// The run.
         run_id: String,
+        /// The tokens the run took so far.
+        usage: Usage,
     },
     /// Nobody decided before the suspension expired, and the agent ends such runs
     /// ([`Expiry::End`]): the call did not run.
     Expired {
         /// The run.
         run_id: String,
+        /// The tokens the run took so far.
+        usage: Usage,
     },
 }
 
@@ -73,10 +94,24 @@ impl Outcome {
     pub fn run_id(&self) -> &str {
         match self {
             Outcome::Finished { run_id, .. }
+            | Outcome::Truncated { run_id, .. }
             | Outcome::ApprovalRequired { run_id, .. }
             | Outcome::InputRequired { run_id, .. }
-            | Outcome::StepLimit { run_id }
-            | Outcome::Expired { run_id } => run_id,
+            | Outcome::StepLimit { run_id, .. }
+            | Outcome::Expired { run_id, .. } => run_id,
+        }
+    }
+
+    /// The tokens the run took so far, as the provider reported them (every model call
+    /// of the run, follow-ups included).
+    pub fn usage(&self) -> Usage {
+        match self {
+            Outcome::Finished { usage, .. }
+            | Outcome::Truncated { usage, .. }
+            | Outcome::ApprovalRequired { usage, .. }
+            | Outcome::InputRequired { usage, .. }
+            | Outcome::StepLimit { usage, .. }
+            | Outcome::Expired { usage, .. } => *usage,
         }
     }
 }

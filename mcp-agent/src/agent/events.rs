@@ -221,6 +221,13 @@ pub enum Event {
         step: u32,
         /// How many tool calls it asked for (0: a final answer).
         tool_calls: u32,
+        /// The tokens the call took, when the provider says.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Why the model stopped, when not a final answer or tool calls (`length`: cut
+        /// at its output limit).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop: Option<String>,
     },
     /// A run whose process stopped working on it (its lease ended) was taken over
     /// ([`Agent::recover`]).

@@ -109,6 +109,7 @@ impl Agent {
             self.save(&mut state, RunStatus::Finished).await?;
             return Ok(Some(Outcome::Expired {
                 run_id: run_id.to_owned(),
+                usage: state.usage,
             }));
         }
         self.drive(state, None).await.map(Some)

@@ -40,6 +40,7 @@ impl Agent {
             gate: None,
             standing: Vec::new(),
             lease: Some(self.new_lease()?),
+            usage: Usage::default(),
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state, None).await
@@ -208,6 +209,7 @@ impl Agent {
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::StepLimit {
                     run_id: state.id.clone(),
+                    usage: state.usage,
                 });
             }
             // The tools follow the servers: listed again before every model turn
@@ -227,6 +229,41 @@ impl Agent {
             };
             let mut answer = self.inner.model.complete(&request).await?;
             state.ran += 1;
+            if let Some(u) = &answer.usage {
+                state.usage.add(u);
+            }
+            let stop = match &answer.stop {
+                Stop::Length => Some("length".to_owned()),
+                Stop::Other(why) => Some(crate::error::clip(why, 100)),
+                _ => None,
+            };
+            if answer.stop == Stop::Length {
+                // Cut at the output limit: not an answer, and no half-written call runs.
+                answer
+                    .message
+                    .content
+                    .retain(|b| !matches!(b, Block::ToolCall { .. }));
+                let text = answer.message.joined_text();
+                state.messages.push(answer.message);
+                let step = state.steps;
+                let usage = answer.usage;
+                self.event(
+                    state,
+                    Event::ModelAnswered {
+                        step,
+                        tool_calls: 0,
+                        usage,
+                        stop,
+                    },
+                );
+                self.event(state, Event::RunFinished);
+                self.save(state, RunStatus::Finished).await?;
+                return Ok(Outcome::Truncated {
+                    run_id: state.id.clone(),
+                    text,
+                    usage: state.usage,
+                });
+            }
             unique_call_ids(&mut answer.message)?;
             let mut calls = answer.message.tool_calls();
             let text = answer.message.joined_text();
@@ -239,7 +276,16 @@ impl Agent {
             // again, and nothing of the answer has run.
             let tool_calls = calls.len().min(u32::MAX as usize) as u32;
             let step = state.steps;
-            self.event(state, Event::ModelAnswered { step, tool_calls });
+            let usage = answer.usage;
+            self.event(
+                state,
+                Event::ModelAnswered {
+                    step,
+                    tool_calls,
+                    usage,
+                    stop,
+                },
+            );
             for (id, name, _) in past {
                 let reason = format!(
                     "`{name}` was not run: a turn may ask for at most {} tool calls",
@@ -260,6 +306,7 @@ impl Agent {
                 return Ok(Outcome::Finished {
                     run_id: state.id.clone(),
                     text,
+                    usage: state.usage,
                 });
             }
             state.pending = calls
@@ -599,6 +646,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             tool: first.tool,
             arguments: first.arguments,
             calls,
+            usage: state.usage,
         },
         PendingWait::Input { requests } => Outcome::InputRequired {
             run_id: first.run_id,
@@ -609,6 +657,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             arguments: first.arguments,
             requests,
             calls,
+            usage: state.usage,
         },
     })
 }

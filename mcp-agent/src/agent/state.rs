@@ -168,6 +168,9 @@ pub(super) struct RunState {
     /// with nothing run since puts the run back in its suspension.
     #[serde(default)]
     pub(super) ran: u64,
+    /// The tokens the run's model calls took, summed.
+    #[serde(default)]
+    pub(super) usage: Usage,
     /// The error that stopped a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) failure: Option<String>,

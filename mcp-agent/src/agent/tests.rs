@@ -144,6 +144,7 @@ impl Model for ScriptedModel {
                 None => ChatResponse {
                     message: Message::text(Role::Assistant, "done"),
                     stop: Stop::End,
+                    usage: None,
                 },
                 Some(calls) => ChatResponse {
                     message: Message {
@@ -159,6 +160,7 @@ impl Model for ScriptedModel {
                             .collect(),
                     },
                     stop: Stop::ToolCalls,
+                    usage: None,
                 },
             })
         })

@@ -86,23 +86,36 @@ async fn a_conversation_goes_on_across_runs_and_processes() {
     };
     let here = agent(Mode::ReadOnly);
     let mut chat = here.conversation();
-    let Outcome::Finished { text, run_id } = chat.send("read a").await.unwrap() else {
+    let Outcome::Finished { text, run_id, .. } = chat.send("read a").await.unwrap() else {
         panic!()
     };
     assert_eq!(text, "read_text_file: alpha");
-    let Outcome::Finished { text, run_id: same } = chat.send("and b?").await.unwrap() else {
+    let Outcome::Finished {
+        text, run_id: same, ..
+    } = chat.send("and b?").await.unwrap()
+    else {
         panic!()
     };
-    assert_eq!((text.as_str(), same.as_str()), ("read_text_file: beta", run_id.as_str()));
+    assert_eq!(
+        (text.as_str(), same.as_str()),
+        ("read_text_file: beta", run_id.as_str())
+    );
     // The follow-up's first request held the whole conversation, the system prompt once.
     let seen = said(&model, 2);
     let roles: Vec<&str> = seen.iter().map(|(r, _)| r.as_str()).collect();
-    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant", "user"]);
-    assert!(seen[3].1.contains("alpha") && seen[5].1 == "and b?", "{seen:?}");
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert!(
+        seen[3].1.contains("alpha") && seen[5].1 == "and b?",
+        "{seen:?}"
+    );
 
     // Another process with the same store goes on with it.
     let there = agent(Mode::ReadOnly);
-    let Outcome::Finished { text, .. } = there.conversation_of(&run_id).send("thanks").await.unwrap()
+    let Outcome::Finished { text, .. } =
+        there.conversation_of(&run_id).send("thanks").await.unwrap()
     else {
         panic!()
     };
@@ -124,21 +137,35 @@ async fn a_conversation_goes_on_across_runs_and_processes() {
         Message::text(Role::Assistant, "hello"),
         Message::text(Role::User, "again"),
     ];
-    let Outcome::Finished { text, run_id: other } = here.run_with(history).await.unwrap() else {
+    let Outcome::Finished {
+        text,
+        run_id: other,
+        ..
+    } = here.run_with(history).await.unwrap()
+    else {
         panic!()
     };
     assert_eq!(text, "history seen");
     assert_ne!(other, run_id);
     let seen = said(&model, 5);
     assert_eq!(
-        seen.iter().map(|(r, t)| format!("{r}:{t}")).collect::<Vec<_>>(),
-        ["system:be brief", "user:hi", "assistant:hello", "user:again"]
+        seen.iter()
+            .map(|(r, t)| format!("{r}:{t}"))
+            .collect::<Vec<_>>(),
+        [
+            "system:be brief",
+            "user:hi",
+            "assistant:hello",
+            "user:again"
+        ]
     );
 
     // Suspension inside a conversation: no follow-up while it waits; decided, it goes on.
     let approving = agent(Mode::Approve);
     let mut chat = approving.conversation();
-    let Outcome::ApprovalRequired { run_id, decision, .. } = chat.send("write c").await.unwrap()
+    let Outcome::ApprovalRequired {
+        run_id, decision, ..
+    } = chat.send("write c").await.unwrap()
     else {
         panic!()
     };
@@ -183,7 +210,11 @@ async fn mcp_prompts_resources_and_images_are_input() {
     let resources = ev.resources().await.unwrap();
     let text_resource = resources
         .iter()
-        .find(|r| r.mime_type.as_deref().is_some_and(|m| m.starts_with("text/")))
+        .find(|r| {
+            r.mime_type
+                .as_deref()
+                .is_some_and(|m| m.starts_with("text/"))
+        })
         .expect("server-everything lists a text resource");
     let read = ev.resource(&text_resource.uri).await.unwrap();
     let expected = read.contents[0].text.clone().unwrap();
@@ -201,20 +232,29 @@ async fn mcp_prompts_resources_and_images_are_input() {
             Box::new(anthropic(&model))
         };
         let agent = Agent::builder().model(m).build().unwrap();
-        let input = Input::from(prompt.clone())
-            .and(read.clone())
-            .and(vec![Block::Text { text: "and this".into() }, image.clone()]);
+        let input = Input::from(prompt.clone()).and(read.clone()).and(vec![
+            Block::Text {
+                text: "and this".into(),
+            },
+            image.clone(),
+        ]);
         agent.run(input).await.unwrap();
         let body = &model.requests()[0]["body"];
         let text = body.to_string();
         let first_line = expected.lines().next().unwrap();
         assert!(text.contains(first_line), "{wire}: {text}");
-        assert!(text.contains("Please analyze the following resource"), "{wire}: {text}");
+        assert!(
+            text.contains("Please analyze the following resource"),
+            "{wire}: {text}"
+        );
         assert!(text.contains("iVBORw0KGgo="), "{wire}: the image was sent");
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages[0]["role"], "user", "{wire}");
         if wire == "openai" {
-            assert!(text.contains("data:image/png;base64,iVBORw0KGgo="), "{text}");
+            assert!(
+                text.contains("data:image/png;base64,iVBORw0KGgo="),
+                "{text}"
+            );
         } else {
             assert!(text.contains(r#""type":"image""#), "{text}");
             // Audio: refused, naming the wire; nothing sent.

@@ -191,7 +191,7 @@ async fn read_only_runs_listed_tools_and_denies_the_rest_without_raising() {
         .build()
         .unwrap();
     let out = agent.run("read my notes").await.unwrap();
-    let Outcome::Finished { text, run_id } = out else {
+    let Outcome::Finished { text, run_id, .. } = out else {
         panic!("{out:?}")
     };
     assert!(text.contains("read_text_file: hello notes"), "{text}");
@@ -782,7 +782,8 @@ fn secrets_never_reach_logs_events_or_the_store() {
             .store(SqliteRunStore::open(&store).unwrap())
             .build()
             .unwrap();
-        let Outcome::Finished { run_id, text } = agent.run("list-the-canary-folder").await.unwrap()
+        let Outcome::Finished { run_id, text, .. } =
+            agent.run("list-the-canary-folder").await.unwrap()
         else {
             panic!()
         };
@@ -991,7 +992,7 @@ async fn tool_progress_is_an_event() {
         .build()
         .unwrap();
     let out = agent.run("go slowly").await.unwrap();
-    let Outcome::Finished { text, run_id } = out else {
+    let Outcome::Finished { text, run_id, .. } = out else {
         panic!("{out:?}")
     };
     assert!(text.contains("slow: done"), "{text}");
@@ -1347,7 +1348,7 @@ async fn input_callbacks_answer_and_a_denial_declines() {
         })
         .build()
         .unwrap();
-    let Outcome::Finished { text, run_id } = agent.run("greet").await.unwrap() else {
+    let Outcome::Finished { text, run_id, .. } = agent.run("greet").await.unwrap() else {
         panic!()
     };
     assert_eq!(text, "ask_name: Hello, Cy");
@@ -1382,4 +1383,5 @@ mod gate_props;
 mod recovery;
 mod seams;
 mod security;
+mod settings;
 mod skills;

@@ -213,7 +213,7 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
         })
         .build()
         .unwrap();
-    let Outcome::Finished { text, run_id } = agent.run("go").await.unwrap() else {
+    let Outcome::Finished { text, run_id, .. } = agent.run("go").await.unwrap() else {
         panic!("read-only mode never suspends")
     };
     assert!(
