@@ -10,6 +10,7 @@ use mcp_runtime::Secret;
 use serde_json::Value;
 
 use crate::model::ModelError;
+use crate::store::lock;
 
 type Pool = hyper_util::client::legacy::Client<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
@@ -200,8 +201,37 @@ impl std::fmt::Debug for Endpoint {
 
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    pool: Arc<Pool>,
+    /// Replaced by a fresh one when a pooled connection turns out dead.
+    pool: Arc<std::sync::Mutex<Arc<Pool>>>,
     timeout: Duration,
+}
+
+/// A pool of connections: hyper with rustls (ring, webpki roots), both HTTP versions.
+fn new_pool() -> Result<Pool, ModelError> {
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
+        .map_err(|e| other(format!("TLS setup failed: {e}")))?
+        .https_or_http()
+        .enable_all_versions()
+        .build();
+    Ok(
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(https),
+    )
+}
+
+/// The connection closed before any answer came — a pooled connection the server
+/// had given up (llama-cpp-python's after a failed stream), or one it closed as the
+/// request went out: the server did not answer it, and a model call may be made again.
+fn dead_connection(e: &hyper_util::client::legacy::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(h) = err.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message() || h.is_canceled() || h.is_closed();
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn other(detail: String) -> ModelError {
@@ -219,17 +249,8 @@ impl HttpClient {
 
     /// The pool, for a base URL already checked.
     pub fn pool() -> Result<Self, ModelError> {
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-            .map_err(|e| other(format!("TLS setup failed: {e}")))?
-            .https_or_http()
-            .enable_all_versions()
-            .build();
-        let pool =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(https);
         Ok(HttpClient {
-            pool: Arc::new(pool),
+            pool: Arc::new(std::sync::Mutex::new(Arc::new(new_pool()?))),
             timeout: Duration::from_secs(300),
         })
     }
@@ -330,24 +351,38 @@ impl HttpClient {
     ) -> Result<(String, http::Response<hyper::body::Incoming>), ModelError> {
         let origin = mcp_runtime::__private::check_url(url)
             .unwrap_or_else(|_| mcp_runtime::__private::redact_url(url));
-        let mut req = http::Request::post(url).header("content-type", "application/json");
-        for (k, v) in headers {
-            req = req.header(*k, *v);
+        let body = Bytes::from(body.to_string());
+        let request = || {
+            let mut req = http::Request::post(url).header("content-type", "application/json");
+            for (k, v) in headers {
+                req = req.header(*k, *v);
+            }
+            for (k, v) in secrets {
+                let mut v = http::HeaderValue::try_from(v.expose())
+                    .map_err(|_| other(format!("the value of {k} is not a valid header value")))?;
+                v.set_sensitive(true);
+                req = req.header(*k, v);
+            }
+            req.body(Full::new(body.clone()))
+                .map_err(|e| other(format!("cannot build the request: {e}")))
+        };
+        let mut retried = false;
+        loop {
+            let pool = lock(&self.pool).clone();
+            let sent = tokio::time::timeout_at(deadline, pool.request(request()?))
+                .await
+                .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?;
+            match sent {
+                Ok(resp) => return Ok((origin, resp)),
+                // Once, on a fresh pool: a dead pooled connection is not the server.
+                Err(e) if !retried && dead_connection(&e) => {
+                    tracing::debug!(%origin, error = %e, "a pooled connection was dead; trying once on a new one");
+                    *lock(&self.pool) = Arc::new(new_pool()?);
+                    retried = true;
+                }
+                Err(e) => return Err(other(format!("cannot reach {origin}: {e}"))),
+            }
         }
-        for (k, v) in secrets {
-            let mut v = http::HeaderValue::try_from(v.expose())
-                .map_err(|_| other(format!("the value of {k} is not a valid header value")))?;
-            v.set_sensitive(true);
-            req = req.header(*k, v);
-        }
-        let req = req
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| other(format!("cannot build the request: {e}")))?;
-        let resp = tokio::time::timeout_at(deadline, self.pool.request(req))
-            .await
-            .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?
-            .map_err(|e| other(format!("cannot reach {origin}: {e}")))?;
-        Ok((origin, resp))
     }
 }
 

@@ -91,13 +91,10 @@ impl ChatCompletions {
                             Block::Text { .. } | Block::ToolCall { .. } | Block::Provider { .. }
                         )
                     });
+                    // A tool-call turn's empty content is "", not null: OpenAI and
+                    // llama.cpp take both, llama-cpp-python refuses null.
                     let content = if only_text {
-                        let text = m.joined_text();
-                        if text.is_empty() && !calls.is_empty() {
-                            Value::Null
-                        } else {
-                            Value::String(text)
-                        }
+                        Value::String(m.joined_text())
                     } else {
                         let mut parts = Vec::new();
                         for b in &m.content {
@@ -266,7 +263,7 @@ impl ChatCompletions {
         {
             return Err(Self::error(&a));
         }
-        Ok(assembled.answer())
+        assembled.answer()
     }
 
     fn error(a: &crate::http::Answer) -> ModelError {
@@ -276,9 +273,16 @@ impl ChatCompletions {
             .and_then(Value::as_str)
             .map(str::to_owned)
             .unwrap_or_else(|| a.preview());
+        // `code` is a string (OpenAI, llama-cpp-python) or a number (llama.cpp, whose
+        // kind is in `type`).
         let code = a
             .json
             .pointer("/error/code")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = a
+            .json
+            .pointer("/error/type")
             .and_then(Value::as_str)
             .unwrap_or_default();
         let detail = format!("HTTP {}: {message}", a.status);
@@ -286,8 +290,10 @@ impl ChatCompletions {
             429 => ModelError::RateLimited { detail },
             401 | 403 => ModelError::Unauthorized { detail },
             _ if code == "context_length_exceeded"
+                || kind == "exceed_context_size_error"
                 || message.contains("context length")
-                || message.contains("maximum context") =>
+                || message.contains("maximum context")
+                || message.contains("exceeds the available context size") =>
             {
                 ModelError::ContextTooLong { detail }
             }
@@ -351,6 +357,8 @@ struct ChatStream {
     calls: BTreeMap<u64, (String, String, String)>,
     finish: Option<String>,
     usage: Option<Value>,
+    /// `data: [DONE]` came.
+    done: bool,
 }
 
 impl ChatStream {
@@ -360,6 +368,7 @@ impl ChatStream {
         on_text: Option<&(dyn Fn(&str) + Send + Sync)>,
     ) -> Result<(), ModelError> {
         if data.trim() == "[DONE]" {
+            self.done = true;
             return Ok(());
         }
         let v: Value = serde_json::from_str(data).map_err(|e| ModelError::Other {
@@ -400,8 +409,12 @@ impl ChatStream {
             if let Some(id) = call.get("id").and_then(Value::as_str) {
                 entry.0 = id.to_owned();
             }
+            // The name is set once: some servers (llama-cpp-python) repeat it in
+            // every delta; only the arguments come in pieces.
             if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                entry.1.push_str(name);
+                if entry.1.is_empty() {
+                    entry.1 = name.to_owned();
+                }
             }
             if let Some(args) = call.pointer("/function/arguments").and_then(Value::as_str) {
                 entry.2.push_str(args);
@@ -413,8 +426,15 @@ impl ChatStream {
         Ok(())
     }
 
-    /// The answer as a `chat.completion` would have carried it.
-    fn answer(self) -> Value {
+    /// The answer as a `chat.completion` would have carried it. A stream that ended
+    /// with neither a `finish_reason` nor `[DONE]` failed on the server (which closed
+    /// the body cleanly): an error, never an empty answer.
+    fn answer(self) -> Result<Value, ModelError> {
+        if self.finish.is_none() && !self.done {
+            return Err(ModelError::Other {
+                detail: "the streamed answer ended before it was complete (no finish_reason, no [DONE]): the server failed mid-answer".into(),
+            });
+        }
         let calls: Vec<Value> = self
             .calls
             .into_values()
@@ -431,7 +451,7 @@ impl ChatStream {
         if let Some(u) = self.usage {
             answer["usage"] = u;
         }
-        answer
+        Ok(answer)
     }
 }
 
@@ -487,7 +507,7 @@ mod tests {
         };
         let body = m.body(&req).unwrap();
         assert_eq!(body["model"], "some-model");
-        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(body["messages"][2]["content"], "");
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["arguments"],
             "{\"path\":\"/tmp\"}"
@@ -607,7 +627,7 @@ mod tests {
         ] {
             c.chunk(chunk, None).unwrap();
         }
-        let r = ChatCompletions::answer(&c.answer()).unwrap();
+        let r = ChatCompletions::answer(&c.answer().unwrap()).unwrap();
         assert_eq!(r.stop, Stop::ToolCalls);
         assert_eq!(r.message.joined_text(), "Hello");
         assert_eq!(

@@ -1380,6 +1380,7 @@ mod applications;
 mod batch;
 mod decisions;
 mod gate_props;
+mod real_llm;
 mod recovery;
 mod seams;
 mod security;
