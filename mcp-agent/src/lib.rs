@@ -43,6 +43,7 @@ mod agent;
 pub mod anthropic;
 mod content;
 mod error;
+pub mod function;
 pub mod gate;
 mod http;
 pub mod model;
@@ -56,6 +57,7 @@ pub use agent::{
 pub use anthropic::Messages;
 pub use content::{Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
+pub use function::FunctionTool;
 pub use gate::{Gate, Mode, Verdict};
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):
 /// `mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"])`.

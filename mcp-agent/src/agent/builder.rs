@@ -8,6 +8,7 @@ pub struct AgentBuilder {
     mode: Mode,
     allow: Vec<String>,
     servers: Vec<Mcp>,
+    functions: Vec<crate::FunctionTool>,
     store: Arc<dyn RunStore>,
     max_steps: u32,
     calls_in_flight: usize,
@@ -65,6 +66,13 @@ impl AgentBuilder {
     /// Attaches a server (a declared struct derefs to its `Mcp`; clone it in).
     pub fn server(mut self, server: Mcp) -> Self {
         self.servers.push(server);
+        self
+    }
+    /// Gives the model a tool implemented in Rust ([`FunctionTool`](crate::FunctionTool)),
+    /// gated like the servers' tools under the server name
+    /// [`FUNCTIONS`](crate::function::FUNCTIONS).
+    pub fn tool(mut self, tool: crate::FunctionTool) -> Self {
+        self.functions.push(tool);
         self
     }
     /// Where suspended runs are kept (default: in memory).
@@ -235,7 +243,7 @@ impl AgentBuilder {
         let model = self
             .model
             .ok_or_else(|| Error::config("no model: set one (there is no default model)"))?;
-        check_collisions(&self.servers)?;
+        check_collisions(&self.servers, &self.functions)?;
         for (server, _) in &self.defer {
             if !self.servers.iter().any(|s| s.name() == server) {
                 return Err(Error::config(format!(
@@ -254,7 +262,7 @@ impl AgentBuilder {
                 lease: self.lease,
                 host: self
                     .host
-                    .unwrap_or_else(|| Arc::new(Servers(self.servers.clone()))),
+                    .unwrap_or_else(|| Arc::new(Servers(self.servers.clone(), self.functions))),
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),
@@ -285,6 +293,7 @@ impl Agent {
             mode: Mode::ReadOnly,
             allow: Vec::new(),
             servers: Vec::new(),
+            functions: Vec::new(),
             store: Arc::new(MemoryRunStore::default()),
             max_steps: 20,
             system: None,
@@ -311,9 +320,11 @@ impl Agent {
 /// approvals and allowances name servers), or one tool name two servers' declarations
 /// both give the model (from their snapshots or `only` lists). Collisions that appear
 /// only when the servers answer hide the later server's tool instead.
-fn check_collisions(servers: &[Mcp]) -> Result<()> {
+fn check_collisions(servers: &[Mcp], functions: &[crate::FunctionTool]) -> Result<()> {
+    use crate::function::FUNCTIONS;
     let mut problems = Vec::new();
     let mut names: Vec<(&str, String)> = Vec::new();
+    let mut offered: Vec<(&str, Vec<String>)> = Vec::new();
     for (i, s) in servers.iter().enumerate() {
         if servers[..i].iter().any(|o| o.name() == s.name()) {
             problems.push(format!(
@@ -322,14 +333,29 @@ fn check_collisions(servers: &[Mcp]) -> Result<()> {
             ));
             continue;
         }
-        for tool in s.declared_tool_names().unwrap_or_default() {
+        if s.name() == FUNCTIONS && !functions.is_empty() {
+            problems.push(format!(
+                "a server is named `{FUNCTIONS}`, the name of the agent's function tools: name it otherwise"
+            ));
+        }
+        offered.push((s.name(), s.declared_tool_names().unwrap_or_default()));
+    }
+    offered.push((
+        FUNCTIONS,
+        functions.iter().map(|f| f.name.clone()).collect(),
+    ));
+    for (server, tools) in offered {
+        for tool in tools {
             if let Some((other, _)) = names.iter().find(|(_, n)| *n == tool) {
-                problems.push(format!(
-                    "`{}` and `{other}` both offer a tool named `{tool}`: give one of them a `prefix` (or rename the tool)",
-                    s.name()
-                ));
+                problems.push(if *other == server {
+                    format!("`{server}` offers two tools named `{tool}`")
+                } else {
+                    format!(
+                        "`{server}` and `{other}` both offer a tool named `{tool}`: give one of them a `prefix` (or rename the tool)"
+                    )
+                });
             }
-            names.push((s.name(), tool));
+            names.push((server, tool));
         }
     }
     if problems.is_empty() {

@@ -4,6 +4,8 @@
 
 use mcp_runtime::{CallToolResult, McpTool};
 
+use crate::function::{FunctionTool, FUNCTIONS};
+
 use super::*;
 
 /// The servers a run calls, by index.
@@ -36,23 +38,40 @@ pub(super) trait Host: Send + Sync + 'static {
     ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>>;
 }
 
-/// The attached servers.
-pub(super) struct Servers(pub(super) Vec<Mcp>);
+/// The attached servers, and after them — as one more server, [`FUNCTIONS`] — the
+/// application's function tools, when it has any.
+pub(super) struct Servers(pub(super) Vec<Mcp>, pub(super) Vec<FunctionTool>);
+
+impl Servers {
+    /// Index `i` is the function tools.
+    fn functions(&self, i: usize) -> bool {
+        i == self.0.len() && !self.1.is_empty()
+    }
+}
 
 impl Host for Servers {
     fn count(&self) -> usize {
-        self.0.len()
+        self.0.len() + usize::from(!self.1.is_empty())
     }
     fn name(&self, i: usize) -> &str {
+        if self.functions(i) {
+            return FUNCTIONS;
+        }
         self.0.get(i).map_or("", Mcp::name)
     }
     fn config_fingerprint(&self, i: usize) -> String {
+        if self.functions(i) {
+            return mcp_runtime::digest::sha256_json(&json!({ "functions": FUNCTIONS }));
+        }
         self.0
             .get(i)
             .map(Mcp::config_fingerprint)
             .unwrap_or_default()
     }
     fn declared_tool_names(&self, i: usize) -> Vec<String> {
+        if self.functions(i) {
+            return self.1.iter().map(|f| f.name.clone()).collect();
+        }
         self.0
             .get(i)
             .and_then(Mcp::declared_tool_names)
@@ -79,6 +98,9 @@ impl Host for Servers {
     }
     fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>> {
         Box::pin(async move {
+            if self.functions(i) {
+                return Ok(self.1.iter().map(FunctionTool::tool).collect());
+            }
             match self.0.get(i) {
                 Some(server) => server.tools().await,
                 None => Ok(Vec::new()),
@@ -93,6 +115,18 @@ impl Host for Servers {
         options: RequestOptions,
     ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
         Box::pin(async move {
+            if self.functions(i) {
+                return Ok(match self.1.iter().find(|f| f.name == tool) {
+                    Some(f) => f.run(arguments).await,
+                    None => CallToolResult {
+                        content: vec![mcp_runtime::Content::text(format!(
+                            "there is no function tool `{tool}`"
+                        ))],
+                        is_error: true,
+                        ..CallToolResult::default()
+                    },
+                });
+            }
             let Some(server) = self.0.get(i) else {
                 // Indices come from this host's own listing: never here.
                 return Ok(CallToolResult {

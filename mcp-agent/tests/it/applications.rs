@@ -359,3 +359,136 @@ async fn every_kind_of_tool_result_reaches_the_model() {
         agent.close().await.unwrap();
     }
 }
+
+/// Tools implemented in Rust are offered beside the servers' and gated exactly like
+/// them: the allow-list, the mode, a declared need for approval (suspending in `Auto`,
+/// decided like any call), events naming the `functions` server; arguments that do
+/// not fit the type are the model's error to read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn function_tools_are_gated_like_server_tools() {
+    use mcp_agent::FunctionTool;
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Add {
+        a: f64,
+        b: f64,
+    }
+    let dir = scratch("function-tools");
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "add", "arguments": {"a": 1.5, "b": 2}},
+                {"name": "add", "arguments": {"a": "one"}},
+                {"name": "transfer", "arguments": {"to": "bob"}}
+            ]},
+            {"echo_tools": true},
+            {"tool_calls": [{"name": "transfer", "arguments": {"to": "bob"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let moved = Arc::new(Mutex::new(Vec::new()));
+    let log = moved.clone();
+    let tools = move || {
+        let log = log.clone();
+        (
+            FunctionTool::new("add", "Adds two numbers", |x: Add| async move {
+                Ok::<_, String>(x.a + x.b)
+            })
+            .read_only(),
+            FunctionTool::with_schema(
+                "transfer",
+                "Moves money",
+                json!({"type": "object", "properties": {"to": {"type": "string"}}}),
+                move |args: Value| {
+                    let log = log.clone();
+                    async move {
+                        log.lock().unwrap().push(args["to"].clone());
+                        Ok(json!("sent"))
+                    }
+                },
+            )
+            .requires_approval(),
+        )
+    };
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let (add, transfer) = tools();
+    let read_only = Agent::builder()
+        .model(openai(&model))
+        .allow(["add"])
+        .tool(add)
+        .tool(transfer)
+        .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = read_only.run("compute").await.unwrap() else {
+        panic!()
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "add: 3.5");
+    assert!(
+        lines[1].starts_with("add: the arguments do not fit the tool"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("transfer: {\"error\""),
+        "read_only denies it: {text}"
+    );
+    assert!(moved.lock().unwrap().is_empty());
+    let schema = &model.requests()[0]["body"]["tools"];
+    let add_schema = schema
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "add")
+        .unwrap();
+    assert_eq!(
+        add_schema["function"]["parameters"]["required"],
+        json!(["a", "b"])
+    );
+    assert!(events.lock().unwrap().iter().any(|e| matches!(e,
+        Event::BeforeToolCall { server, tool, .. } if server == "functions" && tool == "add")));
+
+    // Auto: the declared need for approval still suspends; approved, it runs.
+    let (add, transfer) = tools();
+    let auto = Agent::builder()
+        .model(openai(&model))
+        .mode(Mode::Auto)
+        .tool(add)
+        .tool(transfer)
+        .build()
+        .unwrap();
+    let Outcome::ApprovalRequired {
+        run_id,
+        decision,
+        server,
+        ..
+    } = auto.run("pay bob").await.unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(server, "functions");
+    assert!(moved.lock().unwrap().is_empty());
+    let Outcome::Finished { text, .. } = auto
+        .resume(&run_id, &decision, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(text, "transfer: sent");
+    assert_eq!(*moved.lock().unwrap(), [json!("bob")]);
+
+    // A server named like the function tools' pseudo-server is a configuration error.
+    let (add, _) = tools();
+    let e = Agent::builder()
+        .model(openai(&model))
+        .server(Mcp::builder("functions").command(["true"]).build().unwrap())
+        .tool(add)
+        .build()
+        .unwrap_err();
+    assert!(
+        e.is_config() && e.to_string().contains("`functions`"),
+        "{e}"
+    );
+}

@@ -213,6 +213,18 @@ impl McpTool {
         }
     }
 
+    /// The same tool, needing a person's approval before every call
+    /// ([`requires_approval`](Self::requires_approval) is true).
+    pub fn requiring_approval(mut self) -> McpTool {
+        let mut approvals = self.approvals.as_ref().clone();
+        approvals.push(Approval {
+            names: None,
+            predicate: None,
+        });
+        self.approvals = Arc::new(approvals);
+        self
+    }
+
     /// A digest of what the model and a person are shown of this tool, and what it
     /// calls (see [`crate::digest`]): its model-facing name, the server's name for it,
     /// its description, input schema and annotations, and whether only an app may
