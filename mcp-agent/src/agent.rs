@@ -58,6 +58,9 @@ fn granted(grants: &[(String, String, String)], tool: &ToolFacts) -> bool {
         .any(|(server, name, _)| *server == tool.server && *name == tool.name)
 }
 
+/// A hook that sees (and may trim) the messages before each model call.
+type ContextFn = Arc<dyn Fn(&mut Vec<Message>) + Send + Sync>;
+
 /// The name of the emulated tool search (for models without a native one).
 const TOOL_SEARCH: &str = "tool_search";
 
@@ -102,6 +105,7 @@ struct AgentInner {
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
+    on_context: Option<ContextFn>,
     /// Per server, what it defers instead of its declaration.
     defer: Vec<(String, builder::Deferral)>,
     skills: bool,

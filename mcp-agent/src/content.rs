@@ -323,6 +323,52 @@ fn clip_meta(s: &str) -> String {
     mcp_runtime::__private::escape_controls(&crate::error::clip(s, 200), false).into_owned()
 }
 
+/// Trims `messages` — what is about to be sent to the model — to about `max_bytes`
+/// (their JSON size) for an [`on_context`](crate::AgentBuilder::on_context) hook: the
+/// oldest messages go first, never a system message nor the last message, and a model
+/// turn goes together with the tool results that answer it (a wire refuses results
+/// without their calls). A note says how many messages were left out.
+pub fn trim_to(messages: &mut Vec<Message>, max_bytes: usize) {
+    let size = |m: &Message| serde_json::to_string(m).map(|s| s.len()).unwrap_or(0);
+    let mut total: usize = messages.iter().map(size).sum();
+    let mut dropped = 0usize;
+    loop {
+        if total <= max_bytes {
+            break;
+        }
+        // The oldest message that may go: not a system message, not the last one.
+        let Some(first) = messages
+            .iter()
+            .position(|m| m.role != Role::System)
+            .filter(|&i| i + 1 < messages.len())
+        else {
+            break;
+        };
+        // With it, the tool results that follow it (they answer its calls).
+        let mut end = first + 1;
+        while end + 1 < messages.len() && messages[end].role == Role::Tool {
+            end += 1;
+        }
+        for m in messages.drain(first..end) {
+            total = total.saturating_sub(size(&m));
+            dropped += 1;
+        }
+    }
+    if dropped > 0 {
+        let at = messages
+            .iter()
+            .position(|m| m.role != Role::System)
+            .unwrap_or(messages.len());
+        messages.insert(
+            at,
+            Message::text(
+                Role::User,
+                format!("[{dropped} earlier messages of this conversation were left out]"),
+            ),
+        );
+    }
+}
+
 /// `text` cut to at most `max` bytes (at a character boundary), with a note saying how
 /// large it was.
 pub(crate) fn cap(mut text: String, max: usize) -> String {
@@ -383,6 +429,39 @@ mod tests {
             100,
         );
         assert_eq!(text, r#"{"sum":3}"#);
+    }
+
+    #[test]
+    fn trimming_keeps_system_last_and_calls_with_their_results() {
+        let call = Message {
+            role: Role::Assistant,
+            content: vec![Block::ToolCall {
+                id: "c".into(),
+                name: "t".into(),
+                arguments: json!({}),
+            }],
+        };
+        let result = Message {
+            role: Role::Tool,
+            content: vec![Block::tool_result("c", "x".repeat(500), false)],
+        };
+        let mut m = vec![
+            Message::text(Role::System, "sys"),
+            Message::text(Role::User, "first"),
+            call.clone(),
+            result.clone(),
+            Message::text(Role::Assistant, "answer"),
+            Message::text(Role::User, "last"),
+        ];
+        trim_to(&mut m, 300);
+        assert_eq!(m[0].joined_text(), "sys");
+        assert!(m[1].joined_text().contains("earlier messages"));
+        assert_eq!(m.last().unwrap().joined_text(), "last");
+        // No result is left without its call.
+        assert!(!m.iter().any(|x| x.role == Role::Tool));
+        let mut small = vec![Message::text(Role::User, "hi")];
+        trim_to(&mut small, 1);
+        assert_eq!(small.len(), 1, "the last message stays");
     }
 
     #[test]

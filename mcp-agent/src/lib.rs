@@ -55,7 +55,7 @@ pub use agent::{
     Expiry, InputAsk, Outcome, Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
-pub use content::{Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
+pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use function::FunctionTool;
 pub use gate::{Gate, Mode, Verdict};

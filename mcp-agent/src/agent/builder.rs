@@ -18,6 +18,7 @@ pub struct AgentBuilder {
     system: Option<String>,
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
+    on_context: Option<ContextFn>,
     defer: Vec<(String, Deferral)>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
@@ -149,6 +150,15 @@ impl AgentBuilder {
         self.defer.push((server, Deferral::None));
         self
     }
+    /// Called before every model call with the messages about to be sent — a copy:
+    /// the run keeps its whole transcript — to trim or summarise them for the model's
+    /// context ([`trim_to`](crate::trim_to) keeps them within a size). Without it the
+    /// whole transcript is sent (each tool result cut at
+    /// [`max_result_size`](Self::max_result_size)).
+    pub fn on_context(mut self, f: impl Fn(&mut Vec<Message>) + Send + Sync + 'static) -> Self {
+        self.on_context = Some(Arc::new(f));
+        self
+    }
     /// Called with each event of every run (the run's id, the event).
     pub fn on_event(mut self, f: impl Fn(&str, &Event) + Send + Sync + 'static) -> Self {
         self.on_event.push(Arc::new(f));
@@ -273,6 +283,7 @@ impl AgentBuilder {
                 system: self.system,
                 on_event: self.on_event,
                 on_input: self.on_input,
+                on_context: self.on_context,
                 defer: self.defer,
                 skills: self.skills,
                 skill_approvals: self.skill_approvals,
@@ -299,6 +310,7 @@ impl Agent {
             system: None,
             on_event: Vec::new(),
             on_input: Vec::new(),
+            on_context: None,
             defer: Vec::new(),
             skills: true,
             skill_approvals: Vec::new(),

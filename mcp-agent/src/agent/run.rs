@@ -223,8 +223,12 @@ impl Agent {
             state.steps += 1;
             let mut offered = self.offered(&tools, state);
             offered.extend(self.skill_tools(&skills, &tools, state));
+            let mut messages = state.messages.clone();
+            if let Some(f) = &self.inner.on_context {
+                f(&mut messages);
+            }
             let request = ChatRequest {
-                messages: state.messages.clone(),
+                messages,
                 tools: offered,
             };
             let mut answer = self.inner.model.complete(&request).await?;

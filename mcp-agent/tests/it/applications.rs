@@ -492,3 +492,58 @@ async fn function_tools_are_gated_like_server_tools() {
         "{e}"
     );
 }
+
+/// Context care: a tool result over `max_result_size` reaches the model cut, with a
+/// note of its size; an `on_context` hook trims what is sent (here with `trim_to`)
+/// while the run keeps its whole transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_is_capped_and_trimmed_by_the_hook() {
+    let dir = scratch("context-care");
+    std::fs::write(dir.join("big.txt"), "z".repeat(5000)).unwrap();
+    let model = FakeModel::start(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("big.txt")}}]},
+            {"echo_tools": true},
+            {"text": "trimmed"}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(openai(&model))
+        .allow(["read_text_file"])
+        .server(filesystem(&dir))
+        .max_result_size(100)
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, .. } = agent.run("read it").await.unwrap() else {
+        panic!()
+    };
+    assert!(
+        text.contains("[truncated: the result was 5000 bytes; the first 100 are shown]"),
+        "{text}"
+    );
+    assert!(!text.contains(&"z".repeat(101)));
+
+    let trimming = Agent::builder()
+        .model(openai(&model))
+        .on_context(|messages| mcp_agent::trim_to(messages, 400))
+        .build()
+        .unwrap();
+    let history: Vec<Message> = (0..20)
+        .flat_map(|i| {
+            [
+                Message::text(Role::User, format!("question {i} {}", "q".repeat(50))),
+                Message::text(Role::Assistant, format!("answer {i} {}", "a".repeat(50))),
+            ]
+        })
+        .chain([Message::text(Role::User, "the last question")])
+        .collect();
+    let Outcome::Finished { run_id, .. } = trimming.run_with(history).await.unwrap() else {
+        panic!()
+    };
+    let sent = said(&model, 2);
+    assert!(sent.len() < 10, "{sent:?}");
+    assert!(sent[0].1.contains("earlier messages"), "{sent:?}");
+    assert_eq!(sent.last().unwrap().1, "the last question");
+    assert_eq!(trimming.transcript(&run_id).await.unwrap().len(), 42);
+}
