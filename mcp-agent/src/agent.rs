@@ -106,6 +106,8 @@ struct AgentInner {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
+    /// Tool spans carry the arguments and results.
+    trace_content: bool,
     /// Per server, what it defers instead of its declaration.
     defer: Vec<(String, builder::Deferral)>,
     skills: bool,

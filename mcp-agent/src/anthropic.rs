@@ -499,6 +499,14 @@ impl Model for Messages {
     fn native_tool_search(&self) -> bool {
         true
     }
+
+    fn provider(&self) -> &str {
+        "anthropic"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.endpoint.model
+    }
 }
 
 #[cfg(test)]

@@ -272,6 +272,16 @@ pub trait Model: Send + Sync + 'static {
     fn native_tool_search(&self) -> bool {
         false
     }
+
+    /// The provider, for traces (`gen_ai.provider.name`: `openai`, `anthropic`, …).
+    fn provider(&self) -> &str {
+        "unknown"
+    }
+
+    /// The model's id, for traces (`gen_ai.request.model`).
+    fn model_id(&self) -> &str {
+        ""
+    }
 }
 
 impl<T: Model + ?Sized> Model for std::sync::Arc<T> {
@@ -284,6 +294,12 @@ impl<T: Model + ?Sized> Model for std::sync::Arc<T> {
     fn native_tool_search(&self) -> bool {
         (**self).native_tool_search()
     }
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+    fn model_id(&self) -> &str {
+        (**self).model_id()
+    }
 }
 
 impl<T: Model + ?Sized> Model for Box<T> {
@@ -295,6 +311,12 @@ impl<T: Model + ?Sized> Model for Box<T> {
     }
     fn native_tool_search(&self) -> bool {
         (**self).native_tool_search()
+    }
+    fn provider(&self) -> &str {
+        (**self).provider()
+    }
+    fn model_id(&self) -> &str {
+        (**self).model_id()
     }
 }
 

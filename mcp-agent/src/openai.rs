@@ -471,6 +471,14 @@ impl Model for ChatCompletions {
                 .map_err(|e| self.endpoint.redact(e))
         })
     }
+
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
+    fn model_id(&self) -> &str {
+        &self.endpoint.model
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub struct AgentBuilder {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
+    trace_content: bool,
     defer: Vec<(String, Deferral)>,
     skills: bool,
     skill_approvals: Vec<SkillApproval>,
@@ -159,6 +160,14 @@ impl AgentBuilder {
         self.on_context = Some(Arc::new(f));
         self
     }
+    /// Tool spans carry each call's arguments and result
+    /// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`). Off by default: they
+    /// may hold personal data; secrets the agent is configured with never appear in
+    /// spans either way.
+    pub fn trace_content(mut self, on: bool) -> Self {
+        self.trace_content = on;
+        self
+    }
     /// Called with each event of every run (the run's id, the event).
     pub fn on_event(mut self, f: impl Fn(&str, &Event) + Send + Sync + 'static) -> Self {
         self.on_event.push(Arc::new(f));
@@ -284,6 +293,7 @@ impl AgentBuilder {
                 on_event: self.on_event,
                 on_input: self.on_input,
                 on_context: self.on_context,
+                trace_content: self.trace_content,
                 defer: self.defer,
                 skills: self.skills,
                 skill_approvals: self.skill_approvals,
@@ -311,6 +321,7 @@ impl Agent {
             on_event: Vec::new(),
             on_input: Vec::new(),
             on_context: None,
+            trace_content: false,
             defer: Vec::new(),
             skills: true,
             skill_approvals: Vec::new(),

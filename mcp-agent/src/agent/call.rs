@@ -104,12 +104,14 @@ impl Agent {
             // most `calls_in_flight` are on servers at once; the others wait in order.
             let places = Arc::new(tokio::sync::Semaphore::new(self.inner.calls_in_flight));
             let mut set = tokio::task::JoinSet::new();
+            // The tasks' spans are children of the run's.
+            let parent = tracing::Span::current();
             for (n, (_, (call, tool, start, vault))) in batch.iter().enumerate() {
                 let agent = self.clone();
                 let run = state.id.clone();
                 let outgoing = (call.clone(), (*tool).clone(), start.clone(), vault.clone());
                 let places = places.clone();
-                set.spawn(async move {
+                let task = async move {
                     // The semaphore is never closed: a place always comes.
                     let _place = places.acquire_owned().await.ok();
                     let (call, tool, start, vault) = outgoing;
@@ -117,7 +119,8 @@ impl Agent {
                         n,
                         agent.call_server(&run, &(call, &tool, start, vault)).await,
                     )
-                });
+                };
+                set.spawn(tracing::Instrument::instrument(task, parent.clone()));
             }
             while let Some(joined) = set.join_next().await {
                 match joined {
@@ -233,18 +236,37 @@ impl Agent {
             Vec::new(),
             true,
         );
+        let function = tool.facts.server == crate::function::FUNCTIONS;
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {}", call.name),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %call.name,
+            gen_ai.tool.call.id = %call.id,
+            gen_ai.tool.type = if function { "function" } else { "extension" },
+            mcp.method.name = if function { None } else { Some("tools/call") },
+            mcp_agent.server.name = %tool.facts.server,
+            gen_ai.tool.call.arguments = tracing::field::Empty,
+            gen_ai.tool.call.result = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        if self.inner.trace_content {
+            span.record(
+                "gen_ai.tool.call.arguments",
+                tracing::field::display(&call.arguments),
+            );
+        }
         for _ in 0..MAX_INPUT_ROUNDS {
             let mut options = base.clone();
             let sent_vaulted = vaulted;
             if let Some((input, ready)) = next.take() {
                 options = options.with_input_answers(input, ready);
             }
-            let e = match self
-                .inner
-                .host
-                .call(tool.server, &call.name, call.arguments.clone(), options)
-                .await
-            {
+            let sent =
+                self.inner
+                    .host
+                    .call(tool.server, &call.name, call.arguments.clone(), options);
+            let e = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(r) => {
                     let (text, parts, is_error) =
                         crate::content::tool_result_for_model(r, self.inner.max_result_size);
@@ -309,6 +331,19 @@ impl Agent {
             let answers = self.keep_in_vault(run_id, vault, &mut input, &given, sent_vaulted);
             end = CallEnd::Paused(Box::new((input, answers)));
             break;
+        }
+        match &end {
+            CallEnd::Done(text, _, is_error) => {
+                if *is_error {
+                    span.record("error.type", "tool_error");
+                }
+                if self.inner.trace_content {
+                    span.record("gen_ai.tool.call.result", text.as_str());
+                }
+            }
+            CallEnd::Paused(_) => {
+                span.record("error.type", "input_required");
+            }
         }
         let mut events = std::mem::take(&mut *lock(&seen));
         events.extend(notes);

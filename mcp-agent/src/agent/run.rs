@@ -99,11 +99,29 @@ impl Agent {
         // The lease is renewed while the loop works; when another process holds the
         // run now, the loop stops where it is (its calls are abandoned) and keeps
         // nothing: the holder goes on.
+        // The run's span: the model calls and tool calls below are its children
+        // (OpenTelemetry GenAI names; no prompt, argument or result unless
+        // `trace_content`).
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = "invoke_agent",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = self.inner.model.provider(),
+            gen_ai.conversation.id = %id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
         let outcome = tokio::select! {
             biased;
-            outcome = self.steps(&mut state) => outcome,
+            outcome = tracing::Instrument::instrument(self.steps(&mut state), span.clone()) => outcome,
             lost = self.hold(&id, lease) => Err(lost),
         };
+        span.record("gen_ai.usage.input_tokens", state.usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", state.usage.output_tokens);
+        if let Err(e) = &outcome {
+            span.record("error.type", error_type(e));
+        }
         match outcome {
             Ok(outcome) => Ok(outcome),
             Err(e) if e.is_lease_lost() => Err(e),
@@ -231,7 +249,41 @@ impl Agent {
                 messages,
                 tools: offered,
             };
-            let mut answer = self.inner.model.complete(&request).await?;
+            let model = &self.inner.model;
+            let span = tracing::info_span!(
+                "chat",
+                otel.name = %format!("chat {}", model.model_id()),
+                otel.kind = "client",
+                gen_ai.operation.name = "chat",
+                gen_ai.provider.name = model.provider(),
+                gen_ai.request.model = model.model_id(),
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                gen_ai.response.finish_reasons = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+            );
+            let answered =
+                tracing::Instrument::instrument(model.complete(&request), span.clone()).await;
+            let mut answer = match answered {
+                Ok(a) => a,
+                Err(e) => {
+                    span.record("error.type", model_error_type(&e));
+                    return Err(e.into());
+                }
+            };
+            if let Some(u) = &answer.usage {
+                span.record("gen_ai.usage.input_tokens", u.input_tokens);
+                span.record("gen_ai.usage.output_tokens", u.output_tokens);
+            }
+            span.record(
+                "gen_ai.response.finish_reasons",
+                match &answer.stop {
+                    Stop::End => "stop",
+                    Stop::ToolCalls => "tool_calls",
+                    Stop::Length => "length",
+                    Stop::Other(_) => "other",
+                },
+            );
             state.ran += 1;
             if let Some(u) = &answer.usage {
                 state.usage.add(u);
@@ -723,4 +775,26 @@ fn unique_call_ids(message: &mut Message) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// An error's kind, for a span's `error.type`.
+fn error_type(e: &Error) -> &'static str {
+    match e.model_error() {
+        Some(m) => model_error_type(m),
+        None if e.is_mcp() => "mcp",
+        None if e.is_config() => "config",
+        None if e.is_lease_lost() => "lease_lost",
+        None => "store",
+    }
+}
+
+/// A model error's kind, for a span's `error.type`.
+fn model_error_type(e: &crate::ModelError) -> &'static str {
+    match e {
+        crate::ModelError::RateLimited { .. } => "rate_limited",
+        crate::ModelError::ContextTooLong { .. } => "context_too_long",
+        crate::ModelError::Unauthorized { .. } => "unauthorized",
+        crate::ModelError::Unsupported { .. } => "unsupported",
+        _ => "model",
+    }
 }

@@ -1386,3 +1386,4 @@ mod seams;
 mod security;
 mod settings;
 mod skills;
+mod traces;
