@@ -6,6 +6,8 @@
 //! AGENT_PROVIDER=openai AGENT_MODEL=<id> OPENAI_BASE_URL=http://localhost:11434/v1 [OPENAI_API_KEY=…] \
 //!   cargo run -p examples --example agent_filesystem -- [--mode read_only|ask|approve|auto] [--allow NAME]... [--store URL] DIR "PROMPT"
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID (--approve | --deny [--message TEXT])
+//! cargo run -p examples --example agent_filesystem -- [--store URL] [--stream] --continue RUN_ID "PROMPT"   # a follow-up in the same conversation (policy as stored with the run); prints the answer
+//! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
 //! ```
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
@@ -17,7 +19,8 @@
 //! `suspended run=<RUN_ID> tool=<NAME> decision=<DECISION_ID>`, and exits 0. A resume
 //! names the decision it makes; a stale, unknown or already used decision id exits
 //! non-zero with the reason and changes nothing. `--deny --message TEXT` tells the
-//! model why.
+//! model why. A finished run prints `run=<RUN_ID>` on stderr, so it can be continued
+//! (`--continue`, from any process with the store).
 //! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file
 //! or a PostgreSQL database (`postgres://…`).
 
@@ -40,6 +43,9 @@ struct Args {
     allow: Vec<String>,
     store: String,
     resume: Option<Resume>,
+    /// `--continue RUN_ID`: a follow-up of that finished run.
+    follow: Option<String>,
+    stream: bool,
     dir: Option<String>,
     prompt: Option<String>,
 }
@@ -57,6 +63,8 @@ fn parse() -> Result<Args, String> {
         allow: Vec::new(),
         store: ".mcp-agent/runs.sqlite3".into(),
         resume: None,
+        follow: None,
+        stream: false,
         dir: None,
         prompt: None,
     };
@@ -75,6 +83,8 @@ fn parse() -> Result<Args, String> {
             "--resume" => resume = Some(value("--resume")?),
             "--decision" => decision = Some(value("--decision")?),
             "--message" => message = Some(value("--message")?),
+            "--continue" => a.follow = Some(value("--continue")?),
+            "--stream" => a.stream = true,
             "--approve" => approve = Some(true),
             "--deny" => approve = Some(false),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
@@ -102,6 +112,12 @@ fn parse() -> Result<Args, String> {
         (None, Some(_), _) | (None, _, Some(_)) => {
             return Err("--decision, --approve and --deny go with --resume RUN_ID".into())
         }
+        (None, None, None) if a.follow.is_some() => {
+            if rest.len() != 1 {
+                return Err("--continue RUN_ID takes one \"PROMPT\"".into());
+            }
+            a.prompt = rest.pop();
+        }
         (None, None, None) => {
             if rest.len() != 2 {
                 return Err("give DIR and \"PROMPT\"".into());
@@ -110,10 +126,13 @@ fn parse() -> Result<Args, String> {
             a.dir = rest.pop();
         }
     }
-    // A new run's defaults. A resume states no policy unless --mode or --allow is
-    // given: the run goes on under the one it started with (a stated one may only be
-    // tighter).
-    if a.resume.is_none() {
+    if a.follow.is_some() && a.resume.is_some() {
+        return Err("--continue and --resume do not go together".into());
+    }
+    // A new run's defaults. A resume or a follow-up states no policy unless --mode or
+    // --allow is given: the run goes on under the one it started with (a stated one
+    // may only be tighter).
+    if a.resume.is_none() && a.follow.is_none() {
         a.mode.get_or_insert_with(|| "read_only".into());
         if a.allow.is_empty() {
             a.allow = vec!["read_text_file".into(), "list_directory".into()];
@@ -122,7 +141,15 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-fn model() -> Result<Box<dyn Model>, String> {
+/// Streamed text goes to stdout as it arrives.
+fn print_piece(piece: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout();
+    let _ = out.write_all(piece.as_bytes());
+    let _ = out.flush();
+}
+
+fn model(stream: bool) -> Result<Box<dyn Model>, String> {
     let id = std::env::var("AGENT_MODEL")
         .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
     match std::env::var("AGENT_PROVIDER")
@@ -136,6 +163,9 @@ fn model() -> Result<Box<dyn Model>, String> {
             if let Ok(key) = std::env::var("OPENAI_API_KEY") {
                 m = m.api_key(key);
             }
+            if stream {
+                m = m.on_text(print_piece);
+            }
             Ok(Box::new(m))
         }
         "anthropic" => {
@@ -144,6 +174,9 @@ fn model() -> Result<Box<dyn Model>, String> {
             let mut m = Messages::new(base, id).map_err(|e| e.to_string())?;
             if let Ok(key) = std::env::var("ANTHROPIC_API_KEY") {
                 m = m.api_key(key);
+            }
+            if stream {
+                m = m.on_text(print_piece);
             }
             Ok(Box::new(m))
         }
@@ -178,12 +211,17 @@ fn dir_file(store: &str, run: &str) -> PathBuf {
 
 async fn main_inner() -> Result<(), String> {
     let args = parse()?;
-    let model = model()?;
+    let model = model(args.stream)?;
     let runs = store(&args.store).await?;
-    let dir = match (&args.dir, &args.resume) {
+    let known = args
+        .resume
+        .as_ref()
+        .map(|r| r.run.clone())
+        .or(args.follow.clone());
+    let dir = match (&args.dir, known) {
         (Some(d), _) => d.clone(),
-        (None, Some(r)) => std::fs::read_to_string(dir_file(&args.store, &r.run))
-            .map_err(|_| format!("no run {} in {}", r.run, args.store))?,
+        (None, Some(run)) => std::fs::read_to_string(dir_file(&args.store, &run))
+            .map_err(|_| format!("no run {run} in {}", args.store))?,
         _ => unreachable!("parse gives a folder or a run"),
     };
     let mode = match args.mode.as_deref() {
@@ -219,21 +257,42 @@ async fn main_inner() -> Result<(), String> {
             };
             agent.resume(&r.run, &r.decision, decision).await
         }
-        (None, Some(prompt)) => agent.run(prompt).await,
+        (None, Some(prompt)) => match &args.follow {
+            Some(run) => agent.follow_up(run, prompt).await,
+            None => agent.run(prompt).await,
+        },
         _ => unreachable!("parse gives a prompt or a run"),
     }
     .map_err(|e| e.to_string())?;
+    // Every run remembers its folder (to resume or continue it).
+    let file = dir_file(&args.store, outcome.run_id());
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    std::fs::write(file, &dir).map_err(|e| e.to_string())?;
     match outcome {
-        Outcome::Finished { text, .. } => println!("{text}"),
+        Outcome::Finished { text, run_id, .. } => {
+            // Streamed, the text is out already.
+            if args.stream {
+                println!();
+            } else {
+                println!("{text}");
+            }
+            eprintln!("run={run_id}");
+        }
+        Outcome::Truncated { text, run_id, .. } => {
+            if !args.stream {
+                println!("{text}");
+            }
+            eprintln!(
+                "the answer was cut at the model's output limit; go on with --continue {run_id}"
+            );
+            eprintln!("run={run_id}");
+        }
         // (server-filesystem asks for no input; a server that does suspends the same way,
         // and `--deny` declines it.)
         Outcome::ApprovalRequired { run_id, calls, .. }
         | Outcome::InputRequired { run_id, calls, .. } => {
-            let file = dir_file(&args.store, &run_id);
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-            }
-            std::fs::write(file, &dir).map_err(|e| e.to_string())?;
             // One line per call the run waits on (the calls of one model turn are
             // decided together, each by its own decision id).
             for call in calls {

@@ -5,7 +5,9 @@
 # and exits 0; a second process resumes it with that decision and --approve and the
 # file is written; the same decision again, or an unknown one, exits non-zero and
 # changes nothing; --deny --message tells the model why; --allow lets an exact name
-# run; a missing AGENT_MODEL is named. Run by tests/run.sh.
+# run; a finished run says run=<id> and --continue follows it up (--stream prints as
+# it comes); agent_chat holds a conversation on stdin with approvals asked inline; a
+# missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -34,7 +36,12 @@ cat >"$work/script.json" <<JSON
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/pg.txt", "content": "approved"}}]},
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/allowed.txt", "content": "allowed"}}]},
- {"echo_tools": true}]
+ {"echo_tools": true},
+ {"text": "continued in the same conversation"},
+ {"text": "a streamed answer"},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/chat.txt", "content": "from the chat"}}]},
+ {"echo_tools": true},
+ {"text": "you are welcome"}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
 model_pid=$!
@@ -101,13 +108,32 @@ run --resume "${BASH_REMATCH[1]}" --decision "${BASH_REMATCH[2]}" --approve >/de
 
 # --allow: an exact name runs under read_only without a person.
 store="$work/state/runs.sqlite3"
-out="$(run --allow write_file "$work/files" "write an allowed file")"
+out="$(run --allow write_file "$work/files" "write an allowed file" 2>"$work/err")"
 [[ "$(cat "$work/files/allowed.txt")" == "allowed" ]] || fail "--allow did not let the write run: $out"
 grep -q 'write_file: Successfully wrote' <<<"$out" || fail "unexpected: $out"
+
+# A finished run says its id on stderr; --continue follows it up from another process
+# (the model reads the whole conversation); --stream prints the text as it arrives.
+[[ "$(grep '^run=' "$work/err")" =~ ^run=([0-9a-f]+)$ ]] || fail "no run= line: $(cat "$work/err")"
+run_id="${BASH_REMATCH[1]}"
+out="$(run --continue "$run_id" "and now?" 2>"$work/err")"
+[[ "$out" == "continued in the same conversation" ]] || fail "--continue: $out"
+grep -q "^run=$run_id$" "$work/err" || fail "--continue is not the same run: $(cat "$work/err")"
+out="$(run --stream --continue "$run_id" "stream it" 2>/dev/null)"
+[[ "$out" == "a streamed answer" ]] || fail "--stream: $out"
+
+# agent_chat: lines from stdin are one conversation; a write is asked inline (y).
+out="$(printf 'write chat.txt\ny\nthanks\n\n' | AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --example agent_chat -- --store "$work/state/chat.sqlite3" "$work/files" 2>"$work/err")" \
+  || fail "agent_chat failed: $(cat "$work/err")"
+[[ "$(cat "$work/files/chat.txt")" == "from the chat" ]] || fail "agent_chat: the approved write did not happen: $out"
+grep -q "allow write_file" <<<"$out" || fail "agent_chat did not ask: $out"
+grep -q "you are welcome" <<<"$out" || fail "agent_chat: no follow-up answer: $out"
+grep -q '^run=' "$work/err" || fail "agent_chat: no run= line"
 
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, missing model: ok"
