@@ -1,6 +1,7 @@
 //! A conversation with an agent in a terminal: each line you type is a turn of one
 //! conversation (the model sees everything said so far); the answer streams as it is
-//! written; a call that needs your approval is asked inline, `y`/`N`.
+//! written; a call that needs your approval is asked inline, `y`/`N`, and a server's
+//! request for input is answered inline (a JSON object of its fields).
 //!
 //! ```sh
 //! AGENT_PROVIDER=openai AGENT_MODEL=<id> OPENAI_BASE_URL=http://localhost:11434/v1 [OPENAI_API_KEY=…] \
@@ -16,8 +17,10 @@
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 
-use mcp_agent::{Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, SqliteRunStore};
-use mcp_runtime::Mcp;
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, PendingWait, SqliteRunStore,
+};
+use mcp_runtime::{InputResponse, Mcp};
 
 const SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
@@ -121,21 +124,42 @@ async fn chat() -> Result<(), String> {
                 }
             };
             let mut decisions = Vec::new();
+            let who = std::env::var("USER").unwrap_or_else(|_| "you".into());
             for call in calls {
                 // Server text goes to a terminal: no control characters.
-                let tool: String = call.tool.chars().filter(|c| !c.is_control()).collect();
-                print!("\nallow {tool} {}? [y/N] ", call.arguments);
-                let _ = std::io::stdout().flush();
-                let yes = read_line().is_some_and(|a| a.eq_ignore_ascii_case("y"));
-                let who = std::env::var("USER").unwrap_or_else(|_| "you".into());
-                decisions.push((
-                    call.decision.clone(),
-                    if yes {
-                        Decision::approve(who)
-                    } else {
-                        Decision::deny(who)
-                    },
-                ));
+                let clean = |t: &str| -> String { t.chars().filter(|c| !c.is_control()).collect() };
+                let tool = clean(&call.tool);
+                let decision = match &call.waits {
+                    PendingWait::Input { requests } => {
+                        // The server asks for input: each request answered as a JSON
+                        // object of its fields (an empty line declines).
+                        let mut answers = Vec::new();
+                        for (key, request) in requests {
+                            print!(
+                                "\n{tool} asks: {} — answer as JSON (empty: decline) ",
+                                clean(&request.message)
+                            );
+                            let _ = std::io::stdout().flush();
+                            let line = read_line().unwrap_or_default();
+                            let answer = match serde_json::from_str::<serde_json::Value>(&line) {
+                                Ok(v) if !line.is_empty() => InputResponse::accept(v),
+                                _ => InputResponse::Decline,
+                            };
+                            answers.push((key.clone(), answer));
+                        }
+                        Decision::answer(who.clone(), answers)
+                    }
+                    _ => {
+                        print!("\nallow {tool} {}? [y/N] ", call.arguments);
+                        let _ = std::io::stdout().flush();
+                        if read_line().is_some_and(|a| a.eq_ignore_ascii_case("y")) {
+                            Decision::approve(who.clone())
+                        } else {
+                            Decision::deny(who.clone())
+                        }
+                    }
+                };
+                decisions.push((call.decision.clone(), decision));
             }
             outcome = agent
                 .decide(&run_id, decisions)

@@ -304,7 +304,10 @@ async fn main_inner() -> Result<(), String> {
                 );
             }
         }
-        Outcome::StepLimit { run_id, .. } => println!("run {run_id} stopped at the step limit"),
+        Outcome::StepLimit { run_id, .. } => {
+            println!("run {run_id} stopped at the step limit");
+            eprintln!("run={run_id}");
+        }
         other => println!("{other:?}"),
     }
     agent.close().await.map_err(|e| e.to_string())

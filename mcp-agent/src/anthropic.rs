@@ -181,7 +181,18 @@ impl Messages {
                 }
             }
             body["tools"] = Value::Array(tools);
-            let mut choice = match st.tool_choice.clone().unwrap_or_default() {
+            // A forced choice holds for the turn that answers the person; once tool
+            // results came back the model may answer in text (else it never could).
+            let forced = st.tool_choice.clone().unwrap_or_default();
+            let answering_results = request
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::Tool);
+            let choice_now = match forced {
+                ToolChoice::Required | ToolChoice::Tool(_) if answering_results => ToolChoice::Auto,
+                other => other,
+            };
+            let mut choice = match choice_now {
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
@@ -333,6 +344,10 @@ struct MessageStream {
     stop: Option<String>,
     /// The usage: `message_start` has the input's, `message_delta` the output's.
     usage: serde_json::Map<String, Value>,
+    /// The blocks that ended (`content_block_stop`).
+    stopped: std::collections::BTreeSet<u64>,
+    /// `message_stop` came.
+    ended: bool,
 }
 
 impl MessageStream {
@@ -389,7 +404,9 @@ impl MessageStream {
                     _ => {}
                 }
             }
+            "message_stop" => self.ended = true,
             "content_block_stop" => {
+                self.stopped.insert(index);
                 if let Some(json) = self.partial.remove(&index) {
                     let input = if json.trim().is_empty() {
                         json!({})
@@ -434,14 +451,26 @@ impl MessageStream {
         Ok(())
     }
 
-    /// The answer as a non-streamed message would have carried it.
-    fn answer(self) -> Value {
+    /// The answer as a non-streamed message would have carried it. A stream cut before
+    /// its end — no `message_stop` and no stop reason, or a block that never stopped
+    /// (a tool call whose input never came whole) — is an error, never an answer.
+    fn answer(self) -> Result<Value, ModelError> {
+        if !self.ended && self.stop.is_none() {
+            return Err(ModelError::Other {
+                detail: "the streamed answer ended before it was complete (no message_stop, no stop_reason): the server failed mid-answer".into(),
+            });
+        }
+        if let Some(open) = self.blocks.keys().find(|i| !self.stopped.contains(i)) {
+            return Err(ModelError::Other {
+                detail: format!("the streamed answer ended with content block {open} unfinished"),
+            });
+        }
         let content: Vec<Value> = self.blocks.into_values().map(Value::Object).collect();
         let mut answer = json!({"content": content, "stop_reason": self.stop});
         if !self.usage.is_empty() {
             answer["usage"] = Value::Object(self.usage);
         }
-        answer
+        Ok(answer)
     }
 }
 
@@ -480,7 +509,14 @@ impl Messages {
         {
             return Err(Self::error(&a));
         }
-        Self::answer(&assembled.answer())
+        match assembled.answer() {
+            Ok(a) => Self::answer(&a),
+            Err(e) => {
+                // The connection that carried a cut stream is not used again.
+                self.endpoint.http.reset();
+                Err(e)
+            }
+        }
     }
 }
 
@@ -663,6 +699,22 @@ mod tests {
         assert!(m
             .event("", r#"{"type":"content_block_stop","index":1}"#, None)
             .is_err());
-        assert_eq!(m.answer()["content"][0]["text"], "ok");
+        // Never completed (no message_stop, blocks unfinished): an error, not an answer.
+        let e = m.answer().unwrap_err();
+        assert!(e.to_string().contains("before it was complete"), "{e}");
+        let mut cut = MessageStream::default();
+        cut.event("", r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"rm","input":{}}}"#, None)
+            .unwrap();
+        cut.event(
+            "",
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#,
+            None,
+        )
+        .unwrap();
+        let e = cut.answer().unwrap_err();
+        assert!(
+            e.to_string().contains("unfinished"),
+            "a tool call without its input never runs: {e}"
+        );
     }
 }

@@ -10,8 +10,8 @@ use crate::model::{Block, Message, Role};
 /// ([`AgentBuilder::max_result_size`](crate::AgentBuilder::max_result_size)).
 pub const DEFAULT_MAX_RESULT_SIZE: usize = 100_000;
 
-/// The largest image (base64 bytes) a tool result attaches; a larger one is noted.
-/// Providers refuse images over about 5 MB.
+/// The most image bytes (base64) one tool result attaches, its images together; what
+/// does not fit is noted. Providers refuse images over about 5 MB.
 pub const MAX_IMAGE_SIZE: usize = 5_000_000;
 
 /// What a run is given: one or more messages. A `&str` or `String` is one user message;
@@ -293,7 +293,15 @@ fn attach(
     uri: Option<&str>,
 ) {
     let from = uri.map(|u| format!(" {u}")).unwrap_or_default();
-    if data.len() > MAX_IMAGE_SIZE || !mime.starts_with("image/") {
+    // One result's images together stay within MAX_IMAGE_SIZE.
+    let attached: usize = parts
+        .iter()
+        .map(|p| match p {
+            Block::Image { data, .. } => data.len(),
+            _ => 0,
+        })
+        .sum();
+    if attached + data.len() > MAX_IMAGE_SIZE || !mime.starts_with("image/") {
         push(
             text,
             &format!(
@@ -336,18 +344,18 @@ pub fn trim_to(messages: &mut Vec<Message>, max_bytes: usize) {
         if total <= max_bytes {
             break;
         }
-        // The oldest message that may go: not a system message, not the last one.
-        let Some(first) = messages
-            .iter()
-            .position(|m| m.role != Role::System)
-            .filter(|&i| i + 1 < messages.len())
-        else {
+        // The oldest message that may go (not a system message), with the tool results
+        // that follow it (they answer its calls) — unless that reaches the last
+        // message: the turn in progress stays whole.
+        let Some(first) = messages.iter().position(|m| m.role != Role::System) else {
             break;
         };
-        // With it, the tool results that follow it (they answer its calls).
         let mut end = first + 1;
-        while end + 1 < messages.len() && messages[end].role == Role::Tool {
+        while end < messages.len() && messages[end].role == Role::Tool {
             end += 1;
+        }
+        if end >= messages.len() {
+            break;
         }
         for m in messages.drain(first..end) {
             total = total.saturating_sub(size(&m));
@@ -462,6 +470,21 @@ mod tests {
         let mut small = vec![Message::text(Role::User, "hi")];
         trim_to(&mut small, 1);
         assert_eq!(small.len(), 1, "the last message stays");
+        // Mid-run, the last message is the results of the turn in progress: the call
+        // they answer stays with them.
+        let mut mid = vec![
+            Message::text(Role::System, "sys"),
+            Message::text(Role::User, "x".repeat(500)),
+            call,
+            result,
+        ];
+        trim_to(&mut mid, 10);
+        let roles: Vec<Role> = mid.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
+        assert!(mid[1].joined_text().contains("1 earlier messages"));
     }
 
     #[test]

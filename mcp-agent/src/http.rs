@@ -98,6 +98,11 @@ impl Endpoint {
     /// with [`allow_insecure`](Self::allow_insecure)) and that a model is named.
     pub fn new(base_url: String, model: String) -> Result<Self, ModelError> {
         let base_url = base_url.trim_end_matches('/').to_owned();
+        if base_url.contains(['?', '#']) {
+            return Err(other(
+                "the model's base URL has a query or fragment: give query parameters with .query(name, value)".into(),
+            ));
+        }
         let (http, insecure) = match HttpClient::new(&base_url) {
             Ok(http) => (http, None),
             Err(e) => {
@@ -220,14 +225,13 @@ fn new_pool() -> Result<Pool, ModelError> {
     )
 }
 
-/// The connection closed before any answer came — a pooled connection the server
-/// had given up (llama-cpp-python's after a failed stream), or one it closed as the
-/// request went out: the server did not answer it, and a model call may be made again.
+/// The request was provably not sent: the pooled connection was found closed before
+/// it went out (hyper cancels it) — it may be made again on a new connection.
 fn dead_connection(e: &hyper_util::client::legacy::Error) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(err) = source {
         if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message() || h.is_canceled() || h.is_closed();
+            return h.is_canceled();
         }
         source = err.source();
     }
@@ -253,6 +257,13 @@ impl HttpClient {
             pool: Arc::new(std::sync::Mutex::new(Arc::new(new_pool()?))),
             timeout: Duration::from_secs(300),
         })
+    }
+
+    /// Drops the pooled connections: the next request opens a new one.
+    pub fn reset(&self) {
+        if let Ok(pool) = new_pool() {
+            *lock(&self.pool) = Arc::new(pool);
+        }
     }
 
     pub fn set_timeout(&mut self, timeout: Duration) {

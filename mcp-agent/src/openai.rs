@@ -43,17 +43,28 @@ impl ChatCompletions {
     /// cannot carry.
     pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
         let mut messages = Vec::new();
-        for m in &request.messages {
+        // Chat Completions carries only text in a tool message: the results' images
+        // follow in one user message after the last tool message of the row.
+        let mut images = Vec::new();
+        for (n, m) in request.messages.iter().enumerate() {
             match m.role {
                 Role::Tool => {
-                    // Chat Completions carries only text in a tool message: the
-                    // results' images follow in one user message.
-                    let mut images = Vec::new();
                     for b in &m.content {
                         if let Block::ToolResult {
-                            id, content, parts, ..
+                            id,
+                            content,
+                            parts,
+                            is_error,
                         } = b
                         {
+                            // This wire has no error flag: the model reads it in the text
+                            // (a denial's `{"error": …}` says so already).
+                            let content =
+                                if *is_error && !content.trim_start().starts_with("{\"error\"") {
+                                    format!("[the tool failed] {content}")
+                                } else {
+                                    content.clone()
+                                };
                             messages.push(
                                 json!({"role": "tool", "tool_call_id": id, "content": content}),
                             );
@@ -65,8 +76,13 @@ impl ChatCompletions {
                             }
                         }
                     }
-                    if !images.is_empty() {
-                        messages.push(json!({"role": "user", "content": images}));
+                    let row_ends = request
+                        .messages
+                        .get(n + 1)
+                        .is_none_or(|next| next.role != Role::Tool);
+                    if row_ends && !images.is_empty() {
+                        messages
+                            .push(json!({"role": "user", "content": std::mem::take(&mut images)}));
                     }
                 }
                 role => {
@@ -138,8 +154,18 @@ impl ChatCompletions {
                         "name": t.name, "description": t.description, "parameters": t.input_schema}})
                 })
                 .collect();
-            // Always said: some servers (llama-cpp-python) ignore tools without it.
-            body["tool_choice"] = match st.tool_choice.clone().unwrap_or_default() {
+            // Always said: some servers (llama-cpp-python) ignore tools without it. A
+            // forced choice holds for the turn that answers the person; once tool
+            // results came back the model may answer in text (else it never could).
+            let answering_results = request
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::Tool);
+            let choice = match st.tool_choice.clone().unwrap_or_default() {
+                ToolChoice::Required | ToolChoice::Tool(_) if answering_results => ToolChoice::Auto,
+                other => other,
+            };
+            body["tool_choice"] = match choice {
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
@@ -263,7 +289,13 @@ impl ChatCompletions {
         {
             return Err(Self::error(&a));
         }
-        assembled.answer()
+        let answer = assembled.answer();
+        if answer.is_err() {
+            // The connection that carried a cut stream is not used again (servers
+            // leave it dead: llama-cpp-python).
+            self.endpoint.http.reset();
+        }
+        answer
     }
 
     fn error(a: &crate::http::Answer) -> ModelError {
@@ -588,6 +620,45 @@ mod tests {
             body["messages"][2]["content"][1]["image_url"]["url"],
             "data:image/png;base64,BB=="
         );
+        // Results in several tool messages (an application's own history): their
+        // images come after the last of them, not between; a failure is said in text.
+        let image = |d: &str| Block::Image {
+            media_type: "image/png".into(),
+            data: d.into(),
+        };
+        let split = ChatRequest {
+            messages: vec![
+                Message {
+                    role: Role::Tool,
+                    content: vec![Block::ToolResult {
+                        id: "a".into(),
+                        content: "one".into(),
+                        is_error: false,
+                        parts: vec![image("AA==")],
+                    }],
+                },
+                Message {
+                    role: Role::Tool,
+                    content: vec![Block::ToolResult {
+                        id: "b".into(),
+                        content: "boom".into(),
+                        is_error: true,
+                        parts: vec![image("BB==")],
+                    }],
+                },
+            ],
+            tools: vec![],
+        };
+        let body = m.body(&split).unwrap();
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["tool", "tool", "user"]);
+        assert_eq!(body["messages"][1]["content"], "[the tool failed] boom");
+        assert_eq!(body["messages"][2]["content"].as_array().unwrap().len(), 4);
         let e = m
             .body(&ChatRequest {
                 messages: vec![Message {

@@ -23,6 +23,10 @@ pub(super) trait Host: Send + Sync + 'static {
     fn declared_tool_names(&self, _i: usize) -> Vec<String> {
         Vec::new()
     }
+    /// The MCP protocol version server `i` speaks, once connected (for traces).
+    fn protocol_version(&self, _i: usize) -> Option<String> {
+        None
+    }
     /// Makes sure server `i`'s changes are heard (2026-07-28 servers announce them
     /// only to a listener); leaves a listener the application started as it is.
     fn follow_changes(&self, _i: usize) -> BoxFuture<'_, ()> {
@@ -77,6 +81,11 @@ impl Host for Servers {
             .and_then(Mcp::declared_tool_names)
             .unwrap_or_default()
     }
+    fn protocol_version(&self, i: usize) -> Option<String> {
+        let server = self.0.get(i)?;
+        let details = server.client().ok()?.server()?;
+        Some(details.protocol_version.clone())
+    }
     fn follow_changes(&self, i: usize) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let Some(server) = self.0.get(i) else { return };
@@ -117,7 +126,26 @@ impl Host for Servers {
         Box::pin(async move {
             if self.functions(i) {
                 return Ok(match self.1.iter().find(|f| f.name == tool) {
-                    Some(f) => f.run(arguments).await,
+                    // On a task of its own: a function that panics fails its call, not
+                    // the run.
+                    Some(f) => {
+                        let f = f.clone();
+                        match tokio::spawn(async move { f.run(arguments).await }).await {
+                            Ok(result) => result,
+                            Err(e) => CallToolResult {
+                                content: vec![mcp_runtime::Content::text(format!(
+                                    "the function tool `{tool}` failed: {}",
+                                    if e.is_panic() {
+                                        "it panicked"
+                                    } else {
+                                        "it was cancelled"
+                                    }
+                                ))],
+                                is_error: true,
+                                ..CallToolResult::default()
+                            },
+                        }
+                    }
                     None => CallToolResult {
                         content: vec![mcp_runtime::Content::text(format!(
                             "there is no function tool `{tool}`"

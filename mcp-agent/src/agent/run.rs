@@ -95,6 +95,7 @@ impl Agent {
         claimed: Option<RunState>,
     ) -> Result<Outcome> {
         let ran = state.ran;
+        let before = state.usage;
         let (id, lease) = (state.id.clone(), state.lease.clone());
         // The lease is renewed while the loop works; when another process holds the
         // run now, the loop stops where it is (its calls are abandoned) and keeps
@@ -117,8 +118,19 @@ impl Agent {
             outcome = tracing::Instrument::instrument(self.steps(&mut state), span.clone()) => outcome,
             lost = self.hold(&id, lease) => Err(lost),
         };
-        span.record("gen_ai.usage.input_tokens", state.usage.input_tokens);
-        span.record("gen_ai.usage.output_tokens", state.usage.output_tokens);
+        // What this drive's model calls took (a resume or follow-up is a span of its
+        // own: earlier calls are counted in theirs).
+        span.record(
+            "gen_ai.usage.input_tokens",
+            state.usage.input_tokens.saturating_sub(before.input_tokens),
+        );
+        span.record(
+            "gen_ai.usage.output_tokens",
+            state
+                .usage
+                .output_tokens
+                .saturating_sub(before.output_tokens),
+        );
         if let Err(e) = &outcome {
             span.record("error.type", error_type(e));
         }
@@ -271,6 +283,11 @@ impl Agent {
                     return Err(e.into());
                 }
             };
+            // Empty text blocks are not kept: a wire refuses them in a later request.
+            answer
+                .message
+                .content
+                .retain(|b| !matches!(b, Block::Text { text } if text.is_empty()));
             if let Some(u) = &answer.usage {
                 span.record("gen_ai.usage.input_tokens", u.input_tokens);
                 span.record("gen_ai.usage.output_tokens", u.output_tokens);
@@ -300,7 +317,10 @@ impl Agent {
                     .content
                     .retain(|b| !matches!(b, Block::ToolCall { .. }));
                 let text = answer.message.joined_text();
-                state.messages.push(answer.message);
+                // An empty turn is not kept: a wire refuses it before a later one.
+                if !answer.message.content.is_empty() {
+                    state.messages.push(answer.message);
+                }
                 let step = state.steps;
                 let usage = answer.usage;
                 self.event(
@@ -326,7 +346,11 @@ impl Agent {
             // A turn asks for at most `calls_per_turn` calls; the model reads why the
             // rest did not run.
             let past = calls.split_off(calls.len().min(self.inner.calls_per_turn));
-            state.messages.push(answer.message);
+            // An empty answer is not kept: a wire refuses an empty turn before a later
+            // one (a follow-up).
+            if !answer.message.content.is_empty() {
+                state.messages.push(answer.message);
+            }
             // Kept with the next save — the run finishing, the save that records its
             // calls as sent, or a suspension; a crash before that asks the model
             // again, and nothing of the answer has run.

@@ -339,6 +339,11 @@ async fn every_kind_of_tool_result_reaches_the_model() {
         if wire == "openai" {
             let tools: Vec<&Value> = messages.iter().filter(|m| m["role"] == "tool").collect();
             assert_eq!(tools.len(), 8, "{wire}");
+            // No error flag on this wire: the failure is said in the text.
+            assert!(tools.iter().any(|t| t["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("[the tool failed] ")));
             let images = messages.last().unwrap();
             assert_eq!(images["role"], "user");
             assert!(images["content"][1]["image_url"]["url"]
@@ -427,7 +432,7 @@ async fn function_tools_are_gated_like_server_tools() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "add: 3.5");
     assert!(
-        lines[1].starts_with("add: the arguments do not fit the tool"),
+        lines[1].starts_with("add: [the tool failed] the arguments do not fit the tool"),
         "{text}"
     );
     assert!(

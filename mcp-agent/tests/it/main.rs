@@ -94,6 +94,59 @@ fn parse_suspended(line: &str) -> (String, String) {
     (field("run="), field("decision="))
 }
 
+/// What a test process's subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Everything the test process logs (every level) and traces (an OpenTelemetry
+/// pipeline into memory): one subscriber for the process, shared by the tests that
+/// look at logs or spans (each finds its own by what it ran, so they may share a
+/// process).
+struct Observed {
+    logs: Captured,
+    spans: opentelemetry_sdk::trace::InMemorySpanExporter,
+    provider: opentelemetry_sdk::trace::SdkTracerProvider,
+}
+
+fn observed() -> &'static Observed {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    static OBSERVED: std::sync::OnceLock<Observed> = std::sync::OnceLock::new();
+    OBSERVED.get_or_init(|| {
+        let logs = Captured::default();
+        let spans = opentelemetry_sdk::trace::InMemorySpanExporter::default();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_simple_exporter(spans.clone())
+            .build();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::LevelFilter::TRACE)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(move || writer.clone())
+                    .with_ansi(false),
+            )
+            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("mcp-agent-tests")));
+        tracing::subscriber::set_global_default(subscriber)
+            .expect("the tests' process has no other subscriber");
+        Observed {
+            logs,
+            spans,
+            provider,
+        }
+    })
+}
+
 /// The scripted model, killed when dropped.
 struct FakeModel {
     _child: Killed,
@@ -720,27 +773,7 @@ async fn anthropic_round_trip(streamed: bool) {
 /// events, the run store or an error.
 #[test]
 fn secrets_never_reach_logs_events_or_the_store() {
-    #[derive(Clone, Default)]
-    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Captured {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let captured = Captured::default();
-    let w = captured.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_writer(move || w.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::TRACE)
-            .finish(),
-    )
-    .unwrap();
+    let captured = &observed().logs;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

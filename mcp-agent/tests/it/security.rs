@@ -268,20 +268,6 @@ async fn a_key_the_provider_echoes_is_not_in_the_error() {
     }
 }
 
-/// What a test's subscriber writes.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Everything of the store on disk (the database, its write-ahead log and shared
 /// memory), as text.
 fn store_bytes(store: &std::path::Path) -> String {
@@ -344,18 +330,8 @@ async fn secret_input_answers_are_never_stored() {
     const PASSWORD_2: &str = "PASSWORD-CANARY-2-77b0";
     const USER: &str = "user-visible-4f2b";
     const PERSON_TOKEN: &str = "PERSON-TOKEN-9e41";
-    // Everything logged, at every level (nextest runs each test in a process of its
-    // own, so this test's subscriber is the only one).
-    let logs = Captured::default();
-    let writer = logs.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::TRACE)
-            .finish(),
-    )
-    .expect("one subscriber per test process");
+    // Everything logged, at every level.
+    let logs = &super::observed().logs;
     let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let dir = scratch("secret-answers");
     let py = PyServer::start();
