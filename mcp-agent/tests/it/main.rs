@@ -235,6 +235,7 @@ mod batch;
 mod decisions;
 mod gate;
 mod gate_props;
+mod inbox;
 mod models;
 mod real_llm;
 mod recovery;
