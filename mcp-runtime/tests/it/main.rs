@@ -16,6 +16,7 @@ mod http;
 mod lifecycle;
 mod malformed;
 mod oauth;
+mod oauth_shared;
 mod peers;
 mod python;
 mod skills;
