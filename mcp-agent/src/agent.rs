@@ -22,6 +22,7 @@ mod call;
 mod conversation;
 mod decision;
 mod events;
+mod gating;
 mod host;
 mod inbox;
 mod integrity;

@@ -1,0 +1,191 @@
+//! A turn's calls through the gate: settled after a crash, voided when what was
+//! approved changed, allowed, denied, or waiting for a person.
+
+use super::*;
+
+impl Agent {
+    /// Calls a process that stopped had sent without keeping their results: each
+    /// ends with "outcome unknown" — or is sent again, to the same server, when its
+    /// tool says a repeat is harmless.
+    pub(super) fn settle_unknown(&self, state: &mut RunState, tools: &HashMap<String, AgentTool>) {
+        let mut i = 0;
+        while i < state.pending.len() {
+            let CallState::Executing { server } = &state.pending[i].at else {
+                i += 1;
+                continue;
+            };
+            let server = server.clone();
+            let name = state.pending[i].name.clone();
+            let resent = tools
+                .get(&name)
+                .is_some_and(|t| t.facts.server == server && repeat_is_harmless(t));
+            self.event(
+                state,
+                Event::OutcomeUnknown {
+                    server: server.clone(),
+                    tool: name.clone(),
+                    resent,
+                },
+            );
+            if resent {
+                state.pending[i].at = CallState::Approved { person: None };
+                i += 1;
+                continue;
+            }
+            let call = state.pending.remove(i);
+            state.results.push(error_result(
+                call.id,
+                format!("outcome unknown: `{name}` was sent to server `{server}`, but the agent stopped before its result was kept; it may or may not have taken effect, and it was not sent again"),
+            ));
+        }
+    }
+
+    /// Takes each call of the turn that is not through the gate yet through it, in
+    /// order: the emulated tool search and skill calls run here; a denied call ends
+    /// with an error result; a call that needs a person waits for one. A skill load
+    /// that waits for a person stops the gating: the calls after it may depend on
+    /// what its approval grants.
+    pub(super) async fn gate_turn(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+        skills: &mut HashMap<String, AgentSkill>,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < state.pending.len() {
+            let call = state.pending[i].clone();
+            if call.at.awaits_person() {
+                i += 1;
+                continue;
+            }
+            if call.name == TOOL_SEARCH
+                && !tools.contains_key(TOOL_SEARCH)
+                && matches!(call.at, CallState::New)
+            {
+                let block = self.search_tools(state, tools, &call);
+                state.results.push(block);
+                state.pending.remove(i);
+                continue;
+            }
+            if self.is_skill_call(&call.name, tools) {
+                match self.skill_call(state, i, skills, tools).await? {
+                    SkillStep::Done(block) => {
+                        state.results.push(block);
+                        state.pending.remove(i);
+                        continue;
+                    }
+                    SkillStep::Suspend => return Ok(()),
+                }
+            }
+            let tool = tools.get(&call.name);
+            match &call.at {
+                CallState::New => {
+                    let gate = self.gate(state);
+                    match self.verdict(&gate, &call, tool, state).await {
+                        Verdict::Allow => {
+                            state.pending[i].at = CallState::Approved { person: None }
+                        }
+                        Verdict::Deny(reason) => {
+                            self.deny(state, i, reason);
+                            continue;
+                        }
+                        Verdict::Suspend => self.ask_approval(state, i, tool)?,
+                    }
+                }
+                CallState::Denied { message, .. } => {
+                    let reason = match message {
+                        Some(why) => format!("a person denied `{}`: {why}", call.name),
+                        None => format!("a person denied `{}`", call.name),
+                    };
+                    self.deny(state, i, reason);
+                    continue;
+                }
+                CallState::Approved { person: Some(_) } => {
+                    // A person's approval meets a need for approval; the gate's
+                    // denial still wins — of a policy tightened on resume, or of the
+                    // arguments a person edited.
+                    let gate = self.gate(state);
+                    let verdict = gate
+                        .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                        .await;
+                    if let Verdict::Deny(reason) = verdict {
+                        self.deny(state, i, reason);
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// Ends call `i` with an error result saying why it was denied.
+    pub(super) fn deny(&self, state: &mut RunState, i: usize, reason: String) {
+        let call = state.pending.remove(i);
+        self.event(
+            state,
+            Event::Denied {
+                tool: call.name.clone(),
+                reason: reason.clone(),
+            },
+        );
+        state.results.push(error_result(call.id, reason));
+    }
+
+    /// Call `i` waits for a person's approval, bound to what they are shown.
+    pub(super) fn ask_approval(
+        &self,
+        state: &mut RunState,
+        i: usize,
+        tool: Option<&AgentTool>,
+    ) -> Result<()> {
+        let Some(tool) = tool else {
+            return Err(Error::config("a call that needs approval names no tool"));
+        };
+        let call = &state.pending[i];
+        let config = self.inner.host.config_fingerprint(tool.server);
+        let binding = Binding::new(config, tool, &call.arguments);
+        let waiting = Awaiting {
+            decision: random_id()?,
+            server: tool.facts.server.clone(),
+            binding: Some(binding.clone()),
+            skill: None,
+            arguments: call.arguments.clone(),
+            description: Some(tool.spec.description.clone()),
+            input_schema: Some(tool.spec.input_schema.clone()),
+        };
+        let event = Event::ApprovalRequested {
+            server: waiting.server.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            binding: Some(binding),
+            decision: waiting.decision.clone(),
+        };
+        state.pending[i].at = CallState::AwaitingApproval(Box::new(waiting));
+        self.event(state, event);
+        Ok(())
+    }
+
+    /// Voids the approvals whose binding no longer holds — the tool is gone, moved to
+    /// another server, its definition or the server's configuration changed — with
+    /// [`Event::DecisionVoided`]: the call goes through the gate again (a person is
+    /// asked again). Never a silent retarget.
+    pub(super) fn void_changed(&self, state: &mut RunState, tools: &HashMap<String, AgentTool>) {
+        for i in 0..state.pending.len() {
+            let call = &state.pending[i];
+            let CallState::Approved { person: Some(p) } = &call.at else {
+                continue;
+            };
+            let Some(binding) = &p.binding else { continue };
+            let now = tools
+                .get(&call.name)
+                .map(|t| (self.inner.host.config_fingerprint(t.server), t));
+            if let Some(reason) = binding.changed(now, &call.arguments) {
+                let tool = call.name.clone();
+                state.pending[i].at = CallState::New;
+                self.event(state, Event::DecisionVoided { tool, reason });
+            }
+        }
+    }
+}
