@@ -326,7 +326,8 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
 /// scratch crate declares server-everything with a misspelled tool name, builds (no
 /// snapshot: checked at run time only), gets its first snapshot from `mcp snapshot`,
 /// and the next build fails at the name; a snapshot changed or removed as a `git pull`
-/// would is picked up the same way.
+/// would is picked up the same way; a first snapshot pulled into a checkout that had
+/// none takes effect with the `build.rs` helper (`mcp_core::build::track_snapshots`).
 #[test]
 fn snapshots_take_effect_on_the_next_build() {
     let peers = peers();
@@ -415,8 +416,75 @@ fn snapshots_take_effect_on_the_next_build() {
     assert!(!ok && err.contains("`only` names `echo`"), "{err}");
 
     // And is removed: back to the run-time check.
+    let pulled = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     let (ok, err) = check();
     assert!(ok, "{err}");
+
+    // A first snapshot pulled into a checkout that had none (no `mcp snapshot` ran
+    // there, nothing touched): it takes effect on the next build in a crate whose
+    // build.rs has the one-line helper — and, the control, not in one without it.
+    let pulled_into = |name: &str, helper: bool| {
+        let c = dir.join(name);
+        std::fs::create_dir_all(c.join("src")).unwrap();
+        let mut manifest = format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[dependencies]\nmcp-runtime = {{ path = {:?} }}\n",
+            repo_root().join("mcp-runtime").display().to_string()
+        );
+        if helper {
+            manifest.push_str(&format!(
+                "\n[build-dependencies]\nmcp-core = {{ path = {:?} }}\n",
+                repo_root().join("mcp-core").display().to_string()
+            ));
+            std::fs::write(
+                c.join("build.rs"),
+                "fn main() {\n    mcp_core::build::track_snapshots();\n}\n",
+            )
+            .unwrap();
+        }
+        manifest.push_str("\n[workspace]\n");
+        std::fs::write(c.join("Cargo.toml"), manifest).unwrap();
+        std::fs::copy(repo_root().join("Cargo.lock"), c.join("Cargo.lock")).unwrap();
+        std::fs::write(c.join("src/main.rs"), source("ecko")).unwrap();
+        c
+    };
+    let check_in = |c: &std::path::Path| {
+        let out = Command::new(env!("CARGO"))
+            .args(["check", "--offline", "--quiet"])
+            .current_dir(c)
+            .env(
+                "CARGO_TARGET_DIR",
+                repo_root().join("target/stale-snapshot"),
+            )
+            .env_remove("MCP_OFFLINE_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (name, helper) in [("pulled-with-helper", true), ("pulled-without", false)] {
+        let c = pulled_into(name, helper);
+        let (ok, err) = check_in(&c);
+        assert!(ok, "{name}: no snapshot yet: {err}");
+        // The pull: the snapshot and the index arrive; nothing else changes.
+        std::fs::create_dir_all(c.join(".mcp")).unwrap();
+        std::fs::write(c.join(".mcp/everything.json"), &pulled).unwrap();
+        std::fs::write(
+            c.join(".mcp/.index"),
+            mcp_runtime::snapshot::index(&c.join(".mcp")),
+        )
+        .unwrap();
+        let (ok, err) = check_in(&c);
+        if helper {
+            assert!(
+                !ok && err.contains("`only` names `ecko`"),
+                "with the helper the pulled snapshot takes effect: {err}"
+            );
+        } else {
+            assert!(ok, "without the helper the crate is not rebuilt: {err}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

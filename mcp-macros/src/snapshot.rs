@@ -1,13 +1,11 @@
 //! Finds and reads the committed snapshot of a server (`.mcp/<name>.json`). This is the
 //! only place the macro reads the environment or the file system; it never touches the
-//! network. The format itself is the runtime's (`format`: the same file, compiled here).
+//! network. The format itself is `mcp-core`'s, as the runtime's and the CLI's.
 
 use std::path::{Path, PathBuf};
 
-/// The snapshot format, owned by the runtime: the very same file.
-#[allow(dead_code)]
-#[path = "../../mcp-runtime/src/snapshot.rs"]
-mod format;
+/// The snapshot format (`mcp-core`), the runtime's own.
+use mcp_core::snapshot as format;
 
 pub use format::{did_you_mean, Snapshot, HANDLE_METHODS};
 

@@ -46,12 +46,12 @@ mod model;
 mod protocol;
 mod secret;
 pub mod skills;
-pub mod snapshot;
+pub use mcp_core::snapshot;
 #[cfg(test)]
 pub(crate) mod testing;
 mod text;
 pub mod transport;
-pub(crate) mod url_rule;
+pub(crate) use mcp_core::url_rule;
 
 /// A boxed, sendable future: what transport and handler methods return.
 pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -2,9 +2,9 @@
 //! writes, what `#[mcp]` reads at compile time to check tool names and generate typed
 //! methods, and what a declared server compares the live tool list with.
 //!
-//! This file is the **one owner** of that format. It needs only `std` and
-//! `serde_json`, so the macro crate compiles the very same file (as it does the URL
-//! rule) and the three users can never disagree about it.
+//! This module is the **one owner** of that format. It needs only `std` and
+//! `serde_json`; the runtime, the macro crate and the CLI all use it, so they can never
+//! disagree about it.
 //!
 //! ```json
 //! { "format": 1, "name": "files", "server": {"command": ["npx", "…"]},

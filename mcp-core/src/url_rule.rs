@@ -3,7 +3,7 @@
 //!
 //! Used by the HTTP transport (the server URL), OAuth (every metadata document and
 //! endpoint, before anything is sent to it) and `#[mcp]` (the declared URL, at compile
-//! time: the macro crate compiles this same file). It parses instead of matching
+//! time: the macro crate uses this same module). It parses instead of matching
 //! text, so `http://localhost:1@remote/` (userinfo) and `http://127.evil.com/` (a name,
 //! not an address) are refused. A `localhost` name passes here; the HTTP transport then
 //! holds it to resolving to loopback addresses only.
