@@ -357,3 +357,26 @@ fn plain_http_to_a_remote_host_is_refused_before_sending() {
         "{e}"
     );
 }
+
+/// A 2025-11-25 server whose reply stream for a call sends only a priming event and
+/// closes, and which then answers the call on the standalone GET stream (as the
+/// conformance suite's sse-retry server does when the client's GET comes first): the
+/// response still reaches its caller, whichever stream brings it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_on_the_standalone_stream_reaches_its_caller() {
+    let port = support::free_port();
+    let mut cmd = std::process::Command::new(support::peers().join("venv/bin/python"));
+    cmd.arg(support::repo_root().join("tests/peers/stray_response.py"))
+        .arg(port.to_string());
+    let server = HttpServer::start(cmd, port);
+    let c = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let r = c
+        .call_tool("echo", json!({}))
+        .timeout(Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "answered on the GET stream");
+    c.close().await.unwrap();
+}

@@ -225,6 +225,26 @@ impl Shared {
         request: Request,
         cx: RequestContext,
     ) -> Result<Response> {
+        // The response may come on another stream than the request's own (the
+        // standalone GET stream, when its reply stream broke): whichever brings it.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        lock(&self.waiting).insert(request.id.clone(), tx);
+        let id = request.id.clone();
+        let _forget = Forget {
+            shared: self.clone(),
+            id: id.clone(),
+        };
+        tokio::select! {
+            r = self.legacy_on_its_stream(request, cx) => r,
+            Ok(r) = rx => Ok(r),
+        }
+    }
+
+    async fn legacy_on_its_stream(
+        self: &Arc<Self>,
+        request: Request,
+        cx: RequestContext,
+    ) -> Result<Response> {
         let mut reinitialized = false;
         loop {
             let (session, version) = self.session_snapshot();
@@ -344,5 +364,17 @@ impl Shared {
                 }
             }
         }
+    }
+}
+
+/// Takes a legacy request off the waiting list when it ends, however it ends.
+struct Forget {
+    shared: Arc<Shared>,
+    id: Id,
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        lock(&self.shared.waiting).remove(&self.id);
     }
 }

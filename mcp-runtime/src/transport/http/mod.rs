@@ -119,6 +119,10 @@ struct Shared {
     mode: Mutex<Mode>,
     reinit: AtomicU64,
     get_stream: tokio::sync::watch::Sender<GetStream>,
+    /// Legacy requests waiting for their response, by id: a response that arrives on
+    /// another stream (a server may answer a request whose reply stream broke on the
+    /// standalone GET stream) still reaches its caller.
+    waiting: Mutex<std::collections::HashMap<Id, tokio::sync::oneshot::Sender<Response>>>,
 }
 
 impl fmt::Debug for HttpTransport {
@@ -184,6 +188,7 @@ impl HttpTransport {
                 mode: Mutex::new(Mode::Fresh),
                 reinit: AtomicU64::new(0),
                 get_stream: tokio::sync::watch::Sender::new(GetStream::Starting),
+                waiting: Mutex::default(),
             }),
         })
     }

@@ -291,7 +291,16 @@ impl Shared {
                 }
             },
             Message::Response(r) => {
-                tracing::debug!(origin = %self.origin, id = %r.id, "ignored a response to no pending request")
+                // A request waiting on another stream (its own broke): it is answered.
+                let waiter = lock(&self.waiting).remove(&r.id);
+                match waiter {
+                    Some(tx) => {
+                        let _ = tx.send(r);
+                    }
+                    None => {
+                        tracing::debug!(origin = %self.origin, id = %r.id, "ignored a response to no pending request")
+                    }
+                }
             }
         }
     }
