@@ -57,21 +57,11 @@ pub fn directives(manifest: &Path) -> Vec<String> {
         }
     }
     let stamp = match &found {
-        Some(dir) => format!("{:016x}", fnv1a(snapshot::index(dir).as_bytes())),
+        Some(dir) => format!("{:016x}", snapshot::fnv1a(snapshot::index(dir).as_bytes())),
         None => "none".to_owned(),
     };
     out.push(format!("cargo:rustc-env={STAMP}={stamp}"));
     out
-}
-
-/// FNV-1a, 64 bits.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 #[cfg(test)]

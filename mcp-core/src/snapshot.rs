@@ -229,7 +229,7 @@ pub fn index(dir: &Path) -> String {
 }
 
 /// FNV-1a, 64 bits: enough to tell one snapshot's text from another's.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
