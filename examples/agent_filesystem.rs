@@ -22,7 +22,7 @@
 //! model why. A finished run prints `run=<RUN_ID>` on stderr, so it can be continued
 //! (`--continue`, from any process with the store).
 //! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file
-//! or a PostgreSQL database (`postgres://…`).
+//! or a PostgreSQL database (`postgres://…`; build with `--features postgres`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,8 +30,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, PostgresRunStore, RunStore,
-    SqliteRunStore,
+    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunStore, SqliteRunStore,
 };
 use mcp_runtime::Mcp;
 
@@ -190,10 +189,17 @@ fn is_postgres(url: &str) -> bool {
 
 async fn store(url: &str) -> Result<Arc<dyn RunStore>, String> {
     if is_postgres(url) {
-        let s = PostgresRunStore::connect(url)
-            .await
-            .map_err(|e| e.to_string())?;
-        return Ok(Arc::new(s));
+        #[cfg(feature = "postgres")]
+        {
+            let s = mcp_agent::PostgresRunStore::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            return Ok(Arc::new(s));
+        }
+        #[cfg(not(feature = "postgres"))]
+        return Err(
+            "this example was built without PostgreSQL: run it with `--features postgres`".into(),
+        );
     }
     let s = SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url))
         .map_err(|e| e.to_string())?;

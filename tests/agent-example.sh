@@ -49,7 +49,7 @@ for _ in $(seq 1 100); do grep -q READY "$work/model.log" 2>/dev/null && break; 
 
 store="$work/state/runs.sqlite3"
 run() { AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
-  cargo run -q --locked -p examples --example agent_filesystem -- --store "$store" "$@"; }
+  cargo run -q --locked -p examples --features postgres --example agent_filesystem -- --store "$store" "$@"; }
 fail() { echo "agent example: $*" >&2; exit 1; }
 
 # read_only (default): the write is denied, the model reads the error.
@@ -124,7 +124,7 @@ out="$(run --stream --continue "$run_id" "stream it" 2>/dev/null)"
 
 # agent_chat: lines from stdin are one conversation; a write is asked inline (y).
 out="$(printf 'write chat.txt\ny\nthanks\n\n' | AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
-  cargo run -q --locked -p examples --example agent_chat -- --store "$work/state/chat.sqlite3" "$work/files" 2>"$work/err")" \
+  cargo run -q --locked -p examples --features postgres --example agent_chat -- --store "$work/state/chat.sqlite3" "$work/files" 2>"$work/err")" \
   || fail "agent_chat failed: $(cat "$work/err")"
 [[ "$(cat "$work/files/chat.txt")" == "from the chat" ]] || fail "agent_chat: the approved write did not happen: $out"
 grep -q "allow write_file" <<<"$out" || fail "agent_chat did not ask: $out"
@@ -132,7 +132,7 @@ grep -q "you are welcome" <<<"$out" || fail "agent_chat: no follow-up answer: $o
 grep -q '^run=' "$work/err" || fail "agent_chat: no run= line"
 
 # No model configured: says which variable.
-if err="$(cargo run -q --locked -p examples --example agent_filesystem -- "$work/files" hi 2>&1)"; then
+if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"

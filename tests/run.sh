@@ -20,15 +20,24 @@ step "feature combinations users pick: stdio only, HTTP only, each with macros"
 for features in stdio stdio,macros http http,macros; do
   cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
 done
+for features in "" http postgres http,postgres; do
+  cargo clippy -p mcp-core --locked --no-default-features --features "$features" -- -D warnings
+done
+cargo clippy -p mcp-agent --locked --no-default-features -- -D warnings
 cargo run -q --locked -p mcp-runtime --no-default-features --features stdio,macros --example stdio_only
 cargo run -q --locked -p mcp-runtime --no-default-features --features http,macros --example http_only
+
+step "the crates meant for publishing package, and mcp-core, mcp-runtime, mcp-macros build from their packages"
+rm -rf target/package
+cargo package --workspace --locked --no-verify --allow-dirty
+cargo package --locked --allow-dirty -p mcp-core -p mcp-runtime -p mcp-macros
 
 step "compile-time tests, untimed: they build their own dependencies (minutes when cold)"
 # trybuild and the snapshot test compile scratch crates into target folders of their
 # own; a cold build of their dependencies on a busy 2-core machine can outlast any
 # sensible per-test limit. Run them once here, with no per-test limit (but bounded),
 # so nextest below runs them warm (.config/nextest.toml, tests/README.md).
-timeout 40m cargo test -q --locked -p mcp-macros --test ui
+timeout 40m cargo test -q --locked -p mcp-runtime --test it -- --exact macros::ui
 timeout 40m cargo test -q --locked -p mcp-agent --test it -- --exact attach_lines_are_checked_at_compile_time
 timeout 40m cargo test -q --locked -p mcp-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
 

@@ -328,7 +328,7 @@ fn attach(
 
 /// A server's short string (a MIME type, a URI) as a note may quote it.
 fn clip_meta(s: &str) -> String {
-    mcp_runtime::__private::escape_controls(&crate::error::clip(s, 200), false).into_owned()
+    mcp_core::text::escape(&crate::error::clip(s, 200), false).into_owned()
 }
 
 /// Trims `messages` — what is about to be sent to the model — to about `max_bytes`

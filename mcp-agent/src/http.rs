@@ -1,5 +1,7 @@
-//! The agent's HTTP client for model providers: hyper with rustls (ring, webpki
-//! roots), pooled keep-alive connections, bounded answers, secrets as sensitive headers.
+//! The agent's HTTP client for model providers, on the toolkit's one HTTP stack
+//! ([`mcp_core::http`]: hyper with rustls, pooled keep-alive connections, the loopback
+//! rule checked when a name resolves): bounded answers, one deadline per answer,
+//! secrets as sensitive headers.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +14,7 @@ use serde_json::Value;
 use crate::model::ModelError;
 use crate::store::lock;
 
-type Pool = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
+type Pool = mcp_core::http::Clients;
 
 /// The largest answer read from a model server.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
@@ -111,7 +110,7 @@ impl Endpoint {
                     .strip_prefix("http://")
                     .map(|r| format!("https://{r}"));
                 match as_https {
-                    Some(u) if mcp_runtime::__private::check_url(&u).is_ok() => {
+                    Some(u) if mcp_core::url_rule::check(&u).is_ok() => {
                         (HttpClient::pool()?, Some(e.to_string()))
                     }
                     _ => return Err(e),
@@ -193,10 +192,7 @@ impl Endpoint {
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
-            .field(
-                "base_url",
-                &mcp_runtime::__private::redact_url(&self.base_url),
-            )
+            .field("base_url", &mcp_core::url_rule::redact(&self.base_url))
             .field("model", &self.model)
             .field("api_key", &self.api_key)
             .field("stream", &self.stream)
@@ -211,31 +207,9 @@ pub(crate) struct HttpClient {
     timeout: Duration,
 }
 
-/// A pool of connections: hyper with rustls (ring, webpki roots), both HTTP versions.
+/// A pool of connections on the toolkit's one HTTP stack.
 fn new_pool() -> Result<Pool, ModelError> {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-        .map_err(|e| other(format!("TLS setup failed: {e}")))?
-        .https_or_http()
-        .enable_all_versions()
-        .build();
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(https),
-    )
-}
-
-/// The request was provably not sent: the pooled connection was found closed before
-/// it went out (hyper cancels it) — it may be made again on a new connection.
-fn dead_connection(e: &hyper_util::client::legacy::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
-    while let Some(err) = source {
-        if let Some(h) = err.downcast_ref::<hyper::Error>() {
-            return h.is_canceled();
-        }
-        source = err.source();
-    }
-    false
+    Pool::new(&mcp_core::http::PoolOptions::default()).map_err(other)
 }
 
 fn other(detail: String) -> ModelError {
@@ -246,7 +220,7 @@ impl HttpClient {
     /// Checks `base_url` against the runtime's URL rule (https, or http to this
     /// machine) and builds the pool.
     pub fn new(base_url: &str) -> Result<Self, ModelError> {
-        mcp_runtime::__private::check_url(base_url)
+        mcp_core::url_rule::check(base_url)
             .map_err(|e| other(format!("the model's base URL: {e}")))?;
         Self::pool()
     }
@@ -324,7 +298,8 @@ impl HttpClient {
             return self.collect_by(&origin, resp, deadline).await.map(Some);
         }
         let mut body = resp.into_body();
-        let mut parser = SseParser::default();
+        let mut parser = mcp_core::sse::Parser::new(MAX_ANSWER);
+        let mut events = Vec::new();
         let mut read = 0usize;
         let deadline = tokio::time::sleep_until(deadline);
         tokio::pin!(deadline);
@@ -345,10 +320,20 @@ impl HttpClient {
                         "the answer from {origin} is larger than {MAX_ANSWER} bytes"
                     )));
                 }
-                parser.feed(&data, on)?;
+                parser.push(&data, &mut events).map_err(|_| {
+                    other(format!(
+                        "an event from {origin} is larger than {MAX_ANSWER} bytes"
+                    ))
+                })?;
+                for e in events.drain(..) {
+                    on(&e.event, &e.data)?;
+                }
             }
         }
-        parser.finish(on)?;
+        parser.finish(&mut events);
+        for e in events.drain(..) {
+            on(&e.event, &e.data)?;
+        }
         Ok(None)
     }
 
@@ -360,8 +345,9 @@ impl HttpClient {
         body: &Value,
         deadline: tokio::time::Instant,
     ) -> Result<(String, http::Response<hyper::body::Incoming>), ModelError> {
-        let origin = mcp_runtime::__private::check_url(url)
-            .unwrap_or_else(|_| mcp_runtime::__private::redact_url(url));
+        let origin = mcp_core::url_rule::check(url)
+            .map(|c| c.origin)
+            .unwrap_or_else(|_| mcp_core::url_rule::redact(url));
         let body = Bytes::from(body.to_string());
         let request = || {
             let mut req = http::Request::post(url).header("content-type", "application/json");
@@ -380,13 +366,13 @@ impl HttpClient {
         let mut retried = false;
         loop {
             let pool = lock(&self.pool).clone();
-            let sent = tokio::time::timeout_at(deadline, pool.request(request()?))
+            let sent = tokio::time::timeout_at(deadline, pool.send(request()?))
                 .await
                 .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?;
             match sent {
                 Ok(resp) => return Ok((origin, resp)),
                 // Once, on a fresh pool: a dead pooled connection is not the server.
-                Err(e) if !retried && dead_connection(&e) => {
+                Err(e) if !retried && mcp_core::http::was_not_sent(&e) => {
                     tracing::debug!(%origin, error = %e, "a pooled connection was dead; trying once on a new one");
                     *lock(&self.pool) = Arc::new(new_pool()?);
                     retried = true;
@@ -409,88 +395,6 @@ async fn collect(
         .to_bytes();
     let json = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     Ok(Answer { status, json, raw })
-}
-
-/// Server-sent events, fed in any chunks: each byte is looked at once.
-#[derive(Default)]
-pub(crate) struct SseParser {
-    pending: Vec<u8>,
-    event: String,
-    data: String,
-    has_data: bool,
-}
-
-impl SseParser {
-    pub fn feed(
-        &mut self,
-        bytes: &[u8],
-        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
-    ) -> Result<(), ModelError> {
-        let mut start = 0;
-        for (i, b) in bytes.iter().enumerate() {
-            if *b != b'\n' {
-                continue;
-            }
-            if self.pending.is_empty() {
-                self.line(&bytes[start..i], on)?;
-            } else {
-                let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(&bytes[start..i]);
-                self.line(&line, on)?;
-            }
-            start = i + 1;
-        }
-        self.pending.extend_from_slice(&bytes[start..]);
-        Ok(())
-    }
-
-    pub fn finish(
-        &mut self,
-        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
-    ) -> Result<(), ModelError> {
-        if !self.pending.is_empty() {
-            let line = std::mem::take(&mut self.pending);
-            self.line(&line, on)?;
-        }
-        self.line(b"", on)
-    }
-
-    fn line(
-        &mut self,
-        line: &[u8],
-        on: &mut (dyn FnMut(&str, &str) -> Result<(), ModelError> + Send),
-    ) -> Result<(), ModelError> {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            if self.has_data {
-                on(&self.event, &self.data)?;
-            }
-            self.event.clear();
-            self.data.clear();
-            self.has_data = false;
-            return Ok(());
-        }
-        let text = String::from_utf8_lossy(line);
-        let (field, value) = match text.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (text.as_ref(), ""),
-        };
-        match field {
-            "event" => {
-                self.event.clear();
-                self.event.push_str(value);
-            }
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
 }
 
 /// The builder methods every wire shares (it has an `endpoint: Endpoint`).
@@ -613,35 +517,4 @@ pub(crate) use common_settings;
 /// A number from a provider's usage object (absent: 0).
 pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_split_anywhere_parse_the_same() {
-        let text = "event: a\ndata: {\"x\":1}\n\n: comment\r\ndata: one\r\ndata: two\r\n\r\ndata: [DONE]\n\n";
-        for size in 1..text.len() {
-            let mut seen = Vec::new();
-            let mut on = |e: &str, d: &str| {
-                seen.push((e.to_owned(), d.to_owned()));
-                Ok(())
-            };
-            let mut p = SseParser::default();
-            for chunk in text.as_bytes().chunks(size) {
-                p.feed(chunk, &mut on).unwrap();
-            }
-            p.finish(&mut on).unwrap();
-            assert_eq!(
-                seen,
-                [
-                    ("a".to_owned(), "{\"x\":1}".to_owned()),
-                    (String::new(), "one\ntwo".to_owned()),
-                    (String::new(), "[DONE]".to_owned()),
-                ],
-                "chunks of {size}"
-            );
-        }
-    }
 }

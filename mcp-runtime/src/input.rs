@@ -338,7 +338,7 @@ impl PendingInput {
         let mut out = Vec::with_capacity(self.requests.len());
         for (key, req) in &self.requests {
             let method = req.get("method").and_then(Value::as_str).unwrap_or("");
-            if method != "elicitation/create" {
+            if method != crate::protocol::Method::ElicitationCreate.as_str() {
                 return Err(crate::Error::invalid_response(format!(
                     "{} asked for `{method}` under `{key}`, which a person cannot answer",
                     self.server

@@ -41,20 +41,19 @@ pub mod digest;
 mod error;
 mod hold;
 pub mod input;
-pub mod jsonrpc;
+pub use mcp_core::jsonrpc;
 mod model;
-mod protocol;
-mod secret;
+pub(crate) use mcp_core::protocol;
 pub mod skills;
 pub use mcp_core::snapshot;
 #[cfg(test)]
 pub(crate) mod testing;
-mod text;
+pub(crate) use mcp_core::text;
 pub mod transport;
+#[cfg(feature = "http")]
 pub(crate) use mcp_core::url_rule;
 
-/// A boxed, sendable future: what transport and handler methods return.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub use mcp_core::BoxFuture;
 
 pub use client::{
     CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,
@@ -70,10 +69,10 @@ pub use error::{Error, Result};
 pub use input::{
     InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput, Root,
 };
+pub use mcp_core::Secret;
 #[cfg(feature = "macros")]
 pub use mcp_macros::mcp;
 pub use model::*;
-pub use secret::Secret;
 pub use skills::{LoadedSkill, Skill, SkillContent};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]

@@ -12,14 +12,14 @@ use super::*;
 #[cfg(feature = "postgres")]
 #[derive(Clone, Debug)]
 pub struct PostgresRunStore {
-    pool: std::sync::Arc<mcp_runtime::__private::PgPool>,
+    pool: std::sync::Arc<mcp_core::postgres::PgPool>,
 }
 
 #[cfg(feature = "postgres")]
 impl PostgresRunStore {
     /// Connects (`postgres://user:password@host/db`) and creates the table when missing.
     pub async fn connect(url: &str) -> Result<Self> {
-        let pool = mcp_runtime::__private::PgPool::new(url).map_err(pg)?;
+        let pool = mcp_core::postgres::PgPool::new(url).map_err(pg)?;
         pool.create_once(
             "mcp_agent_runs",
             "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
@@ -55,20 +55,20 @@ impl PostgresRunStore {
         &self,
         what: &str,
         sql: &str,
-        params: &[&(dyn mcp_runtime::__private::tokio_postgres::types::ToSql + Sync)],
+        params: &[&(dyn mcp_core::postgres::tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<RunRecord>> {
         let client = self.pool.client().await.map_err(pg)?;
         let row = client
             .query_opt(sql, params)
             .await
-            .map_err(|e| pg(mcp_runtime::__private::PgPool::error(what, e)))?;
+            .map_err(|e| pg(mcp_core::postgres::PgPool::error(what, e)))?;
         row.map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
             .transpose()
     }
 }
 
 #[cfg(feature = "postgres")]
-fn pg(e: mcp_runtime::Error) -> Error {
+fn pg(e: mcp_core::postgres::PgError) -> Error {
     Error::store_from(e.to_string(), e)
 }
 
@@ -111,7 +111,7 @@ impl RunStore for PostgresRunStore {
                     ],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("saving a run", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("saving a run", e)))?;
             let n: i64 = row.get(0);
             if n == 0 {
                 return Err(lease_lost(&run.id));
@@ -129,7 +129,7 @@ impl RunStore for PostgresRunStore {
                     &[&id],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("reading events", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("reading events", e)))?;
             rows.iter().map(|r| event_value(r.get(0))).collect()
         })
     }
@@ -182,7 +182,7 @@ impl RunStore for PostgresRunStore {
                     &[&id, &lease.owner, &until],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("renewing a lease", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("renewing a lease", e)))?;
             let (renewed, kept): (i64, i64) = (row.get(0), row.get(1));
             Ok(renewed > 0 || kept == 0)
         })
@@ -213,7 +213,7 @@ impl RunStore for PostgresRunStore {
                     ],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("listing runs", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("listing runs", e)))?;
             let mut runs = Vec::new();
             for r in rows {
                 let status: String = r.get(1);
@@ -242,7 +242,7 @@ impl RunStore for PostgresRunStore {
                     &[&id],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("deleting a run", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("deleting a run", e)))?;
             Ok(row.get::<_, i64>(0) > 0)
         })
     }
@@ -262,7 +262,7 @@ impl RunStore for PostgresRunStore {
                     &[&before],
                 )
                 .await
-                .map_err(|e| pg(mcp_runtime::__private::PgPool::error("pruning runs", e)))?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("pruning runs", e)))?;
             Ok(row.get::<_, i64>(0).max(0) as u64)
         })
     }
@@ -282,12 +282,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map(|_| ())
-                .map_err(|e| {
-                    pg(mcp_runtime::__private::PgPool::error(
-                        "saving an allowance",
-                        e,
-                    ))
-                })
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("saving an allowance", e)))
         })
     }
 
@@ -300,12 +295,7 @@ impl RunStore for PostgresRunStore {
                     &[&(MAX_ALLOWANCES as i64)],
                 )
                 .await
-                .map_err(|e| {
-                    pg(mcp_runtime::__private::PgPool::error(
-                        "reading allowances",
-                        e,
-                    ))
-                })?;
+                .map_err(|e| pg(mcp_core::postgres::PgPool::error("reading allowances", e)))?;
             rows.iter()
                 .map(|r| allowance_value(r.get::<_, &str>(0)))
                 .collect()
@@ -320,7 +310,7 @@ impl RunStore for PostgresRunStore {
                 .await
                 .map(|n| n > 0)
                 .map_err(|e| {
-                    pg(mcp_runtime::__private::PgPool::error(
+                    pg(mcp_core::postgres::PgPool::error(
                         "deleting an allowance",
                         e,
                     ))

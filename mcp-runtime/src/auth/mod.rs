@@ -31,8 +31,8 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::secret::Secret;
 use crate::BoxFuture;
+use crate::Secret;
 
 mod authorizer;
 mod jose;
@@ -44,7 +44,6 @@ pub use authorizer::{Authorizer, Callback, LoopbackAuthorizer};
 use jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
 #[cfg(feature = "postgres")]
 #[doc(hidden)]
-pub use postgres::PgPool;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemoryStore, StoreLock};

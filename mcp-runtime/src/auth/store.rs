@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::lock;
 use crate::error::{Error, Result};
-use crate::secret::Secret;
 use crate::BoxFuture;
+use crate::Secret;
 
 /// Whose credentials, for which protected resource (the MCP server, as its canonical
 /// URL), from which authorization server (its issuer).

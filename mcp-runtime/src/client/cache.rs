@@ -27,19 +27,19 @@ pub(super) fn ttl_of(v: &Value) -> u64 {
 
 impl Inner {
     pub(super) async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
-        let items = self.list("tools/list", "tools").await?;
+        let items = self.list(Method::ToolsList.as_str(), "tools").await?;
         let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
         *lock(&self.tool_info) = tools
             .iter()
             .map(|t| {
                 let info = ToolInfo {
                     ui_resource: t.ui_resource_uri(),
-                    task_support: t
-                        .extra
-                        .get("execution")
-                        .and_then(|e| e.get("taskSupport"))
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
+                    task_support: TaskSupport::parse(
+                        t.extra
+                            .get("execution")
+                            .and_then(|e| e.get("taskSupport"))
+                            .and_then(Value::as_str),
+                    ),
                 };
                 (t.name.clone(), info)
             })

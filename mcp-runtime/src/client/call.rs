@@ -103,7 +103,7 @@ impl<'a> IntoFuture for CallTool<'a> {
                 .is_some();
             if details.era == Era::Legacy
                 && runs_tasks
-                && inner.task_support(&self.name).await?.as_deref() == Some("required")
+                && inner.task_support(&self.name).await? == TaskSupport::Required
             {
                 return match self
                     .client
@@ -114,7 +114,10 @@ impl<'a> IntoFuture for CallTool<'a> {
                     Started::Done(result) => Ok(*result),
                 };
             }
-            let v = match inner.call("tools/call", params.clone(), &options).await {
+            let v = match inner
+                .call(Method::ToolsCall.as_str(), params.clone(), &options)
+                .await
+            {
                 // The server says the headers do not match the arguments: its tool
                 // list changed. List again and retry once.
                 Err(e)
@@ -126,7 +129,9 @@ impl<'a> IntoFuture for CallTool<'a> {
                     inner.invalidate("tools/");
                     *lock(&inner.tool_headers) = None;
                     options.headers = inner.param_headers(&self.name, &self.arguments).await?;
-                    inner.call("tools/call", params, &options).await?
+                    inner
+                        .call(Method::ToolsCall.as_str(), params, &options)
+                        .await?
                 }
                 other => other?,
             };

@@ -25,7 +25,7 @@ impl Drop for CancelGuard {
             return;
         };
         let n = Notification {
-            method: "notifications/cancelled".to_owned(),
+            method: Method::Cancelled.as_str().to_owned(),
             params: Some(json!({"requestId": self.id, "reason": self.reason})),
         };
         let version = std::mem::take(&mut self.version);
@@ -73,7 +73,11 @@ impl Drop for TaskGuard {
             let mut params = Map::new();
             params.insert("taskId".into(), Value::String(task_id));
             if let Err(e) = inner
-                .call("tasks/cancel", params, &RequestOptions::default())
+                .call(
+                    Method::TasksCancel.as_str(),
+                    params,
+                    &RequestOptions::default(),
+                )
                 .await
             {
                 tracing::debug!(error = %e, "could not cancel a task");
@@ -114,7 +118,10 @@ impl Inner {
             version: version.to_owned(),
             timeout: Some(timeout),
             headers: opts.headers.clone(),
-            idempotent: !matches!(method.as_str(), "tools/call" | "subscriptions/listen"),
+            idempotent: !matches!(
+                Method::of(&method),
+                Some(Method::ToolsCall | Method::SubscriptionsListen)
+            ),
             incoming: self.incoming.clone(),
             hold: hold.clone(),
         };
@@ -188,10 +195,9 @@ impl Inner {
         mut params: Map<String, Value>,
         opts: &RequestOptions,
     ) -> Result<Value> {
-        let Method {
-            input_rounds: mrtr,
-            progress: always_progress,
-        } = Method::of(method);
+        let facts = Method::of(method);
+        let mrtr = facts.is_some_and(Method::input_rounds);
+        let always_progress = facts.is_some_and(Method::progress);
         let mut rounds = 0u32;
         let mut answers: Option<(Map<String, Value>, Option<Value>)> = match &opts.answers {
             Some(a) if mrtr && a.pending.task_id().is_none() => {
@@ -289,7 +295,9 @@ impl Inner {
                 }
                 // Some servers mark `tasks/*` answers with it; they are complete.
                 Some("task") if method.starts_with("tasks/") => return Ok(v),
-                Some("task") if method == "tools/call" && self.declares(TASKS_EXTENSION) => {
+                Some("task")
+                    if method == Method::ToolsCall.as_str() && self.declares(TASKS_EXTENSION) =>
+                {
                     if opts.keep_task {
                         return Ok(v);
                     }
@@ -376,8 +384,8 @@ impl Inner {
         method: &str,
         params: Value,
     ) -> std::result::Result<Value, ErrorObject> {
-        match method {
-            "elicitation/create" => {
+        match Method::of(method) {
+            Some(Method::ElicitationCreate) => {
                 let Some(handler) = &self.input else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
@@ -396,7 +404,7 @@ impl Inner {
                 }
                 Ok(handler.handle(request).await.to_value())
             }
-            "sampling/createMessage" => {
+            Some(Method::SamplingCreateMessage) => {
                 let Some(handler) = &self.sampling else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
@@ -413,7 +421,7 @@ impl Inner {
                 }
                 handler.create_message(params).await
             }
-            "roots/list" => {
+            Some(Method::RootsList) => {
                 let Some(handler) = &self.roots else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
@@ -423,10 +431,10 @@ impl Inner {
                 let roots = handler.roots().await;
                 Ok(json!({ "roots": roots }))
             }
-            "ping" => Ok(json!({})),
-            other => Err(ErrorObject::new(
+            Some(Method::Ping) => Ok(json!({})),
+            _ => Err(ErrorObject::new(
                 code::METHOD_NOT_FOUND,
-                format!("method `{other}` is not supported by this client"),
+                format!("method `{method}` is not supported by this client"),
             )),
         }
     }

@@ -200,7 +200,7 @@ impl Inner {
         );
         let request = Request {
             id: Id::Number(self.next_id()),
-            method: "server/discover".into(),
+            method: Method::ServerDiscover.as_str().into(),
             params: Value::Object(params),
         };
         self.exchange(version, request, &self.connect_options(), None, false)
@@ -267,7 +267,7 @@ impl Inner {
     pub(super) async fn initialize_request(self: &Arc<Self>, version: &str) -> Result<Value> {
         let request = Request {
             id: Id::Number(self.next_id()),
-            method: "initialize".into(),
+            method: Method::Initialize.as_str().into(),
             params: json!({
                 "protocolVersion": version,
                 "capabilities": self.capabilities,
@@ -301,7 +301,7 @@ impl Inner {
         self.transport
             .notify(
                 Notification {
-                    method: "notifications/initialized".into(),
+                    method: Method::Initialized.as_str().into(),
                     params: None,
                 },
                 &version,
@@ -311,7 +311,7 @@ impl Inner {
             if details.capabilities.logging() {
                 let request = Request {
                     id: Id::Number(self.next_id()),
-                    method: "logging/setLevel".into(),
+                    method: Method::LoggingSetLevel.as_str().into(),
                     params: json!({"level": level.as_str()}),
                 };
                 if let Err(e) = self

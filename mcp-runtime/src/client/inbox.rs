@@ -13,8 +13,9 @@ impl IncomingHandler for Inbox {
             return;
         };
         let params = n.params.unwrap_or(Value::Null);
-        match n.method.as_str() {
-            "notifications/progress" => {
+        let method = Method::of(&n.method);
+        match method {
+            Some(Method::Progress) => {
                 let token: Option<Id> = params
                     .get("progressToken")
                     .cloned()
@@ -46,28 +47,28 @@ impl IncomingHandler for Inbox {
                     }
                 }
             }
-            "notifications/message" => log_message(&inner.name, &params),
-            "notifications/tools/list_changed" => {
+            Some(Method::LogMessage) => log_message(&inner.name, &params),
+            Some(Method::ToolsListChanged) => {
                 inner.invalidate("tools/");
                 *lock(&inner.tool_headers) = None;
                 inner.changed(Change::Tools);
             }
-            "notifications/prompts/list_changed" => {
+            Some(Method::PromptsListChanged) => {
                 inner.invalidate("prompts/");
                 inner.changed(Change::Prompts);
             }
-            "notifications/resources/list_changed" => {
-                inner.invalidate("resources/list");
+            Some(Method::ResourcesListChanged) => {
+                inner.invalidate(Method::ResourcesList.as_str());
                 inner.invalidate("resources/templates/");
                 inner.changed(Change::Resources);
             }
-            "notifications/resources/updated" => {
+            Some(Method::ResourceUpdated) => {
                 if let Some(uri) = params.get("uri").and_then(Value::as_str) {
                     inner.invalidate(&format!("resources/read {uri}"));
                     inner.changed(Change::Resource(uri.to_owned()));
                 }
             }
-            "notifications/subscriptions/acknowledged" => {
+            Some(Method::SubscriptionsAcknowledged) => {
                 let id = subscription_id(&params);
                 let mut listens = lock(&inner.listens);
                 match id
@@ -83,10 +84,14 @@ impl IncomingHandler for Inbox {
                     }
                 }
             }
-            "notifications/tasks" | "notifications/tasks/status" => {
+            // `notifications/tasks` is how drafts of the tasks extension named it.
+            Some(Method::TaskStatus) => {
                 inner.task_notified(&params);
             }
-            "notifications/cancelled" => {
+            None if n.method == "notifications/tasks" => {
+                inner.task_notified(&params);
+            }
+            Some(Method::Cancelled) => {
                 // A server ends a listen stream on stdio this way.
                 let id: Option<Id> = params
                     .get("requestId")
@@ -101,7 +106,7 @@ impl IncomingHandler for Inbox {
                     let _ = ended.send(());
                 }
             }
-            other => tracing::debug!(server = %inner.name, method = other, "notification ignored"),
+            _ => tracing::debug!(server = %inner.name, method = %n.method, "notification ignored"),
         }
     }
 

@@ -95,7 +95,7 @@ pub(super) async fn listen_once(
     params.insert("notifications".into(), Value::Object(filter));
     let request = Request {
         id,
-        method: "subscriptions/listen".into(),
+        method: Method::SubscriptionsListen.as_str().into(),
         params: Value::Object(params),
     };
     let opts = RequestOptions {
@@ -206,7 +206,11 @@ pub(super) async fn listen_legacy(
             let mut params = Map::new();
             params.insert("uri".into(), Value::String(uri.clone()));
             if let Err(e) = inner
-                .call("resources/subscribe", params, &RequestOptions::default())
+                .call(
+                    Method::ResourcesSubscribe.as_str(),
+                    params,
+                    &RequestOptions::default(),
+                )
                 .await
             {
                 outcome = Err(e);

@@ -40,7 +40,7 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
-use crate::protocol::{code, meta, Method, APPS_EXTENSION, TASKS_EXTENSION};
+use crate::protocol::{code, meta, Method, TaskSupport, APPS_EXTENSION, TASKS_EXTENSION};
 pub use crate::protocol::{Era, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS};
 pub use builder::ClientBuilder;
 use cache::{ttl_of, typed_items};
@@ -186,7 +186,7 @@ struct ToolInfo {
     /// Its MCP Apps UI resource.
     ui_resource: Option<String>,
     /// Its `execution.taskSupport` (2025-11-25).
-    task_support: Option<String>,
+    task_support: TaskSupport,
 }
 
 /// An open `subscriptions/listen` request: told when the server acknowledges it, and
@@ -285,7 +285,10 @@ impl Client {
 
     /// Every prompt the server offers (all pages).
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
-        let items = self.inner.list("prompts/list", "prompts").await?;
+        let items = self
+            .inner
+            .list(Method::PromptsList.as_str(), "prompts")
+            .await?;
         Ok(typed_items(&self.inner.name, "prompt", &items))
     }
 
@@ -307,14 +310,21 @@ impl Client {
         }
         let v = self
             .inner
-            .call("prompts/get", params, &RequestOptions::default())
+            .call(
+                Method::PromptsGet.as_str(),
+                params,
+                &RequestOptions::default(),
+            )
             .await?;
-        model::from_value("prompts/get", v)
+        model::from_value(Method::PromptsGet.as_str(), v)
     }
 
     /// Every resource the server lists (all pages).
     pub async fn list_resources(&self) -> Result<Vec<Resource>> {
-        let items = self.inner.list("resources/list", "resources").await?;
+        let items = self
+            .inner
+            .list(Method::ResourcesList.as_str(), "resources")
+            .await?;
         Ok(typed_items(&self.inner.name, "resource", &items))
     }
 
@@ -322,7 +332,7 @@ impl Client {
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         let items = self
             .inner
-            .list("resources/templates/list", "resourceTemplates")
+            .list(Method::ResourceTemplatesList.as_str(), "resourceTemplates")
             .await?;
         Ok(typed_items(&self.inner.name, "resource template", &items))
     }
@@ -333,7 +343,7 @@ impl Client {
         let key = format!("resources/read {uri}");
         if let Some(hit) = self.inner.cached(&key) {
             if let Some(v) = hit.first() {
-                return model::from_value("resources/read", v.clone());
+                return model::from_value(Method::ResourcesRead.as_str(), v.clone());
             }
         }
         let generation = self.inner.cache_generation.load(Ordering::Acquire);
@@ -341,14 +351,18 @@ impl Client {
         params.insert("uri".into(), uri.into());
         let v = self
             .inner
-            .call("resources/read", params, &RequestOptions::default())
+            .call(
+                Method::ResourcesRead.as_str(),
+                params,
+                &RequestOptions::default(),
+            )
             .await?;
         let ttl = ttl_of(&v);
         if ttl > 0 {
             self.inner
                 .store(key, generation, ttl, Arc::new(vec![v.clone()]));
         }
-        model::from_value("resources/read", v)
+        model::from_value(Method::ResourcesRead.as_str(), v)
     }
 
     /// Reads an MCP App (the UI resource a tool's results are shown with, see
@@ -385,12 +399,16 @@ impl Client {
         }
         let mut v = self
             .inner
-            .call("completion/complete", params, &RequestOptions::default())
+            .call(
+                Method::CompletionComplete.as_str(),
+                params,
+                &RequestOptions::default(),
+            )
             .await?;
         let c = v.get_mut("completion").map(Value::take).ok_or_else(|| {
             Error::invalid_response("completion/complete result has no `completion`")
         })?;
-        model::from_value("completion/complete", c)
+        model::from_value(Method::CompletionComplete.as_str(), c)
     }
 
     /// Sends any request and returns its raw result, with the session's `_meta`,
@@ -410,8 +428,8 @@ impl Client {
     pub async fn ping(&self) -> Result<()> {
         let d = self.inner.ensure().await?;
         let method = match d.era {
-            Era::Legacy => "ping",
-            Era::Modern => "server/discover",
+            Era::Legacy => Method::Ping.as_str(),
+            Era::Modern => Method::ServerDiscover.as_str(),
         };
         self.inner
             .call(method, Map::new(), &RequestOptions::default())

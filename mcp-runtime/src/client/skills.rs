@@ -108,7 +108,7 @@ impl Client {
         params.insert("uri".into(), uri.into());
         let (items, _) = self
             .inner
-            .pages("resources/directory/read", params, "resources")
+            .pages(Method::ResourcesDirectoryRead.as_str(), params, "resources")
             .await?;
         Ok(typed_items(&self.inner.name, "resource", &items))
     }
@@ -167,7 +167,11 @@ impl Client {
         params.insert("uri".into(), uri.into());
         let read = self
             .inner
-            .call("resources/read", params, &RequestOptions::default())
+            .call(
+                Method::ResourcesRead.as_str(),
+                params,
+                &RequestOptions::default(),
+            )
             .await;
         let read = match read {
             Ok(v) => v,
@@ -181,7 +185,8 @@ impl Client {
             }
             Err(e) => return Err(e),
         };
-        let read: crate::ReadResourceResult = model::from_value("resources/read", read)?;
+        let read: crate::ReadResourceResult =
+            model::from_value(Method::ResourcesRead.as_str(), read)?;
         let verified = extract(uri, &read).and_then(|c| check(entry, &c).map(|()| c));
         match verified {
             Ok(content) => {

@@ -16,7 +16,7 @@ use super::{lock, Change, Client, Era, Inner, RequestOptions};
 use crate::error::{Error, Result};
 use crate::input::PendingInput;
 use crate::model::CallToolResult;
-use crate::protocol::{code, TASKS_EXTENSION};
+use crate::protocol::{code, Method, TaskSupport, TASKS_EXTENSION};
 
 /// Where a task stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,7 +174,7 @@ impl Task {
         match state {
             TaskState::Completed => {}
             TaskState::Failed => return Err(task_error(&v)),
-            TaskState::Cancelled => return Err(Error::cancelled("tools/call")),
+            TaskState::Cancelled => return Err(Error::cancelled(Method::ToolsCall.as_str())),
             _ => return Ok(None),
         }
         let result = match v.get_mut("result").map(Value::take) {
@@ -232,7 +232,9 @@ impl Client {
                 }
             }
         }
-        let v = inner.call("tools/call", params, &opts).await?;
+        let v = inner
+            .call(Method::ToolsCall.as_str(), params, &opts)
+            .await?;
         let is_task = v.get("resultType").and_then(Value::as_str) == Some("task")
             || v.get("task").is_some_and(Value::is_object);
         if is_task {
@@ -274,20 +276,21 @@ impl Inner {
             return Ok(false);
         }
         Ok(matches!(
-            self.task_support(tool).await?.as_deref(),
-            Some("optional" | "required")
+            self.task_support(tool).await?,
+            TaskSupport::Optional | TaskSupport::Required
         ))
     }
 
     /// A tool's `execution.taskSupport` (2025-11-25), from the tool list (listed now
     /// if it was not yet).
-    pub(super) async fn task_support(self: &Arc<Self>, tool: &str) -> Result<Option<String>> {
+    pub(super) async fn task_support(self: &Arc<Self>, tool: &str) -> Result<TaskSupport> {
         if lock(&self.tool_info).is_empty() {
             self.list_tools().await?;
         }
         Ok(lock(&self.tool_info)
             .get(tool)
-            .and_then(|i| i.task_support.clone()))
+            .map(|i| i.task_support)
+            .unwrap_or_default())
     }
 
     fn task_params(id: &str) -> Map<String, Value> {
@@ -301,7 +304,7 @@ impl Inner {
     pub(super) async fn get_task(self: &Arc<Self>, id: &str) -> Result<(TaskStatus, Value)> {
         let v = self
             .call(
-                "tasks/get",
+                Method::TasksGet.as_str(),
                 Self::task_params(id),
                 &RequestOptions::default(),
             )
@@ -347,7 +350,7 @@ impl Inner {
 
     pub(super) async fn cancel_task(self: &Arc<Self>, id: &str) -> Result<()> {
         self.call(
-            "tasks/cancel",
+            Method::TasksCancel.as_str(),
             Self::task_params(id),
             &RequestOptions::default(),
         )
@@ -391,8 +394,12 @@ impl Inner {
             if !a.responses.is_empty() {
                 let mut params = Self::task_params(id);
                 params.insert("inputResponses".into(), Value::Object(a.responses.clone()));
-                self.call("tasks/update", params, &RequestOptions::default())
-                    .await?;
+                self.call(
+                    Method::TasksUpdate.as_str(),
+                    params,
+                    &RequestOptions::default(),
+                )
+                .await?;
             }
             answered.extend(a.responses.keys().cloned());
         }
@@ -401,7 +408,7 @@ impl Inner {
             if !first {
                 if Instant::now() + wait > deadline {
                     return Err(Error::timeout_of(
-                        "tools/call",
+                        Method::ToolsCall.as_str(),
                         deadline.saturating_duration_since(Instant::now()) + wait,
                         "max_timeout (ClientBuilder::max_timeout, or the call's)",
                     ));
@@ -410,7 +417,7 @@ impl Inner {
                 tokio::select! {
                     () = tokio::time::sleep(wait) => {}
                     () = pushed => {}
-                    () = cancel.cancelled() => return Err(Error::cancelled("tools/call")),
+                    () = cancel.cancelled() => return Err(Error::cancelled(Method::ToolsCall.as_str())),
                 }
             }
             first = false;
@@ -424,7 +431,7 @@ impl Inner {
                     });
                 }
                 TaskState::Failed => return Err(task_error(&task)),
-                TaskState::Cancelled => return Err(Error::cancelled("tools/call")),
+                TaskState::Cancelled => return Err(Error::cancelled(Method::ToolsCall.as_str())),
                 TaskState::InputRequired => {
                     let requests = task
                         .get_mut("inputRequests")
@@ -453,8 +460,12 @@ impl Inner {
                         answered.extend(responses.keys().cloned());
                         let mut params = Self::task_params(id);
                         params.insert("inputResponses".into(), Value::Object(responses));
-                        self.call("tasks/update", params, &RequestOptions::default())
-                            .await?;
+                        self.call(
+                            Method::TasksUpdate.as_str(),
+                            params,
+                            &RequestOptions::default(),
+                        )
+                        .await?;
                         // Ask again at once: the answers may have unblocked it.
                         wait = Duration::from_millis(10).max(wait / 10);
                     }
@@ -480,7 +491,11 @@ impl Inner {
             ..Default::default()
         };
         match self
-            .call("tasks/result", Self::task_params(id), &waiting)
+            .call(
+                Method::TasksResult.as_str(),
+                Self::task_params(id),
+                &waiting,
+            )
             .await
         {
             Ok(v) => {
@@ -496,7 +511,7 @@ impl Inner {
                         let cancelled = status.state == TaskState::Cancelled;
                         *lock(last) = Some(status);
                         Err(if cancelled {
-                            Error::cancelled("tools/call")
+                            Error::cancelled(Method::ToolsCall.as_str())
                         } else {
                             e
                         })

@@ -19,7 +19,7 @@ pub(crate) mod headers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
-pub(crate) mod sse;
+pub(crate) use mcp_core::sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 #[cfg(feature = "stdio")]

@@ -14,6 +14,7 @@ mod filesystem;
 mod hostile;
 mod http;
 mod lifecycle;
+mod macros;
 mod malformed;
 mod oauth;
 mod oauth_shared;

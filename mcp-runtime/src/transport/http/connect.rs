@@ -1,101 +1,11 @@
-//! Getting bytes to the server: the pooled hyper clients (TLS, proxy), the loopback
-//! rule checked at resolve time, per-request headers and the OAuth bridge, bounded body
-//! reads.
+//! Getting bytes to the server over the toolkit's one HTTP stack
+//! ([`mcp_core::http`]: pooled hyper clients, TLS, proxy, the loopback rule checked at
+//! resolve time, bounded reads): per-request headers, the OAuth bridge, stale
+//! connections, redirects refused.
 
 #[allow(unused_imports)]
 use super::*;
-
-pub(super) type Req = http::Request<Full<Bytes>>;
-
-pub(super) type Connector = HttpConnector<CheckedResolver>;
-
-pub(super) enum Clients {
-    Direct(Pool<HttpsConnector<Connector>, Full<Bytes>>),
-    Proxied {
-        direct: Pool<HttpsConnector<Connector>, Full<Bytes>>,
-        tunnel: Box<Pool<HttpsConnector<Tunnel<Connector>>, Full<Bytes>>>,
-    },
-}
-
-/// The system resolver, with one rule on top: `localhost` and names under
-/// `.localhost` stand for this machine (RFC 6761), and plain `http://` is allowed to
-/// them for that reason, so they must resolve to loopback addresses only. A resolver
-/// that says otherwise is not believed: the connection is refused.
-#[derive(Clone)]
-pub(super) struct CheckedResolver<R = GaiResolver>(pub(super) R);
-
-impl<R> tower_service::Service<Name> for CheckedResolver<R>
-where
-    R: tower_service::Service<Name, Error = std::io::Error>,
-    R::Response: Iterator<Item = std::net::SocketAddr>,
-    R::Future: Send + 'static,
-{
-    type Response = std::vec::IntoIter<std::net::SocketAddr>;
-    type Error = std::io::Error;
-    type Future = BoxFuture<'static, std::io::Result<Self::Response>>;
-
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, name: Name) -> Self::Future {
-        let host = name.as_str().to_owned();
-        let resolving = self.0.call(name);
-        Box::pin(async move {
-            let addrs: Vec<std::net::SocketAddr> = resolving.await?.collect();
-            check_localhost(&host, &addrs)?;
-            Ok(addrs.into_iter())
-        })
-    }
-}
-
-/// Refuses a localhost name that resolved to anything but loopback addresses.
-pub(super) fn check_localhost(host: &str, addrs: &[std::net::SocketAddr]) -> std::io::Result<()> {
-    if is_localhost_name(host) && (addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()))
-    {
-        let found: Vec<String> = addrs.iter().map(|a| a.ip().to_string()).collect();
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!(
-                "`{host}` resolves to [{}], not to loopback addresses only; a localhost name must stand for this machine (refused before connecting)",
-                found.join(", ")
-            ),
-        ));
-    }
-    Ok(())
-}
-
-impl Clients {
-    pub(super) fn send(
-        &self,
-        req: Req,
-        loopback: bool,
-    ) -> hyper_util::client::legacy::ResponseFuture {
-        match self {
-            Clients::Direct(c) => c.request(req),
-            Clients::Proxied { direct, .. } if loopback => direct.request(req),
-            Clients::Proxied { tunnel, .. } => tunnel.request(req),
-        }
-    }
-}
-
-pub(super) fn tls<C>(conn: C) -> Result<HttpsConnector<C>> {
-    Ok(hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-        .map_err(|e| Error::config(format!("TLS setup failed: {e}")))?
-        .https_or_http()
-        .enable_all_versions()
-        .wrap_connector(conn))
-}
-
-/// True for a loopback address, or a localhost name (which [`CheckedResolver`] then
-/// holds to resolving to loopback addresses only).
-pub(super) fn is_loopback(host: &str) -> bool {
-    crate::url_rule::is_loopback_host(host)
-}
+use mcp_core::http::ReadError;
 
 /// `scheme://host[:port]`: never userinfo.
 pub(super) fn origin_of(uri: &Uri) -> String {
@@ -159,16 +69,6 @@ impl crate::auth::AuthHttp for Shared {
             self.reply(resp).await
         })
     }
-}
-
-/// A request that failed on a pooled connection the server had already closed.
-pub(super) fn stale_connection(e: &hyper_util::client::legacy::Error) -> bool {
-    if e.is_connect() {
-        return false;
-    }
-    std::error::Error::source(e)
-        .and_then(|s| s.downcast_ref::<hyper::Error>())
-        .is_some_and(|h| h.is_incomplete_message() || h.is_canceled())
 }
 
 pub(super) fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
@@ -324,7 +224,6 @@ impl Shared {
     ) -> Result<http::Response<Body>> {
         let has_body = body.is_some();
         let body = Bytes::from(body.unwrap_or_default());
-        let loopback = url.host().map(is_loopback).unwrap_or(false);
         let mut attempt = 0;
         let resp = loop {
             attempt += 1;
@@ -340,7 +239,7 @@ impl Shared {
             let req = req
                 .body(Full::new(body.clone()))
                 .map_err(|e| Error::config(format!("cannot build the request: {e}")))?;
-            let fut = self.clients.send(req, loopback);
+            let fut = self.clients.send(req);
             let resp = match self.config.request_timeout {
                 Some(t) => tokio::time::timeout(t, fut).await.map_err(|_| {
                     Error::timeout_of("HTTP request", t, "HttpConfig::request_timeout")
@@ -349,7 +248,7 @@ impl Shared {
             };
             match resp {
                 Ok(r) => break r,
-                Err(e) if retry_stale && attempt == 1 && stale_connection(&e) => {
+                Err(e) if retry_stale && attempt == 1 && mcp_core::http::is_stale(&e) => {
                     tracing::debug!(origin = %self.origin, "a pooled connection was dead; sending again on a new one");
                 }
                 Err(e) => return Err(self.request_error(e)),
@@ -404,22 +303,13 @@ impl Shared {
     /// Reads a whole body, refusing one larger than the message limit (from its
     /// `Content-Length` when it declares one) without holding more of it.
     pub(super) async fn read_body(&self, resp: http::Response<Body>, what: &str) -> Result<Bytes> {
-        let limit = self.config.max_message_size;
-        let declared = resp
-            .headers()
-            .get(http::header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
-            return Err(self.too_large(&format!("{what} declared {} bytes", declared.unwrap_or(0))));
-        }
-        match http_body_util::Limited::new(resp.into_body(), limit)
-            .collect()
-            .await
-        {
-            Ok(c) => Ok(c.to_bytes()),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(self.too_large(what)),
-            Err(e) => Err(Error::transport(format!(
+        match mcp_core::http::read_limited(resp, self.config.max_message_size).await {
+            Ok(body) => Ok(body),
+            Err(ReadError::TooLarge {
+                declared: Some(declared),
+            }) => Err(self.too_large(&format!("{what} declared {declared} bytes"))),
+            Err(ReadError::TooLarge { declared: None }) => Err(self.too_large(what)),
+            Err(ReadError::Failed(e)) => Err(Error::transport(format!(
                 "reading the {what} from {} failed: {e}",
                 self.origin
             ))),

@@ -313,7 +313,7 @@ impl Shared {
         let n = self.reinit.fetch_add(1, Ordering::Relaxed);
         let request = Request {
             id: Id::String(format!("reinitialize-{n}")),
-            method: "initialize".into(),
+            method: crate::protocol::Method::Initialize.as_str().into(),
             params,
         };
         tracing::debug!(origin = %self.origin, "session expired (404); initializing a new one");
@@ -327,7 +327,7 @@ impl Shared {
             .await?;
         Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
         let n = Notification {
-            method: "notifications/initialized".into(),
+            method: crate::protocol::Method::Initialized.as_str().into(),
             params: None,
         };
         self.post_message(&self.url, h, &Message::Notification(n), true, "")

@@ -46,12 +46,6 @@ use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE,
 use http::{HeaderMap, Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
-use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as Pool;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
@@ -60,9 +54,7 @@ use super::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 use crate::protocol::{Era, MODERN_VERSIONS};
-use crate::secret::Secret;
-
-use crate::url_rule::is_localhost_name;
+use crate::Secret;
 
 mod config;
 mod connect;
@@ -72,8 +64,9 @@ mod streamable;
 
 use config::HeaderSource;
 pub use config::HttpConfig;
-use connect::{insert, origin_of, resolve, status_error, tls, CheckedResolver, Clients};
+use connect::{insert, origin_of, resolve, status_error};
 use legacy::LegacySession;
+use mcp_core::http::{Clients, PoolOptions};
 use sse2024::SseSession;
 use streamable::{sse_reader, AnswerTarget, Answerer, PendingGuard};
 #[cfg(test)]
@@ -147,34 +140,12 @@ impl HttpTransport {
             HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::config(format!("`{name}` is not a valid HTTP header name")))?;
         }
-        let mut http = HttpConnector::new_with_resolver(CheckedResolver(GaiResolver::new()));
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        http.set_connect_timeout(Some(config.connect_timeout));
-        let pool = || {
-            Pool::builder(TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(90))
-                .clone()
-        };
-        let direct = pool().build(tls(http.clone())?);
-        let clients = match &config.proxy {
-            None => Clients::Direct(direct),
-            Some(p) => {
-                let proxy: Uri = p
-                    .parse()
-                    .map_err(|e| Error::config(format!("proxy `{p}` is not a valid URL: {e}")))?;
-                if proxy.scheme_str() != Some("http") {
-                    return Err(Error::config(format!(
-                        "proxy `{p}` must be an http:// URL (CONNECT proxies)"
-                    )));
-                }
-                let tunnel = Tunnel::new(proxy, http);
-                Clients::Proxied {
-                    direct,
-                    tunnel: Box::new(pool().build(tls(tunnel)?)),
-                }
-            }
-        };
+        let clients = Clients::new(&PoolOptions {
+            connect_timeout: Some(config.connect_timeout),
+            idle_timeout: Duration::from_secs(90),
+            proxy: config.proxy.clone(),
+        })
+        .map_err(Error::config)?;
         Ok(HttpTransport {
             inner: Arc::new(Shared {
                 auth: config
@@ -252,7 +223,7 @@ impl Transport for HttpTransport {
             .contains(&cx.version.as_str())
         {
             Box::pin(shared.modern(request, cx))
-        } else if request.method == "initialize" {
+        } else if request.method == crate::protocol::Method::Initialize.as_str() {
             Box::pin(shared.initialize(request, cx))
         } else {
             let sse = match &*lock(&shared.mode) {

@@ -306,10 +306,12 @@ impl Shared {
     }
 
     pub(super) fn mcp_name(method: &str, params: &Value) -> Option<String> {
-        let v = match method {
-            "tools/call" | "prompts/get" => params.get("name"),
-            "resources/read" => params.get("uri"),
-            m if m.starts_with("tasks/") => params.get("taskId"),
+        let v = match crate::protocol::Method::of(method) {
+            Some(crate::protocol::Method::ToolsCall | crate::protocol::Method::PromptsGet) => {
+                params.get("name")
+            }
+            Some(crate::protocol::Method::ResourcesRead) => params.get("uri"),
+            _ if method.starts_with("tasks/") => params.get("taskId"),
             _ => None,
         }?;
         v.as_str().map(crate::transport::headers::encode)
@@ -342,7 +344,7 @@ impl Shared {
                 .await?;
             match self.read_reply(resp, &request.id, &cx.incoming, None).await? {
                 Reply::Answer(mut r) => {
-                    if request.method == "server/discover" && r.outcome.is_ok() {
+                    if request.method == crate::protocol::Method::ServerDiscover.as_str() && r.outcome.is_ok() {
                         self.remember(Detected::Modern);
                     }
                     r.id = original;

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 /// (escape sequences start with ESC), and the Unicode controls that reorder or hide
 /// text (bidirectional overrides, zero-width joiners and marks). Tabs and newlines stay
 /// when `keep_newlines`; everything else printable passes unchanged.
-pub(crate) fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+pub fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
     let unsafe_char = |c: char| {
         (c.is_control() && !(c == '\t' || (keep_newlines && c == '\n')))
             || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
@@ -26,13 +26,13 @@ pub(crate) fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
 }
 
 /// [`escape`] for one line: newlines are escaped too.
-pub(crate) fn escape_controls(text: &str) -> Cow<'_, str> {
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
     escape(text, false)
 }
 
 /// Server text for one line of a message: at most `max` characters (then `…`), with
 /// controls escaped.
-pub(crate) fn clip(text: &str, max: usize) -> String {
+pub fn clip(text: &str, max: usize) -> String {
     let cut = match text.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),
@@ -41,7 +41,7 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 }
 
 /// A byte count for people: `64 MiB`, `1.5 KiB`, `300 bytes`.
-pub(crate) fn size(bytes: usize) -> String {
+pub fn size(bytes: usize) -> String {
     const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
     if bytes < 1024 {
         return format!("{bytes} bytes");

@@ -8,14 +8,14 @@
 use std::time::Duration;
 
 /// The shortest wait before reconnecting, whatever `retry:` a server sends.
-pub(crate) const RETRY_FLOOR: Duration = Duration::from_millis(250);
+pub const RETRY_FLOOR: Duration = Duration::from_millis(250);
 /// The longest wait before reconnecting.
-pub(crate) const RETRY_CEILING: Duration = Duration::from_secs(30);
+pub const RETRY_CEILING: Duration = Duration::from_secs(30);
 
 /// How long to wait before reconnecting: the server's `retry:` (or one second), never
 /// less than [`RETRY_FLOOR`], doubled for each attempt in a row that brought nothing,
 /// up to [`RETRY_CEILING`].
-pub(crate) fn reconnect_delay(retry_ms: Option<u64>, fruitless: u32) -> Duration {
+pub fn reconnect_delay(retry_ms: Option<u64>, fruitless: u32) -> Duration {
     let base = Duration::from_millis(retry_ms.unwrap_or(1000)).max(RETRY_FLOOR);
     base.saturating_mul(1u32 << fruitless.min(8))
         .min(RETRY_CEILING.max(base))
@@ -23,11 +23,11 @@ pub(crate) fn reconnect_delay(retry_ms: Option<u64>, fruitless: u32) -> Duration
 
 /// An event grew past the parser's limit.
 #[derive(Debug)]
-pub(crate) struct Overflow;
+pub struct Overflow;
 
 /// One dispatched event.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub(crate) struct Event {
+pub struct Event {
     /// `event:` (empty means `message`).
     pub event: String,
     /// The `data:` lines, joined with `\n`.
@@ -36,8 +36,9 @@ pub(crate) struct Event {
     pub id: Option<String>,
 }
 
+/// The parser: bytes in with [`Parser::push`], complete events out.
 #[derive(Debug)]
-pub(crate) struct Parser {
+pub struct Parser {
     /// The most an event (its data, and the line being read) may hold.
     limit: usize,
     buf: Vec<u8>,
@@ -57,7 +58,7 @@ pub(crate) struct Parser {
 
 impl Parser {
     /// A parser that refuses events larger than `limit` bytes.
-    pub(crate) fn new(limit: usize) -> Self {
+    pub fn new(limit: usize) -> Self {
         Parser {
             limit,
             buf: Vec::new(),
@@ -74,14 +75,16 @@ impl Parser {
 
     /// A parser for the stream that follows this one (a reconnection): the same limit,
     /// and the last event id and `retry:` carried over.
-    pub(crate) fn resume(&self) -> Self {
+    pub fn resume(&self) -> Self {
         let mut p = Parser::new(self.limit);
         p.last_id = self.last_id.clone();
         p.retry = self.retry;
         p
     }
 
-    pub(crate) fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), Overflow> {
+    /// Reads `chunk` (any piece of the stream) and appends the events it completes to
+    /// `out`. Past the limit it fails and keeps nothing of the event being read.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Event>) -> Result<(), Overflow> {
         let mut chunk = chunk;
         if self.skip_lf {
             if let Some(b'\n') = chunk.first() {
@@ -125,6 +128,17 @@ impl Parser {
             return Err(Overflow);
         }
         Ok(())
+    }
+
+    /// The stream ended: a last line without its line end is read, and an event
+    /// without its closing blank line is dispatched (model providers end streams so).
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line, out);
+        }
+        self.scanned = 0;
+        self.line(b"", out);
     }
 
     fn line(&mut self, line: &[u8], out: &mut Vec<Event>) {
@@ -260,6 +274,43 @@ mod tests {
             assert_eq!(p.retry, Some(500));
             assert_eq!(p.last_id.as_deref(), Some("7"));
         }
+    }
+
+    #[test]
+    fn a_model_providers_stream_split_anywhere_parses_the_same() {
+        let text =
+            "event: a\ndata: {\"x\":1}\n\n: comment\r\ndata: one\r\ndata: two\r\n\r\ndata: [DONE]";
+        for size in 1..text.len() {
+            let mut p = Parser::new(1024);
+            let mut out = Vec::new();
+            for chunk in text.as_bytes().chunks(size) {
+                p.push(chunk, &mut out).expect("within the limit");
+            }
+            p.finish(&mut out);
+            let seen: Vec<(&str, &str)> = out
+                .iter()
+                .map(|e| (e.event.as_str(), e.data.as_str()))
+                .collect();
+            assert_eq!(
+                seen,
+                [("a", "{\"x\":1}"), ("", "one\ntwo"), ("", "[DONE]")],
+                "chunks of {size}"
+            );
+        }
+    }
+
+    #[test]
+    fn finish_dispatches_an_event_the_stream_did_not_close() {
+        let mut p = Parser::new(1024);
+        let mut out = Vec::new();
+        p.push(b"event: a\ndata: 1\n\nevent: b\ndata: 2", &mut out)
+            .expect("within the limit");
+        assert_eq!(out.len(), 1);
+        p.finish(&mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!((out[1].event.as_str(), out[1].data.as_str()), ("b", "2"));
+        p.finish(&mut out);
+        assert_eq!(out.len(), 2, "nothing more to dispatch");
     }
 
     #[test]

@@ -1,0 +1,237 @@
+//! PostgreSQL connections (feature `postgres`), shared by the stores that keep state
+//! in a database: the runtime's credential store and the agent's run store.
+//!
+//! TLS (rustls, webpki roots, `sslmode=require` at least) for anything but a loopback
+//! address or a Unix socket; `sslmode=disable` to another machine is refused.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+pub use tokio_postgres;
+use tokio_postgres::config::{Host, SslMode};
+
+/// A failure of the pool: a connection string that is wrong (`is_config`), or a
+/// database operation that failed (with the driver's error as its source).
+#[derive(Debug)]
+pub struct PgError {
+    detail: String,
+    config: bool,
+    source: Option<tokio_postgres::Error>,
+}
+
+impl PgError {
+    fn config(detail: impl Into<String>) -> Self {
+        PgError {
+            detail: detail.into(),
+            config: true,
+            source: None,
+        }
+    }
+
+    /// The connection string or the TLS setup is wrong: nothing was sent.
+    pub fn is_config(&self) -> bool {
+        self.config
+    }
+}
+
+impl fmt::Display for PgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl std::error::Error for PgError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+fn pg_error(what: &str, e: tokio_postgres::Error) -> PgError {
+    PgError {
+        detail: format!("the database: {what} failed: {e}"),
+        config: false,
+        source: Some(e),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Connections to one PostgreSQL database: a shared one (opened again when it closes)
+/// and dedicated ones on demand. TLS (rustls, webpki roots, `sslmode=require` at least)
+/// for anything but loopback or a Unix socket.
+pub struct PgPool {
+    config: tokio_postgres::Config,
+    tls: bool,
+    client: Mutex<Option<Arc<tokio_postgres::Client>>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl fmt::Debug for PgPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The connection string may hold a password.
+        f.debug_struct("PgPool")
+            .field("hosts", &self.config.get_hosts())
+            .field("dbname", &self.config.get_dbname())
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// Runs a connection's I/O until it ends.
+fn drive<C>(connection: C)
+where
+    C: std::future::Future<Output = std::result::Result<(), tokio_postgres::Error>>
+        + Send
+        + 'static,
+{
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "database connection ended");
+        }
+    });
+}
+
+impl PgPool {
+    /// Reads the connection string (`postgres://…` or `host=… dbname=…`); connects
+    /// on first use.
+    pub fn new(url: &str) -> Result<Self, PgError> {
+        let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
+            PgError::config(format!(
+                "the PostgreSQL connection string is not valid: {e}"
+            ))
+        })?;
+        // Decided on the address actually connected to: a host's `hostaddr` when it
+        // has one (the name is then only for TLS), else the host itself.
+        let addrs = config.get_hostaddrs();
+        let local = addrs.iter().all(|a| a.is_loopback())
+            && config
+                .get_hosts()
+                .iter()
+                .enumerate()
+                .all(|(i, h)| match (addrs.get(i), h) {
+                    (Some(a), _) => a.is_loopback(),
+                    (None, Host::Tcp(name)) => crate::url_rule::is_loopback_host(name),
+                    #[cfg(unix)]
+                    (None, Host::Unix(_)) => true,
+                });
+        if !local && config.get_ssl_mode() == SslMode::Disable {
+            return Err(PgError::config(
+                "the PostgreSQL connection string asks for sslmode=disable to a server that is not on this machine (host or hostaddr); the password and the data would cross the network in clear: use TLS (sslmode=require, the default here)",
+            ));
+        }
+        let tls = !local || config.get_ssl_mode() == SslMode::Require;
+        if tls && config.get_ssl_mode() != SslMode::Require {
+            config.ssl_mode(SslMode::Require);
+        }
+        Ok(PgPool {
+            config,
+            tls,
+            client: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// A new connection of its own (its driver runs on a task of its own).
+    pub async fn dedicated(&self) -> Result<tokio_postgres::Client, PgError> {
+        if self.tls {
+            let roots = rustls::RootCertStore {
+                roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+            };
+            let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| PgError::config(format!("TLS setup failed: {e}")))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(config);
+            let (client, connection) = self
+                .config
+                .connect(tls)
+                .await
+                .map_err(|e| pg_error("connecting", e))?;
+            drive(connection);
+            Ok(client)
+        } else {
+            let (client, connection) = self
+                .config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(|e| pg_error("connecting", e))?;
+            drive(connection);
+            Ok(client)
+        }
+    }
+
+    /// The shared connection, opened again when it closed.
+    pub async fn client(&self) -> Result<Arc<tokio_postgres::Client>, PgError> {
+        if let Some(c) = lock(&self.client).as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        let _one = self.connecting.lock().await;
+        if let Some(c) = lock(&self.client).as_ref().filter(|c| !c.is_closed()) {
+            return Ok(c.clone());
+        }
+        let c = Arc::new(self.dedicated().await?);
+        *lock(&self.client) = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Runs `sql` (statements creating tables) once across every instance: under an
+    /// advisory lock named `name`, in a transaction.
+    pub async fn create_once(&self, name: &str, sql: &str) -> Result<(), PgError> {
+        let client = self.client().await?;
+        client
+            .batch_execute(&format!(
+                "BEGIN; SELECT pg_advisory_xact_lock(hashtextextended('{name}', 0)); {sql} COMMIT;"
+            ))
+            .await
+            .map_err(|e| pg_error("creating the tables", e))
+    }
+
+    /// The error of a failed database operation `what`.
+    pub fn error(what: &str, e: tokio_postgres::Error) -> PgError {
+        pg_error(what, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_is_decided_on_the_address_connected_to() {
+        let tls = |url: &str| PgPool::new(url).map(|p| p.tls);
+        assert!(!tls("postgres://app:pw@localhost:5432/runs").expect("a valid string"));
+        assert!(!tls("postgres://app:pw@127.0.0.1:5432/runs").expect("a valid string"));
+        // A loopback name with a remote address: the address is what is connected to.
+        assert!(
+            tls("postgres://app:pw@localhost:5432/runs?hostaddr=192.0.2.7")
+                .expect("a valid string")
+        );
+        assert!(
+            tls("host=localhost hostaddr=192.0.2.7 user=app dbname=runs").expect("a valid string")
+        );
+        // A remote name with a loopback address stays on this machine.
+        assert!(
+            !tls("host=db.invalid hostaddr=127.0.0.1 user=app dbname=runs")
+                .expect("a valid string")
+        );
+        // Several hosts: every one must be local.
+        assert!(tls("host=localhost,db.invalid user=app dbname=runs").expect("a valid string"));
+        // Asking for no TLS to a remote address is refused, naming why.
+        let e = tls("postgres://app:pw@localhost:5432/runs?hostaddr=192.0.2.7&sslmode=disable")
+            .expect_err("refused");
+        assert!(
+            e.is_config() && e.to_string().contains("sslmode=disable"),
+            "{e}"
+        );
+        assert!(
+            !tls("postgres://app:pw@localhost:5432/runs?sslmode=disable").expect("a valid string")
+        );
+    }
+}

@@ -1,0 +1,14 @@
+//! One compile-fail case per diagnostic of `#[mcp(...)]`, and pass cases for every
+//! setting, compiled against this crate as users do (`mcp_runtime::mcp`). The snapshots
+//! the cases check against are the workspace's `.mcp/`. Bless changed output with
+//! `TRYBUILD=overwrite cargo test -p mcp-runtime --test it -- --exact macros::ui`.
+//!
+//! They live here, not in `mcp-macros`: a dev-dependency of the macro crate on the
+//! runtime would be a dependency circle, which `cargo package` cannot verify.
+
+#[test]
+fn ui() {
+    let t = trybuild::TestCases::new();
+    t.pass("tests/ui/pass/*.rs");
+    t.compile_fail("tests/ui/fail/*.rs");
+}
