@@ -2,8 +2,6 @@
 //! process, [`SqliteRunStore`] (default feature `sqlite`) in a file, for runs resumed
 //! by another process or after a restart.
 
-use std::sync::Mutex;
-
 use mcp_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -452,7 +450,4 @@ fn page_of(mut runs: Vec<RunSummary>, size: usize) -> RunPage {
     RunPage { runs, next }
 }
 
-/// A lock that a panic elsewhere does not poison for good.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use mcp_core::lock;

@@ -5,7 +5,7 @@
 //! address or a Unix socket; `sslmode=disable` to another machine is refused.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 pub use tokio_postgres;
 use tokio_postgres::config::{Host, SslMode};
@@ -56,9 +56,7 @@ fn pg_error(what: &str, e: tokio_postgres::Error) -> PgError {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use crate::lock;
 
 /// Connections to one PostgreSQL database: a shared one (opened again when it closes)
 /// and dedicated ones on demand. TLS (rustls, webpki roots, `sslmode=require` at least)

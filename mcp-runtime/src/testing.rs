@@ -16,9 +16,7 @@ use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::transport::{RequestContext, Transport};
 use crate::BoxFuture;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use mcp_core::lock;
 
 type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
 

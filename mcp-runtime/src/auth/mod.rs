@@ -67,9 +67,7 @@ use registration::{check_callback, Client};
 /// store (owner `""`): `CredentialKey { resource: BINDING + what, issuer: "" }`.
 const BINDING: &str = "urn:mcp-runtime:binding:";
 
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+pub(crate) use mcp_core::lock;
 
 type SecretFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Secret>> + Send + Sync>;
 

@@ -226,9 +226,7 @@ struct CacheEntry {
     value: Arc<Vec<Value>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use mcp_core::lock;
 
 impl Client {
     /// Starts building a client.

@@ -52,9 +52,7 @@ type OAuthConfig = crate::auth::OAuth;
 #[cfg(not(feature = "http"))]
 type OAuthConfig = std::convert::Infallible;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use mcp_core::lock;
 
 /// A declared server, used as an object: tools shaped for a model, prompts,
 /// resources, and the session underneath. Cheap to clone.

@@ -161,7 +161,7 @@ impl StdioTransport {
     }
 
     fn live_conn(&self) -> Option<Arc<Conn>> {
-        let guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = mcp_core::lock(&self.conn);
         guard
             .as_ref()
             .filter(|c| !c.dead.load(Ordering::Acquire))
@@ -169,7 +169,7 @@ impl StdioTransport {
     }
 
     fn conn(&self, incoming: &Incoming) -> Result<Arc<Conn>> {
-        let mut guard = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = mcp_core::lock(&self.conn);
         if let Some(c) = guard.as_ref() {
             if !c.dead.load(Ordering::Acquire) {
                 return Ok(c.clone());
@@ -465,7 +465,7 @@ impl Supervisor {
         self.incoming.disconnected();
         self.dead.store(true, Ordering::Release);
         let drained: Vec<_> = {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = mcp_core::lock(&self.pending);
             p.drain().collect()
         };
         for (_, tx) in drained {
@@ -539,7 +539,7 @@ impl Supervisor {
             match m {
                 Ok(Message::Response(r)) => {
                     let tx = {
-                        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut p = mcp_core::lock(&self.pending);
                         p.remove(&r.id)
                     };
                     match tx {
@@ -585,7 +585,7 @@ struct PendingGuard<'a> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let mut p = mcp_core::lock(self.pending);
             p.remove(&id);
         }
     }
@@ -598,7 +598,7 @@ impl Transport for StdioTransport {
             let (tx, rx) = oneshot::channel();
             let id = request.id.clone();
             {
-                let mut p = conn.pending.lock().unwrap_or_else(|e| e.into_inner());
+                let mut p = mcp_core::lock(&conn.pending);
                 if conn.dead.load(Ordering::Acquire) {
                     return Err(Error::closed("the server process exited"));
                 }
@@ -644,15 +644,11 @@ impl Transport for StdioTransport {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let conn = {
-                let mut g = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+                let mut g = mcp_core::lock(&self.conn);
                 g.take()
             };
             let Some(conn) = conn else { return Ok(()) };
-            let close_tx = conn
-                .close_tx
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
+            let close_tx = mcp_core::lock(&conn.close_tx).take();
             if let Some(close_tx) = close_tx {
                 let (done_tx, done_rx) = oneshot::channel();
                 if close_tx.send(done_tx).is_ok() {

@@ -85,9 +85,7 @@ fn era_cache() -> &'static Mutex<HashMap<String, Detected>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use mcp_core::lock;
 
 type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
 
