@@ -16,8 +16,8 @@ cargo fmt --all -- --check
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "feature combinations users pick: stdio only, HTTP only, each with macros"
-for features in stdio stdio,macros http http,macros; do
+step "feature combinations users pick: stdio only, HTTP only (with and without OAuth), each with macros"
+for features in stdio stdio,macros http http,macros http,oauth; do
   cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
 done
 for features in "" http postgres http,postgres; do

@@ -98,7 +98,7 @@ impl Error {
     }
 
     /// Marks an error of the authorization flow (see `Inner::authorization`).
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(crate) fn in_authorization(mut self) -> Self {
         self.inner.authorization = true;
         self

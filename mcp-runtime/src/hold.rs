@@ -45,7 +45,7 @@ pub(crate) async fn with_hold<F: std::future::Future>(hold: Hold, f: F) -> F::Ou
 }
 
 /// Holds the current request's timeouts (when there is a current request).
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 pub(crate) fn hold_request() -> Option<HoldGuard> {
     CURRENT_HOLD.try_with(Hold::hold).ok()
 }

@@ -32,7 +32,7 @@
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 pub mod auth;
 mod client;
 #[cfg(any(feature = "stdio", feature = "http"))]

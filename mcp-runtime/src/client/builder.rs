@@ -21,6 +21,10 @@ pub struct ClientBuilder {
     on_progress: Vec<ProgressCallback>,
     protocol: ProtocolMode,
     errors: Vec<String>,
+    /// The HTTP transport [`http`](Self::http) made: the client reaches its OAuth
+    /// authorization through it.
+    #[cfg(feature = "oauth")]
+    oauth: Option<crate::transport::http::HttpTransport>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -56,6 +60,8 @@ impl Default for ClientBuilder {
             on_progress: Vec::new(),
             protocol: ProtocolMode::Auto,
             errors: Vec::new(),
+            #[cfg(feature = "oauth")]
+            oauth: None,
         }
     }
 }
@@ -201,6 +207,11 @@ impl ClientBuilder {
             self
         };
         let transport = crate::transport::http::HttpTransport::new(config)?;
+        #[cfg(feature = "oauth")]
+        let builder = ClientBuilder {
+            oauth: Some(transport.clone()),
+            ..builder
+        };
         builder.build(transport)
     }
 
@@ -239,6 +250,8 @@ impl ClientBuilder {
                 inner: weak.clone(),
             })),
             transport: Box::new(transport),
+            #[cfg(feature = "oauth")]
+            oauth: self.oauth,
             name: self.name,
             client_info,
             capabilities: Value::Object(caps),

@@ -139,6 +139,9 @@ struct Inner {
     /// The session's inbox, handed to the transport with each request.
     incoming: Incoming,
     transport: Box<dyn Transport>,
+    /// The HTTP transport, for its OAuth authorization (built by `ClientBuilder::http`).
+    #[cfg(feature = "oauth")]
+    oauth: Option<crate::transport::http::HttpTransport>,
     name: String,
     client_info: Value,
     capabilities: Value,
@@ -582,9 +585,10 @@ impl Client {
     /// The OAuth authorization of this server (HTTP servers configured with
     /// [`HttpConfig::oauth`](crate::HttpConfig::oauth)): for web applications that send
     /// the user to the authorization server themselves.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub fn authorization(&self) -> Result<crate::auth::Authorization<'_>> {
-        self.inner.transport.authorization().ok_or_else(|| {
+        let http = self.inner.oauth.as_ref();
+        http.and_then(|h| h.authorization()).ok_or_else(|| {
             Error::config(format!("{} is not configured for OAuth", self.inner.name))
         })
     }

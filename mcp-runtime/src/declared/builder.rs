@@ -17,7 +17,7 @@ pub(super) struct Spec {
     pub(super) defer: Option<Vec<String>>,
     pub(super) snapshot: Option<Vec<Tool>>,
     pub(super) drift: DriftPolicy,
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(super) oauth_with: Option<OAuthFactory>,
 }
 
@@ -88,7 +88,7 @@ pub struct McpBuilder {
     pub(super) context: Context,
     pub(super) snapshot: Option<String>,
     pub(super) drift: DriftPolicy,
-    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     pub(super) oauth: Option<OAuthConfig>,
     pub(super) oauth_with: Option<OAuthFactory>,
     pub(super) max_message_size: Option<usize>,
@@ -356,7 +356,7 @@ impl McpBuilder {
         self
     }
     /// Authorizes with OAuth when an HTTP server asks for it (see [`crate::auth`]).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self
@@ -364,7 +364,7 @@ impl McpBuilder {
 
     /// OAuth settings made when the server is first used (so they can read the
     /// declaring struct's inputs and methods).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub fn oauth_with(
         mut self,
         make: impl Fn() -> Option<crate::auth::OAuth> + Send + Sync + 'static,
@@ -547,6 +547,7 @@ impl McpBuilder {
                 if let Some(t) = self.context.request_timeout {
                     c = c.request_timeout(t);
                 }
+                #[cfg(feature = "oauth")]
                 if let Some(o) = self.oauth {
                     c = c.oauth(o);
                 }

@@ -47,9 +47,9 @@ type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 type TransportFactory = Arc<dyn Fn() -> Result<Box<dyn Transport>> + Send + Sync>;
 type OAuthFactory = Arc<dyn Fn() -> Option<OAuthConfig> + Send + Sync>;
 /// OAuth settings (HTTP only: without the `http` feature there are none to give).
-#[cfg(feature = "http")]
+#[cfg(feature = "oauth")]
 type OAuthConfig = crate::auth::OAuth;
-#[cfg(not(feature = "http"))]
+#[cfg(not(feature = "oauth"))]
 type OAuthConfig = std::convert::Infallible;
 
 use mcp_core::lock;
@@ -149,7 +149,9 @@ impl Mcp {
                 Connect::Stdio(c) => builder.stdio((**c).clone()),
                 #[cfg(feature = "http")]
                 Connect::Http(c) => {
+                    #[allow(unused_mut)]
                     let mut c = c.as_ref().clone();
+                    #[cfg(feature = "oauth")]
                     if let Some(make) = &self.spec.oauth_with {
                         if let Some(o) = make() {
                             c = c.oauth(o);
@@ -609,14 +611,14 @@ impl Mcp {
     /// The URL to send the user to so they can authorize this server (OAuth servers).
     /// The authorization server redirects back to `redirect_uri`; pass the callback's
     /// parameters to [`authorize`](Self::authorize).
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub async fn authorization_url(&self, redirect_uri: &str) -> Result<String> {
         self.client()?.authorization()?.url(redirect_uri).await
     }
 
     /// Completes an authorization with the callback's parameters (a redirect URL or
     /// its query). Fails when they do not match what `authorization_url` started.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub async fn authorize(&self, callback: &str) -> Result<()> {
         self.client()?
             .authorization()?
@@ -625,7 +627,7 @@ impl Mcp {
     }
 
     /// Whether the owner has authorized this server.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub fn is_authorized(&self) -> bool {
         self.client()
             .ok()
@@ -634,7 +636,7 @@ impl Mcp {
     }
 
     /// Forgets the owner's credentials for this server.
-    #[cfg(feature = "http")]
+    #[cfg(feature = "oauth")]
     pub async fn deauthorize(&self) -> Result<()> {
         self.client()?.authorization()?.forget().await
     }
@@ -698,9 +700,5 @@ impl Transport for BoxedTransport {
     }
     fn mirrors_param_headers(&self) -> bool {
         self.0.mirrors_param_headers()
-    }
-    #[cfg(feature = "http")]
-    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
-        self.0.authorization()
     }
 }

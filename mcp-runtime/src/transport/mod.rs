@@ -138,12 +138,6 @@ pub trait Transport: Send + Sync + 'static {
     fn mirrors_param_headers(&self) -> bool {
         false
     }
-
-    /// The OAuth authorization of this server, when the transport has one.
-    #[cfg(feature = "http")]
-    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
-        None
-    }
 }
 
 impl<T: Transport + ?Sized> Transport for Arc<T> {
@@ -173,10 +167,6 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     }
     fn mirrors_param_headers(&self) -> bool {
         (**self).mirrors_param_headers()
-    }
-    #[cfg(feature = "http")]
-    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
-        (**self).authorization()
     }
 }
 

@@ -23,6 +23,7 @@ pub struct HttpConfig {
     pub(super) proxy: Option<String>,
     pub(super) request_timeout: Option<Duration>,
     pub(super) connect_timeout: Duration,
+    #[cfg(feature = "oauth")]
     pub(super) oauth: Option<crate::auth::OAuth>,
     pub(super) max_message_size: usize,
 }
@@ -37,6 +38,7 @@ impl HttpConfig {
             proxy: None,
             request_timeout: None,
             connect_timeout: Duration::from_secs(10),
+            #[cfg(feature = "oauth")]
             oauth: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
         }
@@ -44,6 +46,7 @@ impl HttpConfig {
 
     /// Authorizes with OAuth when the server asks (401): discovery, registration, the
     /// configured grant, refresh, step-up on `insufficient_scope`, DPoP.
+    #[cfg(feature = "oauth")]
     pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
         self.oauth = Some(oauth);
         self

@@ -16,6 +16,7 @@ pub(super) fn origin_of(uri: &Uri) -> String {
     }
 }
 
+#[cfg(feature = "oauth")]
 impl crate::auth::AuthHttp for Shared {
     fn get<'a>(&'a self, url: &'a str) -> BoxFuture<'a, Result<crate::auth::HttpReply>> {
         Box::pin(async move {
@@ -153,11 +154,26 @@ impl Shared {
         body: Option<Vec<u8>>,
         retry_stale: bool,
     ) -> Result<http::Response<Body>> {
-        let Some(auth) = &self.auth else {
+        #[cfg(feature = "oauth")]
+        if let Some(auth) = &self.auth {
             return self
-                .send_plain(method, url, headers, body, retry_stale)
+                .send_authorized(auth, method, url, headers, body, retry_stale)
                 .await;
-        };
+        }
+        self.send_plain(method, url, headers, body, retry_stale)
+            .await
+    }
+
+    #[cfg(feature = "oauth")]
+    async fn send_authorized(
+        &self,
+        auth: &crate::auth::Session,
+        method: Method,
+        url: &Uri,
+        headers: HeaderMap,
+        body: Option<Vec<u8>>,
+        retry_stale: bool,
+    ) -> Result<http::Response<Body>> {
         let url_text = url.to_string();
         let mut attempt = 0;
         let mut authorized = false;

@@ -96,12 +96,15 @@ enum Mode {
 }
 
 /// The HTTP transport. Create it with [`HttpTransport::new`] or
-/// [`ClientBuilder::http`](crate::ClientBuilder::http).
+/// [`ClientBuilder::http`](crate::ClientBuilder::http). Clones share the connections
+/// and the session.
+#[derive(Clone)]
 pub struct HttpTransport {
     inner: Arc<Shared>,
 }
 
 struct Shared {
+    #[cfg(feature = "oauth")]
     auth: Option<crate::auth::Session>,
     config: HttpConfig,
     url: Uri,
@@ -146,6 +149,7 @@ impl HttpTransport {
         .map_err(Error::config)?;
         Ok(HttpTransport {
             inner: Arc::new(Shared {
+                #[cfg(feature = "oauth")]
                 auth: config
                     .oauth
                     .clone()
@@ -198,6 +202,7 @@ impl Shared {
 
 impl Shared {
     /// An authorization server's reply, bounded like every other read.
+    #[cfg(feature = "oauth")]
     async fn reply(&self, resp: http::Response<Body>) -> Result<crate::auth::HttpReply> {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
@@ -314,8 +319,14 @@ impl Transport for HttpTransport {
             self.inner.get_stream_ready().await
         })
     }
+}
 
-    fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
+impl HttpTransport {
+    /// The OAuth authorization of this server, when it is configured with
+    /// [`HttpConfig::oauth`]: for applications that send the user to the authorization
+    /// server themselves.
+    #[cfg(feature = "oauth")]
+    pub fn authorization(&self) -> Option<crate::auth::Authorization<'_>> {
         let session = self.inner.auth.as_ref()?;
         Some(crate::auth::Authorization {
             session,
