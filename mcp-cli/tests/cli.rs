@@ -5,26 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The pinned test peers (installed once; fails loudly when that is not possible).
-fn peers() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo_root().join("tests/peers/install.sh"))
-        .output()
-        .expect("bash is required to install the test peers");
-    assert!(
-        out.status.success(),
-        "installing the test peers failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    repo_root().join(".peers")
-}
+use mcp_test_support::{free_port, peers, repo_root};
 
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
     // Run from a scratch folder: no project snapshot applies.
@@ -140,14 +121,6 @@ impl Drop for OAuthPeers {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn ready(mut child: std::process::Child, what: &str) -> std::process::Child {

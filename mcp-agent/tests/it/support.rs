@@ -4,57 +4,20 @@
 
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use mcp_agent::{PostgresRunStore, RunStore, SqliteRunStore};
 use mcp_runtime::Mcp;
+pub(crate) use mcp_test_support::{
+    free_port, peers, repo_root, Captured, HttpServer, Killed, Postgres,
+};
 use serde_json::{json, Value};
-
-pub(crate) fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// The pinned test peers (installed once; fails loudly when that is not possible).
-pub(crate) fn peers() -> PathBuf {
-    let out = Command::new("bash")
-        .arg(repo_root().join("tests/peers/install.sh"))
-        .output()
-        .expect("bash is required to install the test peers");
-    assert!(
-        out.status.success(),
-        "installing the test peers failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    repo_root().join(".peers")
-}
 
 pub(crate) fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mcp-agent-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// A free loopback port.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A peer process, killed when dropped.
-pub(crate) struct Killed(pub(crate) Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Runs one of this binary's `#[ignore]`d helper tests as a process of its own with
@@ -88,20 +51,6 @@ pub(crate) fn parse_suspended(line: &str) -> (String, String) {
             .to_owned()
     };
     (field("run="), field("decision="))
-}
-
-/// What a test process's subscriber writes.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(pub(crate) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 /// Everything the test process logs (every level) and traces (an OpenTelemetry
@@ -211,42 +160,6 @@ pub(crate) fn offered(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A real PostgreSQL (tests/peers/postgres.sh), stopped when dropped.
-pub(crate) struct Postgres {
-    pub(crate) url: String,
-    pub(crate) port: u16,
-}
-
-impl Postgres {
-    pub(crate) fn start() -> Postgres {
-        peers();
-        let port = free_port();
-        let out = Command::new("bash")
-            .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["start", &port.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Postgres {
-            url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
-            port,
-        }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["stop", &self.port.to_string()])
-            .output();
-    }
-}
-
 /// The run store a test names: a PostgreSQL URL, else the SQLite file in `dir`.
 pub(crate) async fn store_for(dir: &Path, store: &str) -> std::sync::Arc<dyn RunStore> {
     if store.starts_with("postgres://") {
@@ -256,9 +169,9 @@ pub(crate) async fn store_for(dir: &Path, store: &str) -> std::sync::Arc<dyn Run
     }
 }
 
-/// The project's PyPI server over loopback HTTP (both eras), killed when dropped.
+/// The project's PyPI server over loopback HTTP (both eras), stopped when dropped.
 pub(crate) struct PyServer {
-    pub(crate) _child: Killed,
+    _server: HttpServer,
     pub(crate) port: u16,
 }
 
@@ -274,30 +187,11 @@ impl PyServer {
 
     /// With flags and environment variables (`PYSERVER_SIGN_ONLY_STATE`, …).
     pub(crate) fn start_env(flags: &[&str], env: &[(&str, &str)]) -> PyServer {
-        let port = free_port();
-        let child = Command::new(peers().join("venv/bin/python"))
-            .arg(repo_root().join("tests/peers/pyserver.py"))
-            .args(["http", &port.to_string()])
-            .args(flags)
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = PyServer {
-            _child: Killed(child),
-            port,
-        };
-        // However slowly it starts: only a listening socket ends the wait.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "pyserver never listened on {port}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(100));
+        let server = HttpServer::python_env(free_port(), flags, env);
+        PyServer {
+            port: server.port,
+            _server: server,
         }
-        server
     }
 
     pub(crate) fn url(&self) -> String {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use mcp_runtime::{Client, Era, HttpConfig, ProtocolMode, StdioConfig};
 use serde_json::{json, Value};
 
-use crate::support::{self, HttpServer, SlowProxy};
+use crate::support::{self, read_wire, sent, wire_log, wiretap, HttpServer, SlowProxy, Wire};
 
 const DELAY: u32 = 10;
 
@@ -342,66 +342,6 @@ async fn initialize_refused_for_2026_moves_to_modern() {
         .unwrap()
         .iter()
         .any(|t| t.name == "echo"));
-}
-
-/// The wire a wiretap recorded (tests/peers/wiretap.py): each entry's direction
-/// (`>` to the server, `<` from it, `start` for a process start) and message.
-type Wire = Vec<(String, Value)>;
-
-fn wire_log(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("mcp-era-wire-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.jsonl"));
-    let _ = std::fs::remove_file(&path);
-    path
-}
-
-/// `argv` started `delay` seconds late behind a wiretap that records into `log`.
-fn wiretap(log: &std::path::Path, delay: u32, argv: Vec<String>) -> Vec<String> {
-    let mut v = vec![
-        support::peers()
-            .join("venv/bin/python")
-            .display()
-            .to_string(),
-        support::repo_root()
-            .join("tests/peers/wiretap.py")
-            .display()
-            .to_string(),
-        log.display().to_string(),
-        delay.to_string(),
-        "--".into(),
-    ];
-    v.extend(argv);
-    v
-}
-
-fn read_wire(log: &std::path::Path) -> Wire {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| {
-            let e: Value = serde_json::from_str(l).unwrap();
-            let dir = e["dir"].as_str().unwrap().to_owned();
-            let msg = e
-                .get("line")
-                .and_then(Value::as_str)
-                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
-                .unwrap_or(Value::Null);
-            (dir, msg)
-        })
-        .collect()
-}
-
-/// What the client sent, in order: each message's method, and `start` where the
-/// server process started.
-fn sent(w: &Wire) -> Vec<String> {
-    w.iter()
-        .filter(|(d, _)| d != "<")
-        .map(|(d, m)| match d.as_str() {
-            "start" => "start".to_owned(),
-            _ => m["method"].as_str().unwrap_or("(a response)").to_owned(),
-        })
-        .collect()
 }
 
 /// No handshake request (`server/discover`, `initialize`) reaches a server process

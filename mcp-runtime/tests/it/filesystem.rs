@@ -105,7 +105,7 @@ async fn a_missing_program_says_what_to_fix() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn server_stderr_goes_to_tracing_and_env_values_stay_out_of_logs() {
-    let (captured, _guard) = support::Captured::install(tracing::Level::TRACE);
+    let (captured, _guard) = support::capture(tracing::Level::TRACE);
     let dir = tempdir("stderr");
     let config = support::filesystem(&dir).env("MCP_TEST_TOKEN", "s3cr3t-value");
     assert!(!format!("{config:?}").contains("s3cr3t-value"));

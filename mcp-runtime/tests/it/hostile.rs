@@ -59,7 +59,7 @@ async fn a_smaller_limit_is_honoured_and_named() {
 // One thread: the captured log is this thread's.
 #[tokio::test]
 async fn a_flood_on_stderr_is_drained_and_bounded() {
-    let (captured, _guard) = support::Captured::install(tracing::Level::INFO);
+    let (captured, _guard) = support::capture(tracing::Level::INFO);
     let transport = std::sync::Arc::new(mcp_runtime::StdioTransport::new(support::hostile(&[
         "stdio",
         "flood-stderr",
@@ -103,7 +103,7 @@ async fn a_flood_on_stderr_is_drained_and_bounded() {
 // One thread: the captured log is this thread's.
 #[tokio::test]
 async fn invalid_utf8_on_stderr_does_not_stop_the_reader() {
-    let (captured, _guard) = support::Captured::install(tracing::Level::INFO);
+    let (captured, _guard) = support::capture(tracing::Level::INFO);
     let transport = std::sync::Arc::new(mcp_runtime::StdioTransport::new(support::hostile(&[
         "stdio",
         "bad-utf8-stderr",
@@ -136,7 +136,7 @@ async fn invalid_utf8_on_stderr_does_not_stop_the_reader() {
 }
 
 async fn http_flood(mode: &str, what: &str) {
-    let server = HttpServer::hostile(&[mode, "300"]);
+    let server = support::hostile_http(&[mode, "300"]);
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
@@ -175,7 +175,7 @@ async fn a_flood_in_an_sse_reply_is_cut_at_the_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_event_stream_stays_bounded_and_times_out() {
-    let server = HttpServer::hostile(&["endless-sse"]);
+    let server = support::hostile_http(&["endless-sse"]);
     let client = Client::builder()
         .timeout(Duration::from_secs(4))
         .http(HttpConfig::new(server.url("/mcp")))
@@ -191,7 +191,7 @@ async fn an_endless_event_stream_stays_bounded_and_times_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_on_the_get_stream_is_dropped_and_the_stream_reopened() {
-    let server = HttpServer::hostile(&["flood-get", "300"]);
+    let server = support::hostile_http(&["flood-get", "300"]);
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
@@ -219,7 +219,7 @@ async fn a_flood_on_the_get_stream_is_dropped_and_the_stream_reopened() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_on_the_2024_event_stream_fails_the_call() {
-    let server = HttpServer::hostile(&["flood-2024", "300"]);
+    let server = support::hostile_http(&["flood-2024", "300"]);
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
@@ -237,7 +237,7 @@ async fn a_flood_on_the_2024_event_stream_fails_the_call() {
 /// `retry: 0` and a stream that ends at once: reconnections have a floor and back off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_zero_does_not_make_the_client_spin() {
-    let server = HttpServer::hostile(&["retry-zero"]);
+    let server = support::hostile_http(&["retry-zero"]);
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
@@ -257,7 +257,7 @@ async fn retry_zero_does_not_make_the_client_spin() {
 /// tell the client anything between requests: `listen` says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listen_on_a_server_that_cannot_stream_says_so() {
-    let server = HttpServer::hostile(&["no-get-stream"]);
+    let server = support::hostile_http(&["no-get-stream"]);
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();

@@ -308,7 +308,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_token_provider_runs_per_request_and_the_token_is_never_logged() {
-    let (captured, _guard) = support::Captured::install(tracing::Level::TRACE);
+    let (captured, _guard) = support::capture(tracing::Level::TRACE);
 
     let server = HttpServer::python(&["stateless"]);
     let calls = Arc::new(AtomicUsize::new(0));

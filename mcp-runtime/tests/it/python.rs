@@ -242,7 +242,7 @@ async fn legacy_progress() {
 }
 
 async fn server_logs_reach_tracing(era: Era) {
-    let (captured, _guard) = support::Captured::install(tracing::Level::DEBUG);
+    let (captured, _guard) = support::capture(tracing::Level::DEBUG);
     let c = builder(era)
         .log_level(LogLevel::Warning)
         .stdio(support::pyserver())

@@ -1,51 +1,14 @@
 //! Shared test support: the real peers (installed by tests/peers/install.sh), and a
 //! transport wrapper that records what the session sends.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use mcp_runtime::jsonrpc::{Notification, Request, Response};
 use mcp_runtime::{BoxFuture, RequestContext, Result, StdioConfig, StdioTransport, Transport};
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-/// Installs the pinned peers once per test process (the script is idempotent and takes
-/// a lock), and fails loudly when that is not possible.
-pub fn peers() -> PathBuf {
-    static DONE: OnceLock<PathBuf> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let root = repo_root();
-        let script = root.join("tests/peers/install.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}; bash is required", script.display()));
-        assert!(
-            out.status.success(),
-            "installing the test peers failed (run `bash tests/peers/install.sh` and read its error; it needs npm and python3 with venv):\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let peers = root.join(".peers");
-        for bin in [
-            "npm/node_modules/.bin/mcp-server-everything",
-            "npm/node_modules/.bin/mcp-server-filesystem",
-            "venv/bin/python",
-        ] {
-            assert!(
-                peers.join(bin).exists(),
-                "test peer {bin} is missing after install; run `bash tests/peers/install.sh`"
-            );
-        }
-        peers
-    })
-    .clone()
-}
+pub use mcp_test_support::{free_port, peers, repo_root, Captured, HttpServer, Postgres};
+use serde_json::Value;
 
 pub fn everything() -> StdioConfig {
     StdioConfig::new(
@@ -247,126 +210,16 @@ pub fn fill_form(schema: &serde_json::Value) -> serde_json::Value {
     Value::Object(out)
 }
 
-/// A real MCP server listening on a loopback port, stopped when dropped.
-pub struct HttpServer {
-    child: std::process::Child,
-    pub port: u16,
-    stopped: bool,
-}
-
-impl HttpServer {
-    pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// Starts `cmd` (which listens on `port`) and waits until it listens.
-    pub fn start(mut cmd: Command, port: u16) -> HttpServer {
-        use std::os::unix::process::CommandExt;
-        cmd.stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0);
-        let child = cmd.spawn().expect("start the HTTP test server");
-        let server = HttpServer {
-            child,
-            port,
-            stopped: false,
-        };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the HTTP test server did not listen on {port}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        server
-    }
-
-    /// server-everything in `streamableHttp` (path /mcp) or `sse` (path /sse) mode.
-    pub fn everything(mode: &str) -> HttpServer {
-        let port = free_port();
-        let mut cmd = Command::new(peers().join("npm/node_modules/.bin/mcp-server-everything"));
-        cmd.arg(mode).env("PORT", port.to_string());
-        HttpServer::start(cmd, port)
-    }
-
-    /// The project's PyPI `mcp` server over HTTP (path /mcp); `flags` from
-    /// `stateless`, `json`.
-    pub fn python(flags: &[&str]) -> HttpServer {
-        Self::python_on(free_port(), flags)
-    }
-
-    pub fn python_on(port: u16, flags: &[&str]) -> HttpServer {
-        let mut cmd = Command::new(peers().join("venv/bin/python"));
-        cmd.arg(repo_root().join("tests/peers/pyserver.py"))
-            .arg("http")
-            .arg(port.to_string())
-            .args(flags);
-        HttpServer::start(cmd, port)
-    }
-
-    pub fn stop(&mut self) {
-        if self.stopped {
-            return;
-        }
-        self.stopped = true;
-        // The server runs in its own process group (pgid = its pid): stop all of it.
-        // (Not `/usr/bin/kill -KILL -PGID`: procps reads `-PGID` as a signal there.)
-        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
-            if pgid > 1 {
-                // SAFETY: kill(2) has no memory-safety preconditions.
-                unsafe {
-                    libc::kill(-pgid, libc::SIGKILL);
-                }
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// Collects what a `tracing` subscriber writes, to look for (or not find) log lines.
-#[derive(Clone, Default)]
-pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    /// Captures everything logged on this thread up to `level` until the guard drops.
-    pub fn install(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
-        let captured = Captured::default();
-        let w = captured.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || w.clone())
-            .with_ansi(false)
-            .with_max_level(level)
-            .finish();
-        (captured, tracing::subscriber::set_default(subscriber))
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
+/// Captures everything logged on this thread up to `level` until the guard drops.
+pub fn capture(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let w = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || w.clone())
+        .with_ansi(false)
+        .with_max_level(level)
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
 }
 
 /// `argv` started only after `secs` seconds (a server slow to start): `sh` sleeps,
@@ -410,35 +263,6 @@ pub fn peak_rss_mib() -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/self/status");
     kib / 1024
-}
-
-impl HttpServer {
-    /// A server started without waiting for it to listen (it may start late).
-    pub fn spawn(argv: &[String], port: u16) -> HttpServer {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0);
-        HttpServer {
-            child: cmd.spawn().expect("start the HTTP test server"),
-            port,
-            stopped: false,
-        }
-    }
-
-    /// A deliberately misbehaving HTTP server (tests/peers/hostile.py), listening.
-    pub fn hostile(mode: &[&str]) -> HttpServer {
-        let port = free_port();
-        let mut args = vec!["http".to_owned(), port.to_string()];
-        args.extend(mode.iter().map(|m| (*m).to_owned()));
-        let argv = hostile_argv(&args.iter().map(String::as_str).collect::<Vec<_>>());
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..]);
-        HttpServer::start(cmd, port)
-    }
 }
 
 /// A loopback port that accepts connections at once and forwards them to `backend`
@@ -503,43 +327,6 @@ pub fn http_get_text(port: u16, path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A real PostgreSQL server (tests/peers/postgres.sh) on a free loopback port, with its
-/// own data folder; stopped and removed when dropped.
-pub struct Postgres {
-    pub url: String,
-    port: u16,
-}
-
-impl Postgres {
-    pub fn start() -> Postgres {
-        peers();
-        let port = free_port();
-        let out = Command::new("bash")
-            .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["start", &port.to_string()])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "starting PostgreSQL failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Postgres {
-            url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
-            port,
-        }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(repo_root().join("tests/peers/postgres.sh"))
-            .args(["stop", &self.port.to_string()])
-            .output();
-    }
-}
-
 /// A loopback proxy to `backend` whose open connections can be cut at once (a network
 /// failure, as a client sees it).
 pub struct CutProxy {
@@ -589,4 +376,72 @@ impl Drop for CutProxy {
         self.task.abort();
         self.cut();
     }
+}
+
+/// The wire a wiretap recorded (tests/peers/wiretap.py): each entry's direction
+/// (`>` to the server, `<` from it, `start` for a process start) and message.
+pub type Wire = Vec<(String, Value)>;
+
+pub fn wire_log(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcp-era-wire-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.jsonl"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// `argv` started `delay` seconds late behind a wiretap that records into `log`.
+pub fn wiretap(log: &std::path::Path, delay: u32, argv: Vec<String>) -> Vec<String> {
+    let mut v = vec![
+        peers().join("venv/bin/python").display().to_string(),
+        repo_root()
+            .join("tests/peers/wiretap.py")
+            .display()
+            .to_string(),
+        log.display().to_string(),
+        delay.to_string(),
+        "--".into(),
+    ];
+    v.extend(argv);
+    v
+}
+
+pub fn read_wire(log: &std::path::Path) -> Wire {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            let dir = e["dir"].as_str().unwrap().to_owned();
+            let msg = e
+                .get("line")
+                .and_then(Value::as_str)
+                .map(|l| serde_json::from_str(l).unwrap_or(Value::Null))
+                .unwrap_or(Value::Null);
+            (dir, msg)
+        })
+        .collect()
+}
+
+/// What the client sent, in order: each message's method, and `start` where the
+/// server process started.
+pub fn sent(w: &Wire) -> Vec<String> {
+    w.iter()
+        .filter(|(d, _)| d != "<")
+        .map(|(d, m)| match d.as_str() {
+            "start" => "start".to_owned(),
+            _ => m["method"].as_str().unwrap_or("(a response)").to_owned(),
+        })
+        .collect()
+}
+
+/// A deliberately misbehaving HTTP server (tests/peers/hostile.py), listening.
+pub fn hostile_http(mode: &[&str]) -> HttpServer {
+    let port = free_port();
+    let mut args = vec!["http".to_owned(), port.to_string()];
+    args.extend(mode.iter().map(|m| (*m).to_owned()));
+    let argv = hostile_argv(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    HttpServer::start(cmd, port)
 }

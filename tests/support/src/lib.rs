@@ -1,0 +1,260 @@
+//! What the toolkit's tests share (every crate's integration tests use it): where the
+//! workspace and the pinned peers are, free loopback ports, processes killed when
+//! dropped, real MCP servers on loopback HTTP, a real PostgreSQL, and a writer that
+//! captures logs.
+//!
+//! Peers are installed by `tests/peers/install.sh` (pinned, into `.peers/`, idempotent,
+//! under a lock); [`peers`] runs it once per test process and fails loudly when it
+//! cannot.
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The workspace's root folder.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("tests/support sits two folders below the workspace root")
+        .to_path_buf()
+}
+
+/// Installs the pinned peers once per test process and returns their folder
+/// (`.peers/`); fails loudly, saying what to do, when that is not possible.
+pub fn peers() -> PathBuf {
+    static DONE: OnceLock<PathBuf> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let root = repo_root();
+        let script = root.join("tests/peers/install.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; bash is required", script.display()));
+        assert!(
+            out.status.success(),
+            "installing the test peers failed (run `bash tests/peers/install.sh` and read its error; it needs npm and python3 with venv):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let peers = root.join(".peers");
+        for bin in [
+            "npm/node_modules/.bin/mcp-server-everything",
+            "npm/node_modules/.bin/mcp-server-filesystem",
+            "venv/bin/python",
+        ] {
+            assert!(
+                peers.join(bin).exists(),
+                "test peer {bin} is missing after install; run `bash tests/peers/install.sh`"
+            );
+        }
+        peers
+    })
+    .clone()
+}
+
+/// The Python of the peers' virtual environment (with the pinned `mcp`).
+pub fn python() -> PathBuf {
+    peers().join("venv/bin/python")
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something listens on loopback `port`, however slowly it starts, up to
+/// `limit` (then fails naming `what`).
+pub fn wait_listening(port: u16, limit: Duration, what: &str) {
+    let deadline = Instant::now() + limit;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "{what} never listened on {port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A process, killed (and reaped) when dropped.
+#[derive(Debug)]
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A real MCP server listening on a loopback port, in a process group of its own, all
+/// of which is stopped when dropped.
+#[derive(Debug)]
+pub struct HttpServer {
+    child: Child,
+    /// Its port.
+    pub port: u16,
+    stopped: bool,
+}
+
+impl HttpServer {
+    /// `http://127.0.0.1:{port}{path}`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// Starts `cmd` (which listens on `port`) and waits until it listens.
+    pub fn start(mut cmd: Command, port: u16) -> HttpServer {
+        use std::os::unix::process::CommandExt;
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        let child = cmd.spawn().expect("start the HTTP test server");
+        let server = HttpServer {
+            child,
+            port,
+            stopped: false,
+        };
+        // However slowly it starts (a loaded machine): only a listening socket ends
+        // the wait.
+        wait_listening(port, Duration::from_secs(120), "the HTTP test server");
+        server
+    }
+
+    /// Starts `argv` (which will listen on `port`) without waiting for it: a server
+    /// that may start late.
+    pub fn spawn(argv: &[String], port: u16) -> HttpServer {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        HttpServer {
+            child: cmd.spawn().expect("start the HTTP test server"),
+            port,
+            stopped: false,
+        }
+    }
+
+    /// server-everything in `streamableHttp` (path /mcp) or `sse` (path /sse) mode.
+    pub fn everything(mode: &str) -> HttpServer {
+        let port = free_port();
+        let mut cmd = Command::new(peers().join("npm/node_modules/.bin/mcp-server-everything"));
+        cmd.arg(mode).env("PORT", port.to_string());
+        HttpServer::start(cmd, port)
+    }
+
+    /// The project's PyPI `mcp` server over HTTP (path /mcp), with `pyserver.py`'s
+    /// flags (`stateless`, `json`, `headers`, …).
+    pub fn python(flags: &[&str]) -> HttpServer {
+        Self::python_env(free_port(), flags, &[])
+    }
+
+    /// [`python`](Self::python) on a given port.
+    pub fn python_on(port: u16, flags: &[&str]) -> HttpServer {
+        Self::python_env(port, flags, &[])
+    }
+
+    /// [`python_on`](Self::python_on) with environment variables.
+    pub fn python_env(port: u16, flags: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let mut cmd = Command::new(python());
+        cmd.arg(repo_root().join("tests/peers/pyserver.py"))
+            .arg("http")
+            .arg(port.to_string())
+            .args(flags)
+            .envs(env.iter().copied());
+        HttpServer::start(cmd, port)
+    }
+
+    /// Stops the server's whole process group now.
+    pub fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
+        // The server runs in its own process group (pgid = its pid): stop all of it.
+        if let Ok(pgid) = libc::pid_t::try_from(self.child.id()) {
+            if pgid > 1 {
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(-pgid, libc::SIGKILL);
+                }
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A real PostgreSQL (`tests/peers/postgres.sh`) on a free loopback port, with its own
+/// data folder; stopped and removed when dropped.
+#[derive(Debug)]
+pub struct Postgres {
+    /// Its connection URL.
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+}
+
+impl Postgres {
+    /// Starts one (installing the pinned PostgreSQL first when needed).
+    pub fn start() -> Postgres {
+        peers();
+        let port = free_port();
+        let out = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args(["start", &port.to_string()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "starting PostgreSQL failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Postgres {
+            url: String::from_utf8(out.stdout).unwrap().trim().to_owned(),
+            port,
+        }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("bash")
+            .arg(repo_root().join("tests/peers/postgres.sh"))
+            .args(["stop", &self.port.to_string()])
+            .output();
+    }
+}
+
+/// Collects what a log subscriber writes, to look for (or not find) a line.
+#[derive(Clone, Debug, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
