@@ -216,7 +216,6 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
 pub struct Planned<'a> {
     pub tool: &'a Value,
     pub server_name: String,
-    pub model_name: String,
     pub method: String,
     pub fixed: Vec<String>,
     pub span: proc_macro2::Span,
@@ -325,7 +324,6 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
         planned.push(Planned {
             tool,
             server_name: name.to_owned(),
-            model_name,
             method,
             fixed: decl
                 .map(|t| t.fixed.iter().map(|(k, _)| k.value.clone()).collect())

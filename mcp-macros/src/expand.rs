@@ -526,7 +526,7 @@ fn generate(
         }
         emitted.push(&p.method);
         let method = ident(&p.method);
-        let model_name = &p.model_name;
+        let server_name = &p.server_name;
         let description = p.tool.get("description").and_then(Value::as_str);
         let doc = description
             .map(|t| t.lines().map(|l| format!(" {l}")).collect::<Vec<_>>())
@@ -566,7 +566,7 @@ fn generate(
             Some(out) => quote_spanned! { span=>
                 #( #[doc = #doc] )*
                 pub async fn #method(&self #param) -> #krate::Result<#krate::Typed<#out>> {
-                    self.__mcp.call_typed(#model_name, #args).await
+                    self.__mcp.call_declared_typed(#server_name, #args).await
                 }
             },
             None => quote_spanned! { span=>
@@ -574,7 +574,7 @@ fn generate(
                 pub async fn #method(&self #param) -> #krate::Result<#krate::CallToolResult> {
                     let __mcp_args = #krate::__private::serde_json::to_value(#args)
                         .unwrap_or(#krate::__private::serde_json::Value::Null);
-                    self.__mcp.call(#model_name, __mcp_args).await
+                    self.__mcp.call_declared(#server_name, __mcp_args).await
                 }
             },
         });

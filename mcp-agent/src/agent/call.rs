@@ -266,7 +266,7 @@ impl Agent {
             let sent =
                 self.inner
                     .host
-                    .call(tool.server, &call.name, call.arguments.clone(), options);
+                    .call(tool.server, &tool.def, call.arguments.clone(), options);
             let e = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(r) => {
                     let (text, parts, is_error) =

@@ -32,11 +32,11 @@ pub(super) trait Host: Send + Sync + 'static {
     fn follow_changes(&self, _i: usize) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-    /// Calls `tool` on server `i`.
+    /// Calls `tool` (as server `i` listed it) on server `i`.
     fn call<'a>(
         &'a self,
         i: usize,
-        tool: &'a str,
+        tool: &'a McpTool,
         arguments: Value,
         options: RequestOptions,
     ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>>;
@@ -119,12 +119,13 @@ impl Host for Servers {
     fn call<'a>(
         &'a self,
         i: usize,
-        tool: &'a str,
+        tool: &'a McpTool,
         arguments: Value,
         options: RequestOptions,
     ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
         Box::pin(async move {
             if self.functions(i) {
+                let tool = tool.name.as_str();
                 return Ok(match self.1.iter().find(|f| f.name == tool) {
                     // On a task of its own: a function that panics fails its call, not
                     // the run.
@@ -155,17 +156,19 @@ impl Host for Servers {
                     },
                 });
             }
-            let Some(server) = self.0.get(i) else {
+            if self.0.get(i).is_none() {
                 // Indices come from this host's own listing: never here.
                 return Ok(CallToolResult {
                     content: vec![mcp_runtime::Content::text(format!(
-                        "`{tool}` names a server this agent does not have"
+                        "`{}` names a server this agent does not have",
+                        tool.name
                     ))],
                     is_error: true,
                     ..CallToolResult::default()
                 });
             };
-            server.call_with(tool, arguments, options).await
+            // The handle the server listed: no lookup by name again.
+            tool.call(arguments, options).await
         })
     }
 }

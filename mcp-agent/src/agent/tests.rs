@@ -71,10 +71,11 @@ impl Host for ScriptedHost {
     fn call<'a>(
         &'a self,
         _: usize,
-        tool: &'a str,
+        tool: &'a McpTool,
         arguments: Value,
         _: RequestOptions,
     ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+        let tool = tool.name.as_str();
         lock(&self.calls).push((tool.to_owned(), arguments.clone()));
         let hang = {
             let mut hanging = lock(&self.hanging);

@@ -276,9 +276,8 @@ impl ClientBuilder {
             cache_generation: AtomicU64::new(0),
             listens: Mutex::new(HashMap::new()),
             session_reset: Notify::new(),
-            tool_headers: Mutex::new(None),
+            tool_index: ToolIndex::default(),
             task_waiters: Mutex::new(HashMap::new()),
-            tool_info: Mutex::new(HashMap::new()),
             task_reported: Mutex::new(HashMap::new()),
             skill_files: Mutex::new(crate::skills::FileCache::default()),
         });

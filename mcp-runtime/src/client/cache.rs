@@ -29,75 +29,19 @@ impl Inner {
     pub(super) async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
         let items = self.list(Method::ToolsList.as_str(), "tools").await?;
         let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
-        *lock(&self.tool_info) = tools
-            .iter()
-            .map(|t| {
-                let info = ToolInfo {
-                    ui_resource: t.ui_resource_uri(),
-                    task_support: TaskSupport::parse(
-                        t.extra
-                            .get("execution")
-                            .and_then(|e| e.get("taskSupport"))
-                            .and_then(Value::as_str),
-                    ),
-                };
-                (t.name.clone(), info)
-            })
-            .collect();
-        if !self.transport.mirrors_param_headers() {
-            return Ok(tools);
-        }
-        let mut map = HashMap::new();
-        let mut kept = Vec::with_capacity(tools.len());
-        for tool in tools {
-            match headers::param_headers(&tool.input_schema) {
-                Ok(h) => {
-                    map.insert(tool.name.clone(), h);
-                    kept.push(tool);
-                }
-                Err(why) => {
-                    tracing::warn!(server = %self.name, tool = %tool.name, "left out a tool with an invalid x-mcp-header: {why}")
-                }
-            }
-        }
-        *lock(&self.tool_headers) = Some(map);
-        Ok(kept)
+        Ok(self
+            .tool_index
+            .fill(&self.name, tools, self.transport.mirrors_param_headers()))
     }
 
-    /// The `Mcp-Param-*` headers for a call, listing the tools first if needed.
-    pub(super) async fn param_headers(
-        self: &Arc<Self>,
-        tool: &str,
-        arguments: &Value,
-    ) -> Result<Vec<(String, String)>> {
+    /// The `Mcp-Param-*` headers for a call, from the tool index: never listed here
+    /// (a server that wanted headers it did not get answers `-32020`, and the call
+    /// lists and retries).
+    pub(super) fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
         if !self.transport.mirrors_param_headers() {
-            return Ok(Vec::new());
+            return Vec::new();
         }
-        if lock(&self.tool_headers).is_none() {
-            match self.list_tools().await {
-                Ok(_) => {}
-                // The server answered, but not with a tool list: call without headers.
-                Err(e) if e.is_protocol() || e.is_invalid_response() => {
-                    tracing::debug!(server = %self.name, error = %e, "could not list tools to find their header arguments")
-                }
-                // No session (unreachable, not authorized): the call would fail the
-                // same way, after asking again.
-                Err(e) => return Err(e),
-            }
-        }
-        let map = lock(&self.tool_headers);
-        Ok(map
-            .as_ref()
-            .and_then(|m| m.get(tool))
-            .map(|hs| {
-                hs.iter()
-                    .filter_map(|h| {
-                        headers::header_value(arguments, &h.path)
-                            .map(|v| (format!("Mcp-Param-{}", h.name), v))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
+        self.tool_index.param_headers(tool, arguments)
     }
 
     pub(super) fn reset(&self) {
@@ -109,7 +53,7 @@ impl Inner {
     pub(super) fn invalidate_all(&self) {
         self.cache_generation.fetch_add(1, Ordering::AcqRel);
         lock(&self.cache).clear();
-        *lock(&self.tool_headers) = None;
+        self.tool_index.stale();
     }
 
     pub(super) fn invalidate(&self, prefix: &str) {
@@ -142,13 +86,13 @@ impl Inner {
 
     /// The UI resource (MCP Apps) of a tool, from the last tool list.
     pub(super) fn ui_resource_of(&self, tool: &str) -> Option<String> {
-        lock(&self.tool_info).get(tool)?.ui_resource.clone()
+        self.tool_index.get(tool)?.ui_resource
     }
 
     /// The UI resource of a tool for its result: with the MCP Apps extension declared,
     /// the tools are listed first when they were not yet.
     pub(super) async fn ui_resource_for(self: &Arc<Self>, tool: &str) -> Option<String> {
-        if self.declares(APPS_EXTENSION) && lock(&self.tool_info).is_empty() {
+        if self.declares(APPS_EXTENSION) && self.tool_index.is_empty() {
             if let Err(e) = self.list_tools().await {
                 tracing::debug!(server = %self.name, error = %e, "could not list tools for their UI resources");
             }

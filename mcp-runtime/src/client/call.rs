@@ -80,17 +80,12 @@ impl<'a> IntoFuture for CallTool<'a> {
                 ));
             }
             let mut options = self.options;
-            options.headers = inner.param_headers(&self.name, &self.arguments).await?;
-            let mut params = Map::new();
-            params.insert("name".into(), Value::String(self.name.clone()));
-            if let Value::Object(_) = self.arguments {
-                params.insert("arguments".into(), self.arguments.clone());
-            }
+            let (name, arguments) = (self.name, self.arguments);
             // Answers for a task that paused for input: they go to the task, and the
             // call waits for it.
             if let Some(id) = options.answered_task() {
                 let mut r = self.client.task(id).wait_with(&options).await?;
-                r.ui_resource = inner.ui_resource_for(&self.name).await;
+                r.ui_resource = inner.ui_resource_for(&name).await;
                 return Ok(r);
             }
             // 2025-11-25: a tool the server runs only as a task is started as one and
@@ -101,34 +96,55 @@ impl<'a> IntoFuture for CallTool<'a> {
                 .0
                 .pointer("/tasks/requests/tools/call")
                 .is_some();
-            if details.era == Era::Legacy
-                && runs_tasks
-                && inner.task_support(&self.name).await? == TaskSupport::Required
-            {
-                return match self
-                    .client
-                    .start_tool(&self.name, self.arguments.clone())
-                    .await?
-                {
-                    Started::Task(task) => task.wait_with(&options).await,
-                    Started::Done(result) => Ok(*result),
-                };
+            // Whether the tool runs only as a task: from the tool index (a list or a
+            // declaration's snapshot). Only here may a call list the tools first: a
+            // 2025-11-25 server that runs tools as tasks, for a tool the index does not
+            // know — the server's refusal would be a tool result like any other, so
+            // nothing but its list can tell.
+            if details.era == Era::Legacy && runs_tasks {
+                let support = inner.task_support(&name).await?;
+                if support == TaskSupport::Required {
+                    return match self.client.start_tool(&name, arguments).await? {
+                        Started::Task(task) => task.wait_with(&options).await,
+                        Started::Done(result) => Ok(*result),
+                    };
+                }
             }
+            options.headers = inner.param_headers(&name, &arguments);
+            let mut params = Map::new();
+            params.insert("name".into(), Value::String(name.clone()));
+            if let Value::Object(_) = arguments {
+                params.insert("arguments".into(), arguments);
+            }
+            // The arguments are moved into the request; a copy is kept only where the
+            // server may ask for the call again with other headers.
+            let mirrors = inner.transport.mirrors_param_headers();
+            let again = mirrors.then(|| params.clone());
             let v = match inner
-                .call(Method::ToolsCall.as_str(), params.clone(), &options)
+                .call(Method::ToolsCall.as_str(), params, &options)
                 .await
             {
-                // The server says the headers do not match the arguments: its tool
-                // list changed. List again and retry once.
+                // The server says the headers do not match the arguments: the tool
+                // index did not know the tool, or its list changed. List again and
+                // retry once (the server refused the call before running it).
                 Err(e)
                     if matches!(
                         e.code(),
                         Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
-                    ) && inner.transport.mirrors_param_headers() =>
+                    ) && again.is_some() =>
                 {
+                    let params = again.unwrap_or_default();
                     inner.invalidate("tools/");
-                    *lock(&inner.tool_headers) = None;
-                    options.headers = inner.param_headers(&self.name, &self.arguments).await?;
+                    inner.tool_index.stale();
+                    match inner.list_tools().await {
+                        Ok(_) => {}
+                        Err(e) if e.is_protocol() || e.is_invalid_response() => {
+                            tracing::debug!(server = %inner.name, error = %e, "could not list tools to find their header arguments")
+                        }
+                        Err(e) => return Err(e),
+                    }
+                    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+                    options.headers = inner.param_headers(&name, &arguments);
                     inner
                         .call(Method::ToolsCall.as_str(), params, &options)
                         .await?
@@ -136,7 +152,7 @@ impl<'a> IntoFuture for CallTool<'a> {
                 other => other?,
             };
             let mut r = CallToolResult::from_value(v)?;
-            r.ui_resource = inner.ui_resource_for(&self.name).await;
+            r.ui_resource = inner.ui_resource_for(&name).await;
             Ok(r)
         })
     }

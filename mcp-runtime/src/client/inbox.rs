@@ -50,7 +50,7 @@ impl IncomingHandler for Inbox {
             Some(Method::LogMessage) => log_message(&inner.name, &params),
             Some(Method::ToolsListChanged) => {
                 inner.invalidate("tools/");
-                *lock(&inner.tool_headers) = None;
+                inner.tool_index.stale();
                 inner.changed(Change::Tools);
             }
             Some(Method::PromptsListChanged) => {

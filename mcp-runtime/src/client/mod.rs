@@ -22,7 +22,6 @@ use crate::model::{
     self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
     Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
 };
-use crate::transport::headers::{self, ParamHeader};
 use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
 use negotiate::{Handshake, Probe};
 
@@ -32,6 +31,7 @@ mod call;
 mod exchange;
 mod handshake;
 mod inbox;
+mod index;
 mod listen;
 mod negotiate;
 mod options;
@@ -46,6 +46,7 @@ pub use builder::ClientBuilder;
 use cache::{ttl_of, typed_items};
 pub use call::CallTool;
 use inbox::Inbox;
+use index::ToolIndex;
 use listen::{listen_legacy, listen_modern};
 pub use options::RequestOptions;
 use options::{ChangeCallback, ProgressCallback};
@@ -169,27 +170,15 @@ struct Inner {
     cache_generation: AtomicU64,
     listens: Mutex<HashMap<Id, ListenSlot>>,
     session_reset: Notify,
-    /// For transports that mirror arguments into headers: each listed tool's
-    /// `x-mcp-header` annotations. `None` until the tools are listed.
-    tool_headers: Mutex<Option<HashMap<String, Vec<ParamHeader>>>>,
+    /// What a call needs to know of each tool (headers, UI resource, task support).
+    tool_index: ToolIndex,
     /// Woken when a task's status arrives, for those waiting on it.
     task_waiters: Mutex<HashMap<String, Arc<Notify>>>,
-    /// What the last tool list said of each tool beyond its definition.
-    tool_info: Mutex<HashMap<String, ToolInfo>>,
     /// The last task status reported to `on_change`, per task (state and message), so
     /// a status pushed and also polled is reported once.
     task_reported: Mutex<HashMap<String, (TaskState, Option<String>)>>,
     /// Verified files of this server's skills (see [`crate::skills`]).
     skill_files: Mutex<crate::skills::FileCache>,
-}
-
-/// What the session keeps of a listed tool.
-#[derive(Clone, Default)]
-struct ToolInfo {
-    /// Its MCP Apps UI resource.
-    ui_resource: Option<String>,
-    /// Its `execution.taskSupport` (2025-11-25).
-    task_support: TaskSupport,
 }
 
 /// An open `subscriptions/listen` request: told when the server acknowledges it, and
@@ -591,6 +580,18 @@ impl Client {
         http.and_then(|h| h.authorization()).ok_or_else(|| {
             Error::config(format!("{} is not configured for OAuth", self.inner.name))
         })
+    }
+
+    /// Tells the session what a declaration's snapshot says of the server's tools
+    /// (their header arguments, UI resources, task support), so a call on a fresh
+    /// session needs no tool list first. The server's own list, once fetched, wins.
+    #[cfg(any(feature = "stdio", feature = "http"))]
+    pub(crate) fn know_tools(&self, tools: &[Tool]) {
+        self.inner.tool_index.seed(
+            &self.inner.name,
+            tools,
+            self.inner.transport.mirrors_param_headers(),
+        );
     }
 
     /// Closes the connection: stops a stdio server's process. The next request

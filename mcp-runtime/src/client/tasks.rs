@@ -217,7 +217,7 @@ impl Client {
             keep_task: true,
             ..Default::default()
         };
-        opts.headers = inner.param_headers(name, &arguments).await?;
+        opts.headers = inner.param_headers(name, &arguments);
         match details.era {
             Era::Modern => {
                 if !inner.declares(TASKS_EXTENSION) {
@@ -281,15 +281,17 @@ impl Inner {
         ))
     }
 
-    /// A tool's `execution.taskSupport` (2025-11-25), from the tool list (listed now
-    /// if it was not yet).
+    /// A tool's `execution.taskSupport` (2025-11-25), from the tool index (the tools
+    /// are listed when it does not know the tool).
     pub(super) async fn task_support(self: &Arc<Self>, tool: &str) -> Result<TaskSupport> {
-        if lock(&self.tool_info).is_empty() {
-            self.list_tools().await?;
+        if let Some(entry) = self.tool_index.get(tool) {
+            return Ok(entry.task_support);
         }
-        Ok(lock(&self.tool_info)
+        self.list_tools().await?;
+        Ok(self
+            .tool_index
             .get(tool)
-            .map(|i| i.task_support)
+            .map(|e| e.task_support)
             .unwrap_or_default())
     }
 

@@ -1,51 +1,19 @@
 //! Declaring a server: [`McpBuilder`] (how to reach it, how to shape it), checked all
 //! at once when built.
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
-pub(super) struct Spec {
-    pub(super) name: String,
-    pub(super) connect: Connect,
-    pub(super) client: Mutex<Option<ClientBuilder>>,
-    pub(super) only: Option<Vec<String>>,
-    pub(super) except: Vec<String>,
-    pub(super) prefix: Option<String>,
-    pub(super) shapes: Vec<ToolShape>,
-    pub(super) local: Vec<Arc<dyn LocalTool>>,
-    pub(super) approvals: Arc<Vec<Approval>>,
-    pub(super) defer: Option<Vec<String>>,
-    pub(super) snapshot: Option<Vec<Tool>>,
-    pub(super) drift: DriftPolicy,
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
-    pub(super) oauth_with: Option<OAuthFactory>,
-}
+use serde_json::Value;
 
-pub(super) enum Connect {
-    #[cfg(feature = "stdio")]
-    Stdio(Box<crate::transport::stdio::StdioConfig>),
-    #[cfg(feature = "http")]
-    Http(Box<crate::transport::http::HttpConfig>),
-    Custom(TransportFactory),
-    Missing,
-}
-
-impl Connect {
-    fn is_stdio(&self) -> bool {
-        #[cfg(feature = "stdio")]
-        if let Connect::Stdio(_) = self {
-            return true;
-        }
-        false
-    }
-    fn is_http(&self) -> bool {
-        #[cfg(feature = "http")]
-        if let Connect::Http(_) = self {
-            return true;
-        }
-        false
-    }
-}
+use super::shared::*;
+use crate::client::{Change, Client};
+use crate::error::{Error, Result};
+use crate::input::{InputKinds, InputRequest, InputResponse};
+use crate::model::{LogLevel, Progress, Tool};
+use crate::transport::Transport;
+use mcp_core::lock;
 
 /// Builds an [`Mcp`]: the inline form of a declared server.
 ///
@@ -435,7 +403,7 @@ impl McpBuilder {
         if let Some(k) = self.input_kinds {
             client = client.input_kinds(k);
         }
-        let tools_cache: Arc<Mutex<Option<Arc<Vec<McpTool>>>>> = Arc::new(Mutex::new(None));
+        let tools_cache: Arc<Mutex<Option<Arc<super::ToolMap>>>> = Arc::new(Mutex::new(None));
         {
             let cache = tools_cache.clone();
             let callbacks = self.after_change;

@@ -6,70 +6,37 @@
 //! arguments fixed, with which results wrapped, which need approval and which are
 //! deferred, plus tools of your own. It connects on first use.
 
-use std::fmt;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::client::{Change, Client, ClientBuilder, RequestOptions};
+use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::input::{InputKinds, InputRequest, InputResponse};
 use crate::model::{
-    CallToolResult, Completion, CompletionRef, GetPromptResult, LogLevel, Progress, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, Tool,
+    Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
 };
 use crate::transport::{BoxFuture, Transport};
 
 mod builder;
+mod calls;
 mod declaration;
 mod shape;
+mod shared;
 #[cfg(test)]
 mod tests;
 mod typed;
 
 pub(crate) use crate::snapshot::did_you_mean;
 
+use builder::check_unique;
 pub use builder::McpBuilder;
-use builder::{check_unique, Connect, Spec};
 pub use declaration::Declaration;
-use shape::Approval;
-pub use shape::{ArgValue, Context, DriftPolicy, LocalTool, McpTool, ToolShape};
+use shared::*;
+pub use shared::{ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpTool, ToolShape};
 pub use typed::Typed;
 
-type Shared<T> = Arc<dyn Fn() -> T + Send + Sync>;
-type WrapFn =
-    Arc<dyn Fn(CallToolResult, Value) -> BoxFuture<'static, Result<CallToolResult>> + Send + Sync>;
-type InputFn = Arc<dyn Fn(InputRequest) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;
-type Predicate = Arc<dyn Fn(&Tool) -> bool + Send + Sync>;
-type ChangeFn = Arc<dyn Fn(&Change) + Send + Sync>;
-type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
-type TransportFactory = Arc<dyn Fn() -> Result<Box<dyn Transport>> + Send + Sync>;
-type OAuthFactory = Arc<dyn Fn() -> Option<OAuthConfig> + Send + Sync>;
-/// OAuth settings (HTTP only: without the `http` feature there are none to give).
-#[cfg(feature = "oauth")]
-type OAuthConfig = crate::auth::OAuth;
-#[cfg(not(feature = "oauth"))]
-type OAuthConfig = std::convert::Infallible;
-
 use mcp_core::lock;
-
-/// A declared server, used as an object: tools shaped for a model, prompts,
-/// resources, and the session underneath. Cheap to clone.
-#[derive(Clone)]
-pub struct Mcp {
-    spec: Arc<Spec>,
-    client: Arc<OnceLock<std::result::Result<Client, String>>>,
-    tools: Arc<Mutex<Option<Arc<Vec<McpTool>>>>>,
-}
-
-impl fmt::Debug for Mcp {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Mcp")
-            .field("name", &self.spec.name)
-            .finish_non_exhaustive()
-    }
-}
 
 impl Mcp {
     /// Declares a server inline (without writing a struct).
@@ -162,7 +129,11 @@ impl Mcp {
                 Connect::Custom(make) => make().and_then(|t| builder.build(BoxedTransport(t))),
                 Connect::Missing => Err(Error::config("no url, command or transport")),
             };
-            built.map_err(|e| e.config_detail())
+            let built = built.map_err(|e| e.config_detail())?;
+            if let Some(snapshot) = &self.spec.snapshot {
+                built.know_tools(snapshot);
+            }
+            Ok(built)
         });
         made.as_ref().map_err(|e| Error::config(e.clone()))
     }
@@ -176,15 +147,41 @@ impl Mcp {
     /// Fails with a configuration error when a declaration names a tool the server does
     /// not offer.
     pub async fn tools(&self) -> Result<Vec<McpTool>> {
+        Ok(self.tool_map().await?.list.clone())
+    }
+
+    /// The shaped tools, listed once and kept until the server's tools change.
+    async fn tool_map(&self) -> Result<Arc<ToolMap>> {
         if let Some(t) = lock(&self.tools).clone() {
-            return Ok(t.as_ref().clone());
+            return Ok(t);
         }
         let server_tools = self.client()?.list_tools().await?;
         self.check_declarations(&server_tools)?;
         self.check_drift(&server_tools)?;
-        let shaped = Arc::new(self.shape(server_tools)?);
-        *lock(&self.tools) = Some(shaped.clone());
-        Ok(shaped.as_ref().clone())
+        let list = self.shape(server_tools)?;
+        let mut by_name = std::collections::HashMap::with_capacity(list.len());
+        let mut by_server_name = std::collections::HashMap::with_capacity(list.len());
+        for (i, t) in list.iter().enumerate() {
+            by_name.insert(t.name.clone(), i);
+            if let Some(s) = &t.server_name {
+                by_server_name.insert(s.clone(), i);
+            }
+        }
+        let map = Arc::new(ToolMap {
+            list,
+            by_name,
+            by_server_name,
+        });
+        *lock(&self.tools) = Some(map.clone());
+        Ok(map)
+    }
+
+    fn downgrade(&self) -> WeakMcp {
+        WeakMcp {
+            spec: Arc::downgrade(&self.spec),
+            client: Arc::downgrade(&self.client),
+            tools: Arc::downgrade(&self.tools),
+        }
     }
 
     fn check_declarations(&self, tools: &[Tool]) -> Result<()> {
@@ -335,6 +332,7 @@ impl Mcp {
                 server_name: Some(tool.name.clone()),
                 definition: Some(tool),
                 approvals: spec.approvals.clone(),
+                owner: Some(self.downgrade()),
             });
         }
         for local in &spec.local {
@@ -352,6 +350,7 @@ impl Mcp {
                 app_only: false,
                 definition: Some(def),
                 approvals: spec.approvals.clone(),
+                owner: Some(self.downgrade()),
             });
         }
         check_unique(&spec.name, &out)?;
@@ -393,80 +392,6 @@ impl Mcp {
         };
         names.extend(spec.local.iter().map(|l| l.definition().name));
         Some(names)
-    }
-
-    /// Calls a tool by the name the model sees (or the server's name), with fixed
-    /// arguments added and the result wrapped as declared. A tool that fails returns a
-    /// result whose `is_error()` is true; a protocol error is an `Err`.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
-        self.call_with(name, arguments, RequestOptions::default())
-            .await
-    }
-
-    /// [`Mcp::call`] with per-call options: a timeout, a progress callback, a
-    /// cancellation token.
-    pub async fn call_with(
-        &self,
-        name: &str,
-        arguments: Value,
-        options: RequestOptions,
-    ) -> Result<CallToolResult> {
-        let tools = self.tools().await?;
-        let tool = tools.iter().find(|t| t.name == name).or_else(|| {
-            tools
-                .iter()
-                .find(|t| t.server_name.as_deref() == Some(name))
-        });
-        let Some(tool) = tool else {
-            let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
-                .map(|m| format!(" (did you mean `{m}`?)"))
-                .unwrap_or_default();
-            return Err(Error::config(format!(
-                "{} has no tool `{name}`{hint}",
-                self.spec.name
-            )));
-        };
-        let Some(server_name) = tool.server_name.clone() else {
-            let local = self
-                .spec
-                .local
-                .iter()
-                .find(|l| l.definition().name == tool.name)
-                .cloned()
-                .ok_or_else(|| Error::config(format!("tool `{name}` is gone")))?;
-            return local.call(self, arguments).await;
-        };
-        let mut args = match arguments {
-            Value::Null => Map::new(),
-            Value::Object(m) => m,
-            _ => return Err(Error::config("tool arguments must be a JSON object")),
-        };
-        let shape = self.spec.shapes.iter().find(|s| s.name == server_name);
-        if let Some(shape) = shape {
-            for (k, v) in &shape.fixed {
-                args.insert(k.clone(), v.get());
-            }
-        }
-        let args = Value::Object(args);
-        let result = match self
-            .client()?
-            .call_tool(&server_name, args.clone())
-            .options(options)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) => {
-                if e.is_not_found() {
-                    // The tool may be gone: fetch the list again next time.
-                    *lock(&self.tools) = None;
-                }
-                return Err(e);
-            }
-        };
-        match shape.and_then(|s| s.wrap.clone()) {
-            Some(wrap) => wrap(result, args).await,
-            None => Ok(result),
-        }
     }
 
     /// The prompts the server offers.
@@ -549,42 +474,6 @@ impl Mcp {
     /// [`Change::Task`](crate::Change::Task).
     pub async fn listen_for(&self, resources: &[&str], tasks: &[&str]) -> Result<()> {
         self.client()?.listen_for(resources, tasks).await
-    }
-
-    /// Starts a server tool in the background (see [`Client::start_tool`]), with the
-    /// declaration's fixed arguments; `name` is the model-facing name or the server's.
-    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
-        let tools = self.tools().await?;
-        let tool = tools
-            .iter()
-            .find(|t| t.name == name)
-            .or_else(|| {
-                tools
-                    .iter()
-                    .find(|t| t.server_name.as_deref() == Some(name))
-            })
-            .ok_or_else(|| {
-                let hint = did_you_mean(name, tools.iter().map(|t| t.name.as_str()))
-                    .map(|m| format!(" (did you mean `{m}`?)"))
-                    .unwrap_or_default();
-                Error::config(format!("{} has no tool `{name}`{hint}", self.spec.name))
-            })?;
-        let server_name = tool.server_name.clone().ok_or_else(|| {
-            Error::config(format!("`{name}` is a local tool: it runs in this process"))
-        })?;
-        let mut args = match arguments {
-            Value::Null => Map::new(),
-            Value::Object(m) => m,
-            _ => return Err(Error::config("tool arguments must be a JSON object")),
-        };
-        if let Some(shape) = self.spec.shapes.iter().find(|s| s.name == server_name) {
-            for (k, v) in &shape.fixed {
-                args.insert(k.clone(), v.get());
-            }
-        }
-        self.client()?
-            .start_tool(&server_name, Value::Object(args))
-            .await
     }
 
     /// The task with this id (see [`Client::task`]).

@@ -1,16 +1,15 @@
 //! How a model sees a declared server's tools: shapes (rename, fixed arguments, wrap),
 //! local tools, approvals, and the resulting [`McpTool`].
 
-#[allow(unused_imports)]
-use super::*;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
-/// Per-connection configuration shared by many servers (the seed's `context:`): an HTTP
-/// proxy and a request timeout.
-#[derive(Clone, Debug, Default)]
-pub struct Context {
-    pub(super) http_proxy: Option<String>,
-    pub(super) request_timeout: Option<Duration>,
-}
+use serde_json::{Map, Value};
+
+use super::shared::*;
+use crate::error::Result;
+use crate::model::{CallToolResult, Tool};
 
 impl Context {
     /// An empty context.
@@ -29,15 +28,6 @@ impl Context {
     }
 }
 
-/// A value sent for a fixed argument: the same every time, or computed per call.
-#[derive(Clone)]
-pub enum ArgValue {
-    /// The same value every call.
-    Fixed(Value),
-    /// Computed for every call.
-    Computed(Shared<Value>),
-}
-
 impl fmt::Debug for ArgValue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -54,17 +44,6 @@ impl ArgValue {
             ArgValue::Computed(f) => f(),
         }
     }
-}
-
-/// How to present one server tool: another name, another description, arguments the
-/// model does not see (always sent), and a wrapper for its results.
-#[derive(Clone)]
-pub struct ToolShape {
-    pub(super) name: String,
-    pub(super) rename: Option<String>,
-    pub(super) description: Option<String>,
-    pub(super) fixed: Vec<(String, ArgValue)>,
-    pub(super) wrap: Option<WrapFn>,
 }
 
 impl fmt::Debug for ToolShape {
@@ -132,58 +111,6 @@ impl ToolShape {
     }
 }
 
-/// A tool of your own, offered next to the server's. It gets the server handle on
-/// every call, so it can call the server.
-pub trait LocalTool: Send + Sync + 'static {
-    /// Its definition (name, description, input schema) as the model sees it.
-    fn definition(&self) -> Tool;
-    /// Runs it.
-    fn call<'a>(
-        &'a self,
-        server: &'a Mcp,
-        arguments: Value,
-    ) -> BoxFuture<'a, Result<CallToolResult>>;
-}
-
-/// What to do when the live tool list differs from the committed snapshot.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum DriftPolicy {
-    /// Log a warning (the default).
-    #[default]
-    Warn,
-    /// Fail with a configuration error.
-    Error,
-    /// Say nothing.
-    Ignore,
-}
-
-#[derive(Clone)]
-pub(super) struct Approval {
-    /// `None`: every tool.
-    pub(super) names: Option<Vec<String>>,
-    pub(super) predicate: Option<Predicate>,
-}
-
-/// A tool as a model sees it: shaped, with its policy.
-#[derive(Clone)]
-pub struct McpTool {
-    /// The name the model calls it by.
-    pub name: String,
-    /// The server's name for it (`None` for a tool of your own).
-    pub server_name: Option<String>,
-    /// What the model reads about it.
-    pub description: Option<String>,
-    /// Its arguments as the model sees them (fixed arguments removed).
-    pub input_schema: Value,
-    /// The server's definition (annotations, `_meta`), for server tools.
-    pub definition: Option<Tool>,
-    /// Kept out of the model's context until a tool search loads it.
-    pub deferred: bool,
-    /// Only an MCP App's UI may call it: never offer it to a model.
-    pub app_only: bool,
-    pub(super) approvals: Arc<Vec<Approval>>,
-}
-
 impl fmt::Debug for McpTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpTool")
@@ -210,6 +137,7 @@ impl McpTool {
             app_only: tool.is_app_only(),
             definition: Some(tool),
             approvals: Arc::default(),
+            owner: None,
         }
     }
 

@@ -1,7 +1,10 @@
 //! Typed results for the per-tool methods `#[mcp]` generates from a snapshot.
 
-#[allow(unused_imports)]
-use super::*;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::builder::McpBuilder;
+use super::shared::*;
+use crate::model::CallToolResult;
 
 /// A tool result with its structured output read as `T` (generated typed methods
 /// return it).
@@ -56,32 +59,5 @@ impl McpBuilder {
                 }
             }
         }
-    }
-}
-
-impl Mcp {
-    /// Calls a tool with typed arguments and reads its structured output as `T`.
-    pub async fn call_typed<A, T>(&self, name: &str, arguments: &A) -> Result<Typed<T>>
-    where
-        A: serde::Serialize,
-        T: serde::de::DeserializeOwned,
-    {
-        let args = serde_json::to_value(arguments).map_err(|e| {
-            Error::config(format!(
-                "the arguments of `{name}` cannot be serialized: {e}"
-            ))
-        })?;
-        let result = self.call(name, args).await?;
-        let output = match &result.structured_content {
-            Some(v) if !result.is_error() => match serde_json::from_value(v.clone()) {
-                Ok(t) => Some(t),
-                Err(e) => {
-                    tracing::warn!(server = %self.spec.name, tool = name, error = %e, "structured output does not match the snapshot's outputSchema");
-                    None
-                }
-            },
-            _ => None,
-        };
-        Ok(Typed { result, output })
     }
 }

@@ -199,7 +199,7 @@ async fn a_declared_server_is_an_object() {
 /// The project's PyPI `mcp` server over HTTP, stateless 2026-07-28: headers and the
 /// token come from the instance for every request; typed structured output.
 #[mcp(
-    url = "http://127.0.0.1:39417/mcp",
+    url = "http://127.0.0.1:29417/mcp",
     snapshot = "pyserver",
     bearer_token = Self::token,
     header("X-Request-Count", Self::count),
@@ -259,8 +259,9 @@ impl mcp_runtime::LocalTool for MarkdownEcho {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_from_the_instance_typed_output_and_a_local_tool() {
-    // The declaration's fixed port (no other test uses it).
-    let _server = support::HttpServer::python_on(39417, &["stateless"]);
+    // The declaration's fixed port: no other test uses it, and it is below the
+    // ephemeral range (32768-60999), so no free port another test picks is it.
+    let _server = support::HttpServer::python_on(29417, &["stateless"]);
     let tokens = Arc::new(AtomicUsize::new(0));
     let py = Py::new(tokens.clone());
     assert_eq!(py.name(), "py");
@@ -433,13 +434,14 @@ async fn environment_values_come_from_the_declaration_and_the_instance() {
     ev.close().await.unwrap();
 }
 
-/// A fixed loopback port: a declaration's `url` is a literal.
-const HEADERS_PORT: u16 = 47213;
+/// A fixed loopback port (a declaration's `url` is a literal), below the ephemeral range
+/// (32768-60999): no free port another test picks is it.
+const HEADERS_PORT: u16 = 27213;
 
 /// An HTTP server declared with headers (a literal and one from the instance), a
 /// bearer token from the instance, and a timeout.
 #[mcp(
-    url = "http://127.0.0.1:47213/mcp",
+    url = "http://127.0.0.1:27213/mcp",
     header("X-Team", "core"),
     header("X-User", Self::user),
     bearer_token = Self::token,
@@ -461,7 +463,7 @@ impl WithHeaders {
 }
 
 /// The same server, nothing declared but the URL: the context sets its limits.
-#[mcp(url = "http://127.0.0.1:47213/mcp", only(slow))]
+#[mcp(url = "http://127.0.0.1:27213/mcp", only(slow))]
 pub struct Bare;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -469,7 +471,7 @@ async fn declared_headers_token_timeout_and_context_reach_the_server() {
     let _server = support::HttpServer::python_on(HEADERS_PORT, &["headers"]);
     assert_eq!(
         WithHeaders::DECLARATION.url,
-        Some("http://127.0.0.1:47213/mcp")
+        Some("http://127.0.0.1:27213/mcp")
     );
     assert_eq!(
         WithHeaders::DECLARATION.only,
@@ -503,4 +505,86 @@ async fn declared_headers_token_timeout_and_context_reach_the_server() {
         "{e}"
     );
     b.close().await.unwrap();
+}
+
+/// server-everything (2025-11-25) behind a wiretap, declared with its snapshot.
+#[mcp(transport = Self::tapped, snapshot = "everything", only(echo))]
+pub struct TappedEverything {
+    argv: Vec<String>,
+}
+
+impl TappedEverything {
+    fn tapped(&self) -> mcp_runtime::StdioTransport {
+        mcp_runtime::StdioTransport::new(
+            mcp_runtime::StdioConfig::from_argv(self.argv.clone()).expect("an argv"),
+        )
+    }
+}
+
+/// The project's PyPI server (stateless 2026-07-28 over stdio) behind a wiretap.
+#[mcp(transport = Self::tapped, snapshot = "pyserver", only(add))]
+pub struct TappedPy {
+    argv: Vec<String>,
+}
+
+impl TappedPy {
+    fn tapped(&self) -> mcp_runtime::StdioTransport {
+        mcp_runtime::StdioTransport::new(
+            mcp_runtime::StdioConfig::from_argv(self.argv.clone()).expect("an argv"),
+        )
+    }
+}
+
+/// Resolve once, call many: a typed call on a fresh handle sends the call and the
+/// handshake its era needs, and nothing else — no `tools/list` first, in either era;
+/// a second call sends only itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_call_on_a_fresh_handle_sends_only_the_call_and_the_handshake() {
+    // 2025-11-25: the probe, then the handshake, then the calls.
+    let log = support::wire_log("typed-legacy");
+    let ev = TappedEverything::new(support::wiretap(&log, 0, support::everything_argv()));
+    let r = ev
+        .echo(tapped_everything_tools::Echo {
+            message: "once".into(),
+        })
+        .await
+        .unwrap();
+    assert!(r.text().contains("once"), "{}", r.text());
+    ev.echo(tapped_everything_tools::Echo {
+        message: "twice".into(),
+    })
+    .await
+    .unwrap();
+    ev.close().await.unwrap();
+    let sent = support::sent(&support::read_wire(&log));
+    // Positive control: the reader sees the calls it counts.
+    assert_eq!(
+        sent.iter().filter(|m| *m == "tools/call").count(),
+        2,
+        "{sent:?}"
+    );
+    assert_eq!(
+        sent,
+        [
+            "start",
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call",
+            "tools/call"
+        ],
+        "exactly the handshake and the calls"
+    );
+
+    // 2026-07-28: `server/discover` is the whole handshake.
+    let log = support::wire_log("typed-modern");
+    let py = TappedPy::new(support::wiretap(&log, 0, support::pyserver_argv()));
+    let typed = py
+        .add(tapped_py_tools::Add { a: 1.5, b: 2.0 })
+        .await
+        .unwrap();
+    assert_eq!(typed.output, Some(tapped_py_tools::AddOutput { sum: 3.5 }));
+    py.close().await.unwrap();
+    let sent = support::sent(&support::read_wire(&log));
+    assert_eq!(sent, ["start", "server/discover", "tools/call"], "{sent:?}");
 }

@@ -1,0 +1,233 @@
+//! Calling a declared server's tools: resolved once, called many times.
+//!
+//! * By name ([`Mcp::call`], [`Mcp::start`]): the name is looked up once in the handle's
+//!   map of shaped tools (listed once, kept until the server's tools change).
+//! * By handle ([`McpTool::call`]): a tool from [`Mcp::tools`] is already resolved; an
+//!   agent calls the tool it offered, without looking it up again.
+//! * Typed methods `#[mcp]` generates call the server's tool by the server's name
+//!   directly: no tool list is fetched first (unless the declaration's drift policy is
+//!   `error`, which needs the server's list once to compare).
+//!
+//! Each path adds the declaration's fixed arguments and applies its wrap; the
+//! arguments are moved to the session, and copied only when a wrap needs them after
+//! the call.
+
+use serde_json::{Map, Value};
+
+use super::shared::{DriftPolicy, Mcp, McpTool, ToolMap};
+use super::typed::Typed;
+use crate::client::RequestOptions;
+use crate::error::{Error, Result};
+use crate::model::CallToolResult;
+use crate::snapshot::did_you_mean;
+use mcp_core::lock;
+
+impl Mcp {
+    /// Calls a tool by the name the model sees (or the server's name), with fixed
+    /// arguments added and the result wrapped as declared. A tool that fails returns a
+    /// result whose `is_error()` is true; a protocol error is an `Err`.
+    pub async fn call(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_with(name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`Mcp::call`] with per-call options: a timeout, a progress callback, a
+    /// cancellation token.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let map = self.tool_map().await?;
+        let tool = self.find(&map, name)?;
+        self.call_resolved(tool, arguments, options).await
+    }
+
+    /// Starts a server tool in the background (see [`Client::start_tool`]), with the
+    /// declaration's fixed arguments; `name` is the model-facing name or the server's.
+    ///
+    /// [`Client::start_tool`]: crate::Client::start_tool
+    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
+        let map = self.tool_map().await?;
+        let tool = self.find(&map, name)?;
+        let server_name = tool.server_name.as_deref().ok_or_else(|| {
+            Error::config(format!("`{name}` is a local tool: it runs in this process"))
+        })?;
+        let args = self.with_fixed(server_name, arguments)?;
+        self.client()?.start_tool(server_name, args).await
+    }
+
+    /// Calls the server's tool `server_name` (its own name, not a model-facing one)
+    /// with the declaration's fixed arguments and wrap. For the typed methods `#[mcp]`
+    /// generates: no tool list is fetched first, unless the drift policy is `error`.
+    #[doc(hidden)]
+    pub async fn call_declared(
+        &self,
+        server_name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult> {
+        if self.spec.drift == DriftPolicy::Error {
+            self.tool_map().await?;
+        }
+        self.call_server(server_name, arguments, RequestOptions::default())
+            .await
+    }
+
+    /// [`call_declared`](Self::call_declared) with typed arguments and output.
+    #[doc(hidden)]
+    pub async fn call_declared_typed<A, T>(
+        &self,
+        server_name: &str,
+        arguments: &A,
+    ) -> Result<Typed<T>>
+    where
+        A: serde::Serialize,
+        T: serde::de::DeserializeOwned,
+    {
+        let args = serde_json::to_value(arguments).map_err(|e| {
+            Error::config(format!(
+                "the arguments of `{server_name}` cannot be serialized: {e}"
+            ))
+        })?;
+        let result = self.call_declared(server_name, args).await?;
+        Ok(self.typed(server_name, result))
+    }
+
+    /// Calls a tool by name with typed arguments and reads its structured output as `T`.
+    pub async fn call_typed<A, T>(&self, name: &str, arguments: &A) -> Result<Typed<T>>
+    where
+        A: serde::Serialize,
+        T: serde::de::DeserializeOwned,
+    {
+        let args = serde_json::to_value(arguments).map_err(|e| {
+            Error::config(format!(
+                "the arguments of `{name}` cannot be serialized: {e}"
+            ))
+        })?;
+        let result = self.call(name, args).await?;
+        Ok(self.typed(name, result))
+    }
+
+    fn typed<T: serde::de::DeserializeOwned>(
+        &self,
+        tool: &str,
+        result: CallToolResult,
+    ) -> Typed<T> {
+        let output = match &result.structured_content {
+            Some(v) if !result.is_error() => match T::deserialize(v) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    tracing::warn!(server = %self.spec.name, tool, error = %e, "structured output does not match the snapshot's outputSchema");
+                    None
+                }
+            },
+            _ => None,
+        };
+        Typed { result, output }
+    }
+
+    /// The tool a name stands for: the model-facing name first, then the server's.
+    fn find<'m>(&self, map: &'m ToolMap, name: &str) -> Result<&'m McpTool> {
+        map.by_name
+            .get(name)
+            .or_else(|| map.by_server_name.get(name))
+            .and_then(|&i| map.list.get(i))
+            .ok_or_else(|| {
+                let hint = did_you_mean(name, map.list.iter().map(|t| t.name.as_str()))
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                Error::config(format!("{} has no tool `{name}`{hint}", self.spec.name))
+            })
+    }
+
+    /// Calls a tool this handle shaped: a local tool in this process, a server tool on
+    /// the server.
+    pub(super) async fn call_resolved(
+        &self,
+        tool: &McpTool,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        match &tool.server_name {
+            Some(server_name) => self.call_server(server_name, arguments, options).await,
+            None => {
+                let local = self
+                    .spec
+                    .local
+                    .iter()
+                    .find(|l| l.definition().name == tool.name)
+                    .cloned()
+                    .ok_or_else(|| Error::config(format!("tool `{}` is gone", tool.name)))?;
+                local.call(self, arguments).await
+            }
+        }
+    }
+
+    /// `arguments` as an object, with the declaration's fixed arguments of
+    /// `server_name` added.
+    fn with_fixed(&self, server_name: &str, arguments: Value) -> Result<Value> {
+        let mut args = match arguments {
+            Value::Null => Map::new(),
+            Value::Object(m) => m,
+            _ => return Err(Error::config("tool arguments must be a JSON object")),
+        };
+        if let Some(shape) = self.spec.shapes.iter().find(|s| s.name == server_name) {
+            for (k, v) in &shape.fixed {
+                args.insert(k.clone(), v.get());
+            }
+        }
+        Ok(Value::Object(args))
+    }
+
+    async fn call_server(
+        &self,
+        server_name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        let args = self.with_fixed(server_name, arguments)?;
+        let wrap = self
+            .spec
+            .shapes
+            .iter()
+            .find(|s| s.name == server_name)
+            .and_then(|s| s.wrap.clone());
+        // The arguments go to the session; a copy stays only for a wrap.
+        let kept = wrap.as_ref().map(|_| args.clone());
+        let result = match self
+            .client()?
+            .call_tool(server_name, args)
+            .options(options)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                if e.is_not_found() {
+                    // The tool may be gone: fetch the list again next time.
+                    *lock(&self.tools) = None;
+                }
+                return Err(e);
+            }
+        };
+        match (wrap, kept) {
+            (Some(wrap), Some(args)) => wrap(result, args).await,
+            _ => Ok(result),
+        }
+    }
+}
+
+impl McpTool {
+    /// Calls this tool on the server it came from (fixed arguments added, the result
+    /// wrapped as declared), without looking its name up again. Fails for a tool that
+    /// did not come from a handle's [`Mcp::tools`], or whose handle is gone.
+    pub async fn call(&self, arguments: Value, options: RequestOptions) -> Result<CallToolResult> {
+        let Some(owner) = self.owner.as_ref().and_then(|o| o.upgrade()) else {
+            return Err(Error::config(format!(
+                "tool `{}` does not belong to a server handle that is still open",
+                self.name
+            )));
+        };
+        owner.call_resolved(self, arguments, options).await
+    }
+}
