@@ -25,7 +25,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::rt::TokioExecutor;
 
-use crate::BoxFuture;
+use crate::rt::BoxFuture;
 
 /// What a request's body is.
 pub type Body = Full<Bytes>;

@@ -36,14 +36,7 @@ pub mod sse;
 pub mod text;
 pub mod url_rule;
 
+mod rt;
+
+pub use rt::{lock, BoxFuture};
 pub use secret::Secret;
-
-/// Locks `m`, going on past a panic of another holder: the state a mutex guards in
-/// these crates is kept consistent between statements, so a poisoned lock is not a
-/// reason to fail every later caller.
-pub fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A boxed, sendable future: what transport and handler methods return.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;

@@ -56,7 +56,7 @@ fn pg_error(what: &str, e: tokio_postgres::Error) -> PgError {
     }
 }
 
-use crate::lock;
+use crate::rt::lock;
 
 /// Connections to one PostgreSQL database: a shared one (opened again when it closes)
 /// and dedicated ones on demand. TLS (rustls, webpki roots, `sslmode=require` at least)

@@ -72,7 +72,12 @@ pub use input::{
 pub use mcp_core::Secret;
 #[cfg(feature = "macros")]
 pub use mcp_macros::mcp;
-pub use model::*;
+pub use model::{
+    CallToolResult, Completion, CompletionRef, Content, Extras, GetPromptResult, Implementation,
+    LogLevel, Progress, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, Tool, ToolAnnotations,
+    UiResource, MCP_APP_MIME_TYPE,
+};
 pub use skills::{LoadedSkill, Skill, SkillContent};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
@@ -80,3 +85,19 @@ pub use transport::http::{HttpConfig, HttpTransport};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::{StdioConfig, StdioTransport};
 pub use transport::{Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+
+/// The names most programs use, for one `use mcp_runtime::prelude::*;`.
+pub mod prelude {
+    #[cfg(feature = "http")]
+    pub use crate::HttpConfig;
+    #[cfg(feature = "stdio")]
+    pub use crate::StdioConfig;
+    pub use crate::{
+        CallToolResult, Client, Content, Error, InputRequest, InputResponse, RequestOptions,
+        Result, Tool,
+    };
+    #[cfg(any(feature = "stdio", feature = "http"))]
+    pub use crate::{Mcp, McpTool};
+    #[cfg(feature = "macros")]
+    pub use mcp_macros::mcp;
+}

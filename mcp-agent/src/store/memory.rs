@@ -6,7 +6,9 @@ use std::sync::Mutex;
 use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
-use super::*;
+use super::contract::*;
+use crate::error::{Error, Result};
+use mcp_core::lock;
 
 /// A run as the memory store keeps it: the record, when it last changed, its events.
 type Kept = (RunRecord, u64, Vec<Value>);

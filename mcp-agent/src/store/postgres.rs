@@ -3,7 +3,8 @@
 use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
-use super::*;
+use super::contract::*;
+use crate::error::{Error, Result};
 
 /// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for
 /// applications on many machines: a run suspended on one is resumed on another. Claims

@@ -5,7 +5,9 @@ use std::sync::Mutex;
 use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
-use super::*;
+use super::contract::*;
+use crate::error::{Error, Result};
+use mcp_core::lock;
 
 /// Runs kept in a SQLite file (created with its table when missing): no server, no
 /// setup, and a run suspended by one process can be resumed by another. Claims are

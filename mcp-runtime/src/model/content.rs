@@ -1,7 +1,10 @@
 //! Content blocks of tool results and prompt messages, kept as sent.
 
 #[allow(unused_imports)]
-use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Resource, ResourceContents};
 
 /// One block of content in a tool result or prompt message.
 #[derive(Clone, Debug, PartialEq)]

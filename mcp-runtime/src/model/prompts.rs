@@ -1,7 +1,10 @@
 //! Prompts and their filled-in messages.
 
 #[allow(unused_imports)]
-use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::Content;
 
 /// A prompt the server offers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

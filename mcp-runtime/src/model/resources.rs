@@ -1,7 +1,8 @@
 //! Resources, templates, their contents, and completions.
 
 #[allow(unused_imports)]
-use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// A resource the server lists (or links to from a tool result).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

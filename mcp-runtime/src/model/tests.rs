@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::Value;
 
 #[test]
 fn schemas_serialize_back_as_the_server_wrote_them() {

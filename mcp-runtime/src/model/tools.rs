@@ -1,7 +1,11 @@
 //! Tools, their results, and MCP Apps' UI resources.
 
 #[allow(unused_imports)]
-use super::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{Content, ReadResourceResult, ResourceContents};
+use crate::error::{Error, Result};
 
 /// Hints a server gives about a tool. They are hints from the server, not guarantees:
 /// trust them only as far as you trust the server.

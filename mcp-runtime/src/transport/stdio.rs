@@ -27,7 +27,6 @@
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,7 +36,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
 
-use super::{watchdog, BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+use super::{watchdog, BoxFuture, Incoming, RequestContext, Transport};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 

@@ -1,7 +1,13 @@
 //! How to start a stdio server: program, arguments, folder, environment (clean by
 //! default), limits.
 
-use super::*;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::transport::DEFAULT_MAX_MESSAGE_SIZE;
 
 type EnvProvider = Arc<dyn Fn() -> Vec<(String, String)> + Send + Sync>;
 

@@ -1,0 +1,437 @@
+//! What a run store is: the [`RunStore`] trait and what it keeps (runs, leases,
+//! filters, pages), with the helpers the SQL stores share. At the bottom of `store/`:
+//! the stores implement it.
+
+use mcp_runtime::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunStatus {
+    /// The loop is working on it.
+    Running,
+    /// It waits for a person's decision.
+    Suspended,
+    /// It ended.
+    Finished,
+    /// An error stopped it after something had run (a tool call, a model turn). It
+    /// keeps its transcript, what already ran and the error;
+    /// [`Agent::retry`](crate::Agent::retry) continues it from where it stopped.
+    Failed,
+    /// A person or the application cancelled it ([`Agent::cancel`](crate::Agent::cancel)).
+    Cancelled,
+}
+
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+impl RunStatus {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Suspended => "suspended",
+            RunStatus::Finished => "finished",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub(super) fn parse(s: &str) -> Option<RunStatus> {
+        match s {
+            "running" => Some(RunStatus::Running),
+            "suspended" => Some(RunStatus::Suspended),
+            "finished" => Some(RunStatus::Finished),
+            "failed" => Some(RunStatus::Failed),
+            "cancelled" => Some(RunStatus::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// A run as kept: its status, the suspension it waits in, and its whole state
+/// (transcript, pending calls, events).
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    /// The run's id.
+    pub id: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The id of the suspension the run waits in (every suspension has its own; a
+    /// decision names it), when it waits.
+    pub suspension: Option<String>,
+    /// Its state, as JSON.
+    pub state: Value,
+    /// Who holds the run and until when: the process that claimed it (or started
+    /// it). Only the holder's saves are kept (see [`RunStore::save`]).
+    pub lease: Option<Lease>,
+    /// Events to append to the run's log with this save, in order (a load returns
+    /// none: [`RunStore::events`] reads the log).
+    pub events: Vec<Value>,
+}
+
+/// A process's hold on a run it works on: an owner token of its own and an expiry.
+/// While the holder works it renews the lease ([`RunStore::renew`]); a run whose
+/// holder died is left `running` with a lease that expires, and
+/// [`Agent::recover`](crate::Agent::recover) takes it over ([`Claim::Stale`]). A
+/// holder whose lease was taken over can no longer save the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    /// The holder (a random token, new for every claim).
+    pub owner: String,
+    /// When the hold ends unless renewed (milliseconds since the epoch).
+    pub until: u64,
+}
+
+/// Which runs [`RunStore::list`] returns: all by default; by status, by when they
+/// last changed (seconds since the epoch), a page at a time (at most `limit`, 100 by
+/// default and at most 1000, after the `cursor` a previous page returned), in id order.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RunFilter {
+    /// Only runs in this status.
+    pub status: Option<RunStatus>,
+    /// Only runs that last changed before this time.
+    pub before: Option<u64>,
+    /// Only runs that last changed at or after this time.
+    pub after: Option<u64>,
+    /// The most runs in one page (0 means 100; more than 1000 means 1000).
+    pub limit: usize,
+    /// Where a previous page ended ([`RunPage::next`]).
+    pub cursor: Option<String>,
+}
+
+impl RunFilter {
+    /// Every run, 100 a page.
+    pub fn new() -> RunFilter {
+        RunFilter::default()
+    }
+    /// Only runs in `status`.
+    pub fn status(mut self, status: RunStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+    /// Only runs that last changed before `secs` (seconds since the epoch).
+    pub fn before(mut self, secs: u64) -> Self {
+        self.before = Some(secs);
+        self
+    }
+    /// Only runs that last changed at or after `secs`.
+    pub fn after(mut self, secs: u64) -> Self {
+        self.after = Some(secs);
+        self
+    }
+    /// At most `n` runs a page.
+    pub fn limit(mut self, n: usize) -> Self {
+        self.limit = n;
+        self
+    }
+    /// The page after the one that returned this cursor.
+    pub fn cursor(mut self, cursor: impl Into<String>) -> Self {
+        self.cursor = Some(cursor.into());
+        self
+    }
+    /// The page size this filter asks for.
+    pub fn page_size(&self) -> usize {
+        match self.limit {
+            0 => 100,
+            n => n.min(1000),
+        }
+    }
+}
+
+/// A run as listed: no state, just where it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunSummary {
+    /// The run's id.
+    pub id: String,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// The suspension it waits in, when it waits.
+    pub suspension: Option<String>,
+    /// When it last changed (seconds since the epoch).
+    pub updated_at: u64,
+}
+
+impl RunSummary {
+    /// A summary (for stores of your own).
+    pub fn new(
+        id: String,
+        status: RunStatus,
+        suspension: Option<String>,
+        updated_at: u64,
+    ) -> RunSummary {
+        RunSummary {
+            id,
+            status,
+            suspension,
+            updated_at,
+        }
+    }
+}
+
+/// One page of [`RunStore::list`].
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RunPage {
+    /// The runs, in id order.
+    pub runs: Vec<RunSummary>,
+    /// Give it to [`RunFilter::cursor`] for the next page; `None` on the last.
+    pub next: Option<String>,
+}
+
+impl RunPage {
+    /// The page of `all` that `filter` names (for stores that filter in memory).
+    pub fn of(mut all: Vec<RunSummary>, filter: &RunFilter) -> RunPage {
+        all.retain(|r| {
+            filter.status.is_none_or(|s| s == r.status)
+                && filter.before.is_none_or(|b| r.updated_at < b)
+                && filter.after.is_none_or(|a| r.updated_at >= a)
+                && filter.cursor.as_deref().is_none_or(|c| r.id.as_str() > c)
+        });
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        page_of(all, filter.page_size())
+    }
+}
+
+/// What a claim takes: a run in this status and, for a suspended run, in this
+/// suspension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Claim<'a> {
+    /// A suspended run, waiting in the suspension with this id.
+    Suspended(&'a str),
+    /// A failed run ([`Agent::retry`](crate::Agent::retry)).
+    Failed,
+    /// A finished run, given more input ([`Agent::follow_up`](crate::Agent::follow_up)).
+    Finished,
+    /// A running run whose holder stopped renewing its lease: the lease ended before
+    /// this time (milliseconds since the epoch), or it has none
+    /// ([`Agent::recover`](crate::Agent::recover)).
+    Stale(u64),
+}
+
+impl Claim<'_> {
+    /// True when `run` is what this claim takes.
+    pub fn matches(&self, run: &RunRecord) -> bool {
+        match self {
+            Claim::Suspended(s) => {
+                run.status == RunStatus::Suspended && run.suspension.as_deref() == Some(*s)
+            }
+            Claim::Failed => run.status == RunStatus::Failed,
+            Claim::Finished => run.status == RunStatus::Finished,
+            Claim::Stale(now) => {
+                run.status == RunStatus::Running
+                    && run.lease.as_ref().is_none_or(|l| l.until < *now)
+            }
+        }
+    }
+
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(super) fn status(&self) -> &'static str {
+        match self {
+            Claim::Suspended(_) => "suspended",
+            Claim::Failed => "failed",
+            Claim::Finished => "finished",
+            Claim::Stale(_) => "running",
+        }
+    }
+
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(super) fn suspension(&self) -> Option<&str> {
+        match self {
+            Claim::Suspended(s) => Some(s),
+            Claim::Failed | Claim::Finished | Claim::Stale(_) => None,
+        }
+    }
+
+    /// For a stale claim: the time the lease must have ended before (as SQL wants it).
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+    pub(super) fn stale_before(&self) -> Option<i64> {
+        match self {
+            Claim::Stale(now) => Some(sql_int(*now)),
+            _ => None,
+        }
+    }
+}
+
+/// A `u64` as SQL's signed 64-bit integer (saturating).
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(super) fn sql_int(n: u64) -> i64 {
+    n.min(i64::MAX as u64) as i64
+}
+
+/// The error a save or a renewal gets when another process holds the run now.
+pub(crate) fn lease_lost(id: &str) -> Error {
+    Error::lease_lost(format!(
+        "run {id} is held by another process now (its lease ended and the run was recovered, or it was claimed again): this process's changes to it are not kept"
+    ))
+}
+
+/// Keeps runs. `claim` is what makes a decision apply exactly once: of two resumes of
+/// one suspension, one gets the run and the other `None`; a decision for another
+/// suspension of the same run gets `None` too. Leases make a run a process died on
+/// recoverable, and fence the dead (or only slow) process out once it is.
+pub trait RunStore: Send + Sync + 'static {
+    /// Keeps the run (replacing what was kept under its id) and appends its `events`
+    /// to the run's event log — only when the kept run's lease owner is the record's
+    /// (both none counts as the same), or nothing is kept under its id yet; otherwise
+    /// an error for which `is_lease_lost()` is true, and nothing changes. Atomic: the
+    /// state and the events are kept together or not at all.
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
+    /// The run's event log, in the order appended (empty for an unknown run): at most
+    /// its first 100,000 events, whatever the store holds.
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
+    /// The run kept under `id`.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Moves the run `id` to running under `lease`, atomically, when it is what
+    /// `claim` takes (its status; for a suspended run its suspension id; for a stale
+    /// run an expired lease), and returns it (with the new lease); `None` otherwise
+    /// (decided already, another suspension, finished, held, or unknown).
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Extends the hold of `lease.owner` on the run `id` to `lease.until`. `false` when
+    /// another owner holds the run now; `true` when the owner does (or nothing is kept
+    /// under `id` yet).
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>>;
+    /// The runs `filter` names, a page at a time.
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>>;
+    /// Forgets the run `id` and its events; `false` when there was none.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
+    /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
+    /// the epoch), with their events; how many.
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>>;
+    /// Keeps a standing allowance ("always allow this tool" for every run of the
+    /// agents that share this store) under `id`, replacing what was kept under it.
+    /// The agent writes and reads it (with its integrity MAC, when it has a key).
+    fn save_allowance<'a>(&'a self, id: &'a str, allowance: &'a Value)
+        -> BoxFuture<'a, Result<()>>;
+    /// Every standing allowance kept (at most 10,000).
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>>;
+    /// Forgets the allowance `id`; `false` when there was none.
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
+}
+
+/// The most events of one run a store returns.
+pub(crate) const MAX_EVENTS: usize = 100_000;
+
+/// The most standing allowances a store returns.
+pub(crate) const MAX_ALLOWANCES: usize = 10_000;
+
+impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
+        (**self).save(run)
+    }
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        (**self).load(id)
+    }
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
+        (**self).events(id)
+    }
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
+        (**self).claim(id, claim, lease)
+    }
+    fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
+        (**self).renew(id, lease)
+    }
+    fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
+        (**self).list(filter)
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        (**self).delete(id)
+    }
+    fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
+        (**self).prune(secs)
+    }
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, Result<()>> {
+        (**self).save_allowance(id, allowance)
+    }
+    fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>> {
+        (**self).allowances()
+    }
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
+        (**self).delete_allowance(id)
+    }
+}
+
+/// The time now, in seconds since the epoch.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// A run as a row gives it: id, status, suspension, state, lease owner, lease end.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) type Row = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<i64>,
+);
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn record((id, status, suspension, state, owner, until): Row) -> Result<RunRecord> {
+    Ok(RunRecord {
+        id,
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
+        suspension,
+        state: serde_json::from_str(&state)
+            .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+        events: Vec::new(),
+        lease: owner.map(|owner| Lease {
+            owner,
+            until: until.unwrap_or(0).max(0) as u64,
+        }),
+    })
+}
+
+/// The lease columns of a record: owner, end.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i64>) {
+    match lease {
+        Some(l) => (Some(l.owner.clone()), Some(sql_int(l.until))),
+        None => (None, None),
+    }
+}
+
+/// A stored event's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn event_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored event cannot be read: {e}")))
+}
+
+/// A stored allowance's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn allowance_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored allowance cannot be read: {e}")))
+}
+
+/// A page of `runs` (in id order, at least one past `size` when more follow).
+pub(super) fn page_of(mut runs: Vec<RunSummary>, size: usize) -> RunPage {
+    let next = (runs.len() > size).then(|| runs[size - 1].id.clone());
+    runs.truncate(size);
+    RunPage { runs, next }
+}
