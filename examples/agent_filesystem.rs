@@ -239,7 +239,7 @@ async fn main_inner() -> Result<(), String> {
             let yes = line.trim().eq_ignore_ascii_case("y");
             async move { yes }
         })),
-        Some(other) => Some(Mode::parse(other)?),
+        Some(other) => Some(other.parse::<Mode>().map_err(|e| e.to_string())?),
     };
     let files = Mcp::builder("fs")
         .command(["npx", "-y", SERVER, &dir])

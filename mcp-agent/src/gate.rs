@@ -70,19 +70,36 @@ impl Mode {
             _ => 3,
         }
     }
+}
 
-    /// The mode by its name (`read_only`, `approve`, `auto`; `ask` needs a callback).
-    pub fn parse(name: &str) -> Result<Mode, String> {
+/// A permission mode's name that is not one (see [`Mode`]'s `FromStr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseModeError(String);
+
+impl fmt::Display for ParseModeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseModeError {}
+
+/// The mode by its name: `read_only`, `approve`, `auto` (`ask` needs a callback:
+/// [`Mode::ask`]).
+impl std::str::FromStr for Mode {
+    type Err = ParseModeError;
+
+    fn from_str(name: &str) -> Result<Mode, ParseModeError> {
         match name {
             "read_only" => Ok(Mode::ReadOnly),
             "approve" => Ok(Mode::Approve),
             "auto" => Ok(Mode::Auto),
-            "ask" => {
-                Err("the `ask` mode needs a callback: use Mode::ask(|server, tool, args| …)".into())
-            }
-            other => Err(format!(
-                "unknown permission mode `{other}`: use read_only, ask, approve or auto"
+            "ask" => Err(ParseModeError(
+                "the `ask` mode needs a callback: use Mode::ask(|server, tool, args| …)".into(),
             )),
+            other => Err(ParseModeError(format!(
+                "unknown permission mode `{other}`: use read_only, ask, approve or auto"
+            ))),
         }
     }
 }
@@ -350,9 +367,13 @@ mod tests {
 
     #[test]
     fn modes_by_name() {
-        assert!(matches!(Mode::parse("read_only"), Ok(Mode::ReadOnly)));
-        assert!(matches!(Mode::parse("approve"), Ok(Mode::Approve)));
-        assert!(Mode::parse("ask").is_err());
-        assert!(Mode::parse("yolo").unwrap_err().contains("read_only"));
+        assert!(matches!("read_only".parse::<Mode>(), Ok(Mode::ReadOnly)));
+        assert!(matches!("approve".parse::<Mode>(), Ok(Mode::Approve)));
+        assert!("ask".parse::<Mode>().is_err());
+        assert!("yolo"
+            .parse::<Mode>()
+            .unwrap_err()
+            .to_string()
+            .contains("read_only"));
     }
 }

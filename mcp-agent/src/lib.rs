@@ -58,7 +58,7 @@ pub use anthropic::Messages;
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use function::FunctionTool;
-pub use gate::{Gate, Mode, Verdict};
+pub use gate::{Gate, Mode, ParseModeError, Verdict};
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):
 /// `mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"])`.
 pub use mcp_macros::attach as mcp;
@@ -95,4 +95,15 @@ mod doc_files {
     struct Skills;
     #[doc = include_str!("../../docs/tasks.md")]
     struct Tasks;
+}
+
+/// The names most agent programs use, for one `use mcp_agent::prelude::*;` (with the
+/// runtime's `Mcp`).
+pub mod prelude {
+    #[cfg(feature = "sqlite")]
+    pub use crate::SqliteRunStore;
+    pub use crate::{
+        mcp, Agent, ChatCompletions, Decision, Error, Messages, Mode, Model, Outcome, Result,
+    };
+    pub use mcp_runtime::Mcp;
 }

@@ -441,7 +441,7 @@ impl Agent {
         }
         let mode = match kept.mode.as_str() {
             "ask" => Mode::Approve,
-            other => Mode::parse(other).map_err(|e| {
+            other => other.parse::<Mode>().map_err(|e| {
                 Error::store(format!("run {} keeps an unknown mode: {e}", state.id))
             })?,
         };
