@@ -1,7 +1,19 @@
 //! Building a [`Client`]: its settings, handlers and extensions.
 
-#[allow(unused_imports)]
-use super::*;
+use super::inbox::Inbox;
+use super::index::ToolIndex;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
+use crate::model::{Implementation, LogLevel, Progress};
+use crate::transport::{Incoming, Transport};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {

@@ -1,8 +1,17 @@
 //! Lists (all pages), their cache under the server's `ttlMs`, invalidation on list
 //! changes, and per-tool facts (headers, UI resources).
 
-#[allow(unused_imports)]
-use super::*;
+use super::options::RequestOptions;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::model::Tool;
+use crate::protocol::{Method, APPS_EXTENSION};
+use mcp_core::lock;
+use serde_json::{Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub(super) fn typed_items<T: serde::de::DeserializeOwned>(
     server: &str,

@@ -1,7 +1,19 @@
 //! `tools/call` in the making ([`CallTool`]): options first, then await it.
 
-#[allow(unused_imports)]
-use super::*;
+use super::options::RequestOptions;
+use super::shared::*;
+use super::tasks::Started;
+use crate::error::{Error, Result};
+use crate::model::{CallToolResult, LogLevel, Progress};
+use crate::protocol::Era;
+use crate::protocol::{code, Method, TaskSupport};
+use crate::transport::BoxFuture;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::future::IntoFuture;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// A `tools/call` in the making: await it, or set options first.
 ///

@@ -2,8 +2,20 @@
 //! rounds (`input_required` and legacy `elicitation/create`), and tasks answered in
 //! place of a result.
 
-#[allow(unused_imports)]
-use super::*;
+use super::options::RequestOptions;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::input::{InputRequest, InputResponse, PendingInput};
+use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
+use crate::protocol::Era;
+use crate::protocol::{code, meta, Method, TASKS_EXTENSION};
+use crate::transport::RequestContext;
+use mcp_core::lock;
+use serde_json::{json, Map, Value};
+use std::sync::{Arc, Mutex, Weak};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 pub(super) struct CancelGuard {
     inner: Weak<Inner>,

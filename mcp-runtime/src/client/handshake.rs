@@ -2,8 +2,20 @@
 //! the probe's answer is not modern), the legacy handshake, and what the server says
 //! about itself.
 
-#[allow(unused_imports)]
-use super::*;
+use super::negotiate;
+use super::negotiate::{Handshake, Probe};
+use super::options::RequestOptions;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Notification, Request};
+use crate::model::{LogLevel, ServerCapabilities};
+use crate::protocol::Era;
+use crate::protocol::{meta, Method};
+use crate::protocol::{LEGACY_VERSIONS, MODERN_VERSIONS};
+use mcp_core::lock;
+use serde_json::{json, Map, Value};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 pub(super) fn discovered(mut v: Value, version: String) -> ServerDetails {
     let info = v

@@ -1,7 +1,13 @@
 //! What the server sends unasked: notifications and, before 2026-07-28, requests.
 
-#[allow(unused_imports)]
-use super::*;
+use super::shared::*;
+use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
+use crate::model::Progress;
+use crate::protocol::{code, Method};
+use crate::transport::{BoxFuture, IncomingHandler};
+use mcp_core::lock;
+use serde_json::Value;
+use std::sync::Weak;
 
 pub(super) struct Inbox {
     pub(super) inner: Weak<Inner>,

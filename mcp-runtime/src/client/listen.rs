@@ -1,8 +1,16 @@
 //! Listening for changes: the 2026-07-28 `subscriptions/listen` stream, the legacy
 //! GET stream and subscriptions, and task status polling.
 
-#[allow(unused_imports)]
-use super::*;
+use super::options::RequestOptions;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Request};
+use crate::protocol::Era;
+use crate::protocol::Method;
+use mcp_core::lock;
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) type Ready = tokio::sync::oneshot::Sender<Result<Value>>;
 

@@ -1,29 +1,16 @@
 //! The session: one client talking to one server, in whichever protocol era it speaks.
 
-use std::collections::HashMap;
-use std::fmt;
-use std::future::{Future, IntoFuture};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use tokio::sync::Notify;
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
-use crate::input::{
-    InputAnswers, InputHandler, InputKinds, InputRequest, InputResponse, PendingInput,
-    RootsHandler, SamplingHandler,
-};
-use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::model::{
-    self, CallToolResult, Completion, CompletionRef, GetPromptResult, Implementation, LogLevel,
-    Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate, ServerCapabilities, Tool,
+    self, Completion, CompletionRef, GetPromptResult, Prompt, ReadResourceResult, Resource,
+    ResourceTemplate, Tool,
 };
-use crate::transport::{BoxFuture, Incoming, IncomingHandler, RequestContext, Transport};
-use negotiate::{Handshake, Probe};
 
 mod builder;
 mod cache;
@@ -35,190 +22,25 @@ mod index;
 mod listen;
 mod negotiate;
 mod options;
+mod shared;
 mod skills;
 mod tasks;
 #[cfg(test)]
 mod tests;
 
-use crate::protocol::{code, meta, Method, TaskSupport, APPS_EXTENSION, TASKS_EXTENSION};
 pub use crate::protocol::{Era, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS, MODERN_VERSIONS};
+use crate::protocol::{Method, TASKS_EXTENSION};
 pub use builder::ClientBuilder;
 use cache::{ttl_of, typed_items};
 pub use call::CallTool;
-use inbox::Inbox;
-use index::ToolIndex;
 use listen::{listen_legacy, listen_modern};
 pub use options::RequestOptions;
-use options::{ChangeCallback, ProgressCallback};
-
-/// The MCP Apps extension.
-pub use tasks::{Started, Task, TaskState, TaskStatus};
-
-/// Which era to speak.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ProtocolMode {
-    /// Probe with `server/discover`, fall back to `initialize` (the default). The era is
-    /// decided by what the server answers, never by how long it takes.
-    #[default]
-    Auto,
-    /// Only the modern protocol: fail if the server does not speak it. The probe waits
-    /// as long as any request would.
-    Modern,
-    /// Only the legacy handshake: go straight to `initialize`.
-    Legacy,
-}
-
-/// Something the server announced as changed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Change {
-    /// The tool list changed (the client has already forgotten the old one).
-    Tools,
-    /// The prompt list changed.
-    Prompts,
-    /// The resource list changed.
-    Resources,
-    /// The contents of this resource changed.
-    Resource(String),
-    /// A task's status changed (pushed by the server, or seen after a reconnect).
-    Task(TaskStatus),
-}
-
-/// What the client learned about the server when the session started.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct ServerDetails {
-    /// The era the server speaks.
-    pub era: Era,
-    /// The protocol version in use.
-    pub protocol_version: String,
-    /// The server's capabilities.
-    pub capabilities: ServerCapabilities,
-    /// The server's name and version.
-    pub info: Implementation,
-    /// How to use the server, for a model.
-    pub instructions: Option<String>,
-}
-
-/// A client for one MCP server.
-///
-/// Cheap to clone (clones share the connection). Requests may run concurrently: they
-/// are pipelined on the one connection. The session starts on the first request:
-/// the client probes with `server/discover` and falls back to the `initialize`
-/// handshake for servers before 2026-07-28.
-///
-/// ```no_run
-/// # #[allow(dead_code)]
-/// # async fn run() -> mcp_runtime::Result<()> {
-/// use mcp_runtime::{Client, StdioConfig};
-/// let client = Client::builder().stdio(
-///     StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
-/// )?;
-/// for tool in client.list_tools().await? {
-///     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
-/// }
-/// let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
-/// println!("{}", result.text());
-/// client.close().await?;
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct Client {
-    inner: Arc<Inner>,
-    life: Arc<Life>,
-}
-
-impl fmt::Debug for Client {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client")
-            .field("name", &self.inner.name)
-            .finish_non_exhaustive()
-    }
-}
-
-struct Inner {
-    /// The session's inbox, handed to the transport with each request.
-    incoming: Incoming,
-    transport: Box<dyn Transport>,
-    /// The HTTP transport, for its OAuth authorization (built by `ClientBuilder::http`).
-    #[cfg(feature = "oauth")]
-    oauth: Option<crate::transport::http::HttpTransport>,
-    name: String,
-    client_info: Value,
-    capabilities: Value,
-    timeout: Duration,
-    max_timeout: Duration,
-    /// How long each request of the connect may wait (`ClientBuilder::connect_timeout`).
-    connect_timeout: Duration,
-    /// The server once left `server/discover` unanswered: later connects (after the
-    /// process restarts) ask `initialize` first.
-    ignores_discover: AtomicBool,
-    log_level: Option<LogLevel>,
-    input: Option<Arc<dyn InputHandler>>,
-    input_kinds: InputKinds,
-    sampling: Option<Arc<dyn SamplingHandler>>,
-    roots: Option<Arc<dyn RootsHandler>>,
-    max_input_rounds: u32,
-    on_change: Vec<ChangeCallback>,
-    on_progress: Vec<ProgressCallback>,
-    protocol: ProtocolMode,
-    next_id: AtomicI64,
-    connect_lock: tokio::sync::Mutex<()>,
-    state: Mutex<Option<Arc<ServerDetails>>>,
-    progress: Mutex<HashMap<Id, Arc<CallProgress>>>,
-    cache: Mutex<HashMap<String, CacheEntry>>,
-    cache_generation: AtomicU64,
-    listens: Mutex<HashMap<Id, ListenSlot>>,
-    session_reset: Notify,
-    /// What a call needs to know of each tool (headers, UI resource, task support).
-    tool_index: ToolIndex,
-    /// Woken when a task's status arrives, for those waiting on it.
-    task_waiters: Mutex<HashMap<String, Arc<Notify>>>,
-    /// The last task status reported to `on_change`, per task (state and message), so
-    /// a status pushed and also polled is reported once.
-    task_reported: Mutex<HashMap<String, (TaskState, Option<String>)>>,
-    /// Verified files of this server's skills (see [`crate::skills`]).
-    skill_files: Mutex<crate::skills::FileCache>,
-}
-
-/// An open `subscriptions/listen` request: told when the server acknowledges it, and
-/// when the server ends it with `notifications/cancelled`.
-struct ListenSlot {
-    ack: Option<tokio::sync::oneshot::Sender<Value>>,
-    ended: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-/// Owned by every clone of a [`Client`]: when the last one goes, the listener stops.
-#[derive(Default)]
-struct Life {
-    listener: Mutex<Option<tokio::task::AbortHandle>>,
-}
-
-impl Life {
-    fn stop_listener(&self) {
-        if let Some(h) = lock(&self.listener).take() {
-            h.abort();
-        }
-    }
-}
-
-impl Drop for Life {
-    fn drop(&mut self) {
-        self.stop_listener();
-    }
-}
-
-struct CallProgress {
-    callback: Option<ProgressCallback>,
-    notify: Notify,
-}
-
-struct CacheEntry {
-    expires: Instant,
-    value: Arc<Vec<Value>>,
-}
 
 use mcp_core::lock;
+use shared::*;
+/// The MCP Apps extension.
+pub use shared::{Change, Client, ProtocolMode, ServerDetails, TaskState, TaskStatus};
+pub use tasks::{Started, Task};
 
 impl Client {
     /// Starts building a client.

@@ -1,12 +1,14 @@
 //! Per-request options: timeouts, progress, cancellation, log level, and input left
 //! to the caller.
 
-#[allow(unused_imports)]
-use super::*;
-
-pub(super) type ChangeCallback = Arc<dyn Fn(&Change) + Send + Sync>;
-
-pub(super) type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
+use super::shared::*;
+use crate::input::{InputAnswers, InputResponse, PendingInput};
+use crate::model::{LogLevel, Progress};
+use serde_json::Map;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Per-request options. Build them with the `with_*` methods or through
 /// [`CallTool`]'s builder methods.

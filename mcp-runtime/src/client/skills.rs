@@ -1,13 +1,17 @@
 //! The skills extension on a session: listing, getting and loading skills, reading
 //! their files with every check (see [`crate::skills`]).
 
+use super::cache::typed_items;
+use super::options::RequestOptions;
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::model::{self, Resource};
+use crate::protocol::Method;
+use crate::skills::{check, extract, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION};
+use mcp_core::lock;
+use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-
-use serde_json::{Map, Value};
-
-use super::*;
-use crate::skills::{check, extract, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION};
 
 impl Client {
     /// True when the server declares the skills extension (connecting first).

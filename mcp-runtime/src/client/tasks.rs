@@ -12,29 +12,14 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{lock, Change, Client, Era, Inner, RequestOptions};
+use super::options::RequestOptions;
+use super::shared::{Change, Client, Inner, TaskState, TaskStatus};
 use crate::error::{Error, Result};
 use crate::input::PendingInput;
 use crate::model::CallToolResult;
+use crate::protocol::Era;
 use crate::protocol::{code, Method, TaskSupport, TASKS_EXTENSION};
-
-/// Where a task stands.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TaskState {
-    /// Running.
-    Working,
-    /// Waiting for input from the client (answered by [`Task::wait`]).
-    InputRequired,
-    /// Finished with a result (which may be a tool error: `isError`).
-    Completed,
-    /// Failed (a protocol error, not a tool error).
-    Failed,
-    /// Cancelled.
-    Cancelled,
-    /// A state this client does not know.
-    Other(String),
-}
+use mcp_core::lock;
 
 impl TaskState {
     fn parse(s: &str) -> TaskState {
@@ -55,26 +40,6 @@ impl TaskState {
             TaskState::Completed | TaskState::Failed | TaskState::Cancelled
         )
     }
-}
-
-/// What a server said about a task.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct TaskStatus {
-    /// The task's id.
-    pub id: String,
-    /// Where it stands.
-    pub state: TaskState,
-    /// What it is doing, for a person.
-    pub message: Option<String>,
-    /// How often the server wants to be asked.
-    pub poll_interval: Option<Duration>,
-    /// When it was created (as the server wrote it).
-    pub created_at: Option<String>,
-    /// When it last changed (as the server wrote it).
-    pub last_updated_at: Option<String>,
-    /// How long the server keeps it after it was created.
-    pub ttl: Option<Duration>,
 }
 
 impl TaskStatus {

@@ -2,8 +2,19 @@
 //! endless input rounds, unknown result types), driven through a scripted
 //! transport. Everything else is tested against real servers in `tests/it`.
 use super::*;
-use crate::jsonrpc::Notification;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::input::{InputRequest, InputResponse};
+use crate::jsonrpc::{Id, Notification, Request, Response};
+use crate::model::Tool;
+use crate::protocol::{meta, Era};
 use crate::testing::{discover_ok, scripted, scripted_log, Scripted, Step};
+use crate::transport::{BoxFuture, RequestContext, Transport};
+use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
 async fn unsupported_version_is_retried_with_a_listed_version() {
