@@ -1,8 +1,12 @@
 //! [`HttpConfig`]: where the server is, headers and the bearer token (read per request),
 //! OAuth, limits and timeouts.
 
-#[allow(unused_imports)]
-use super::*;
+use crate::error::Result;
+use crate::transport::{BoxFuture, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::Secret;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub(super) type TokenFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Option<Secret>>> + Send + Sync>;
 

@@ -3,8 +3,16 @@
 //! resolve time, bounded reads): per-request headers, the OAuth bridge, stale
 //! connections, redirects refused.
 
-#[allow(unused_imports)]
-use super::*;
+use super::config::HeaderSource;
+use super::shared::*;
+use crate::error::{Error, Result};
+#[cfg(feature = "oauth")]
+use crate::transport::BoxFuture;
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
+use http::{HeaderMap, Method, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming as Body;
 use mcp_core::http::ReadError;
 
 /// `scheme://host[:port]`: never userinfo.

@@ -1,16 +1,19 @@
 //! The legacy session wire (2025-03-26 … 2025-11-25): `initialize` and its session id,
 //! the standalone GET stream, re-initializing an expired session, DELETE on close.
 
-#[allow(unused_imports)]
-use super::*;
-
-/// A legacy Streamable HTTP session.
-pub(super) struct LegacySession {
-    pub(super) session_id: Option<String>,
-    pub(super) version: String,
-    pub(super) init_params: Value,
-    pub(super) get_stream: Option<tokio::task::AbortHandle>,
-}
+use super::connect::{insert, status_error};
+use super::shared::*;
+use super::streamable::{AnswerTarget, Answerer};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::transport::sse;
+use crate::transport::{Incoming, RequestContext};
+use http::{HeaderMap, Method, StatusCode};
+use mcp_core::lock;
+use serde_json::Value;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 impl Shared {
     pub(super) fn legacy_headers(

@@ -35,97 +35,37 @@
 //!   they resolve to is a loopback address; otherwise the connection is refused before
 //!   anything is sent.
 
-use std::collections::HashMap;
-use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, LOCATION};
-use http::{HeaderMap, Method, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http::header::HeaderName;
+use http::Uri;
+#[cfg(feature = "oauth")]
 use hyper::body::Incoming as Body;
+#[cfg(feature = "oauth")]
 use serde_json::Value;
-use tokio::sync::oneshot;
 
-use super::sse;
-use super::{BoxFuture, Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+use super::{BoxFuture, RequestContext, Transport};
 use crate::error::{Error, Result};
-use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use crate::jsonrpc::{Message, Notification, Request, Response};
 use crate::protocol::{Era, MODERN_VERSIONS};
-use crate::Secret;
 
 mod config;
 mod connect;
 mod legacy;
+mod shared;
 mod sse2024;
 mod streamable;
 
-use config::HeaderSource;
 pub use config::HttpConfig;
-use connect::{insert, origin_of, resolve, status_error};
-use legacy::LegacySession;
+use connect::{insert, origin_of};
 use mcp_core::http::{Clients, PoolOptions};
-use sse2024::SseSession;
-use streamable::{sse_reader, AnswerTarget, Answerer, PendingGuard};
+use mcp_core::lock;
+pub use shared::HttpTransport;
+use shared::*;
 #[cfg(test)]
 mod tests;
-
-/// What this process learned about an origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Detected {
-    Modern,
-    Streamable,
-    Sse,
-}
-
-fn era_cache() -> &'static Mutex<HashMap<String, Detected>> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Detected>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-use mcp_core::lock;
-
-type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
-
-enum Mode {
-    Fresh,
-    Streamable(LegacySession),
-    Sse(Arc<SseSession>),
-}
-
-/// The HTTP transport. Create it with [`HttpTransport::new`] or
-/// [`ClientBuilder::http`](crate::ClientBuilder::http). Clones share the connections
-/// and the session.
-#[derive(Clone)]
-pub struct HttpTransport {
-    inner: Arc<Shared>,
-}
-
-struct Shared {
-    #[cfg(feature = "oauth")]
-    auth: Option<crate::auth::Session>,
-    config: HttpConfig,
-    url: Uri,
-    origin: String,
-    clients: Clients,
-    mode: Mutex<Mode>,
-    reinit: AtomicU64,
-    get_stream: tokio::sync::watch::Sender<GetStream>,
-    /// Legacy requests waiting for their response, by id: a response that arrives on
-    /// another stream (a server may answer a request whose reply stream broke on the
-    /// standalone GET stream) still reaches its caller.
-    waiting: Mutex<std::collections::HashMap<Id, tokio::sync::oneshot::Sender<Response>>>,
-}
-
-impl fmt::Debug for HttpTransport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpTransport")
-            .field("config", &self.inner.config)
-            .finish_non_exhaustive()
-    }
-}
 
 impl HttpTransport {
     /// Checks the URL and settings and builds the connection pool. Nothing is sent yet.
@@ -165,28 +105,6 @@ impl HttpTransport {
             }),
         })
     }
-}
-
-/// How a reply (JSON body or event stream) ended.
-enum Reply {
-    Answer(Response),
-    /// The event stream ended before the answer: the parser holds the last event id
-    /// and `retry:` for resuming; `delivered` says whether any message came.
-    Broken {
-        parser: sse::Parser,
-        delivered: bool,
-    },
-}
-
-/// Whether the standalone GET stream of a legacy session is there, for `listen`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum GetStream {
-    /// Not asked yet, or no answer yet.
-    Starting,
-    /// Open (or reconnecting).
-    Open,
-    /// The server offers none, or it failed for good: why.
-    Unavailable(String),
 }
 
 impl Shared {

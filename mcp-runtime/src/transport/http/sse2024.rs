@@ -1,16 +1,20 @@
 //! The 2024-11-05 HTTP+SSE transport: GET the event stream, POST to its `endpoint`, read
 //! every answer from the stream.
 
-#[allow(unused_imports)]
-use super::*;
-
-/// A 2024-11-05 HTTP+SSE session.
-pub(super) struct SseSession {
-    pub(super) post_url: Uri,
-    pub(super) pending: Arc<Pending>,
-    pub(super) dead: Arc<AtomicBool>,
-    pub(super) task: tokio::task::AbortHandle,
-}
+use super::connect::{origin_of, resolve, status_error};
+use super::shared::*;
+use super::streamable::{sse_reader, PendingGuard};
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Message, Request, Response};
+use crate::transport::RequestContext;
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, Method, Uri};
+use mcp_core::lock;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
 
 impl Shared {
     /// Opens the 2024-11-05 event stream and initializes through it.

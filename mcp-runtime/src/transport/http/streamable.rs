@@ -1,8 +1,21 @@
 //! Streamable HTTP replies (JSON or an SSE stream), the 2026-07-28 request, and answering
 //! what a server asks on a reply stream.
 
-#[allow(unused_imports)]
-use super::*;
+use super::connect::{insert, status_error};
+use super::shared::*;
+use crate::error::{Error, Result};
+use crate::jsonrpc::{Id, Message, Request, Response};
+use crate::transport::sse;
+use crate::transport::{Incoming, RequestContext};
+use http::header::CONTENT_TYPE;
+use http::Method;
+use http_body_util::BodyExt;
+use hyper::body::Incoming as Body;
+use mcp_core::lock;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::oneshot;
 
 pub(super) struct PendingGuard<'a> {
     pub(super) pending: &'a Pending,

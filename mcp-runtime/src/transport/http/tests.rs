@@ -1,4 +1,5 @@
 use super::*;
+use super::connect::resolve;
 
 #[test]
 fn plain_http_only_for_loopback() {
