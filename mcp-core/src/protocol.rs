@@ -10,6 +10,19 @@ pub const MODERN_VERSIONS: &[&str] = &["2026-07-28"];
 /// Legacy (`initialize` handshake) versions this client speaks, newest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The log levels of `logging/setLevel` and `notifications/message`, least severe
+/// first (the syslog levels of RFC 5424).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
 /// The two eras of the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Era {

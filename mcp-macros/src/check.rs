@@ -9,16 +9,8 @@ use crate::ctxt::{hint, Ctxt};
 use crate::parse::{Decl, Name, Predicate, Timeout};
 use crate::schema::snake;
 
-pub const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+use mcp_core::protocol::LOG_LEVELS;
+
 pub const PREDICATES: &[&str] = &["destructive", "open_world", "not_read_only"];
 
 pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
@@ -108,7 +100,7 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
                 format!(
                     "unknown MCP log level `{s}`: use one of {}{}",
                     LOG_LEVELS.join(", "),
-                    hint(&s, LOG_LEVELS)
+                    hint(&s, &LOG_LEVELS)
                 ),
             );
         }

@@ -81,18 +81,11 @@ impl LogLevel {
         LogLevel::Emergency,
     ];
 
-    /// The protocol's name for the level.
+    /// The protocol's name for the level (`mcp_core::protocol::LOG_LEVELS`, which the
+    /// `#[mcp]` macro checks `log_level` against).
     pub fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Notice => "notice",
-            LogLevel::Warning => "warning",
-            LogLevel::Error => "error",
-            LogLevel::Critical => "critical",
-            LogLevel::Alert => "alert",
-            LogLevel::Emergency => "emergency",
-        }
+        // The variants are declared in the protocol's order, least severe first.
+        crate::protocol::LOG_LEVELS[self as usize]
     }
 }
 

@@ -56,3 +56,11 @@ fn tool_hints_follow_the_protocol_defaults() {
     .unwrap();
     assert!(!t.is_destructive() && t.is_read_only() && t.is_app_only());
 }
+
+#[test]
+fn log_levels_are_the_protocols_names_in_its_order() {
+    for (i, level) in LogLevel::ALL.into_iter().enumerate() {
+        assert_eq!(level.as_str(), crate::protocol::LOG_LEVELS[i]);
+        assert_eq!(level.as_str().parse::<LogLevel>().ok(), Some(level));
+    }
+}

@@ -1,5 +1,5 @@
-use super::*;
 use super::connect::resolve;
+use super::*;
 
 #[test]
 fn plain_http_only_for_loopback() {
