@@ -153,10 +153,27 @@ class Crate:
             return self.resolve(mod, src, depth + 1)
         for glob in self.globs.get(mod, ()):
             # Brought in by a glob: the globbed module that has it.
+            source = self.absolute(mod, glob)
+            if source is None or not self.has(source, name):
+                continue
             target = self.resolve(mod, glob + [name], depth + 1)
             if target is not None and target != mod:
                 return target
         return mod
+
+    def has(self, mod, name):
+        """Whether module `mod` defines or imports `name` (one level of globs)."""
+        if name in self.defines.get(mod, ()) or name in self.exports.get(mod, {}):
+            return True
+        if mod + (name,) in self.mods:
+            return True
+        for glob in self.globs.get(mod, ()):
+            source = self.absolute(mod, glob)
+            if source and (
+                name in self.defines.get(source, ()) or name in self.exports.get(source, {})
+            ):
+                return True
+        return False
 
     def edges(self):
         out = {}
@@ -168,6 +185,8 @@ class Crate:
                 if target:
                     found.add(target)
             for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", t):
+                if "tests" in m.group(1).split("::"):
+                    continue  # test-only code reaching into a test module
                 target = self.resolve(p, m.group(1).split("::"))
                 if target:
                     found.add(target)

@@ -2,8 +2,14 @@
 //! Metadata, authorization server metadata (and the 2025-03-26 fallback), and which
 //! issuers the application's secrets may go to.
 
+use super::shared::*;
+use super::store::{CredentialKey, CredentialStore, Credentials};
+use crate::error::{Error, Result};
+use crate::BoxFuture;
+use mcp_core::lock;
+use serde_json::{json, Value};
 #[allow(unused_imports)]
-use super::*;
+use std::collections::HashMap;
 
 /// An HTTP exchange the OAuth flow needs (provided by the HTTP transport).
 pub(crate) struct HttpReply {
@@ -81,16 +87,6 @@ pub(crate) fn parse_www_authenticate(header: &str) -> Vec<Challenge> {
         }
     }
     out
-}
-
-/// Authorization server metadata, as far as the flow needs it.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct AsMetadata {
-    pub issuer: String,
-    pub authorization_endpoint: Option<String>,
-    pub token_endpoint: String,
-    pub registration_endpoint: Option<String>,
-    pub raw: Value,
 }
 
 impl AsMetadata {

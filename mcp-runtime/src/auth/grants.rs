@@ -1,17 +1,20 @@
 //! Getting and keeping tokens: every grant's token request (DPoP-bound when asked),
 //! ID-JAG, refresh (one at a time), and storing what the server issued.
 
+use super::discovery::{check_url, AuthHttp};
+use super::jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
+use super::registration::check_callback;
+use super::shared::*;
+use super::store::{CredentialStore, Credentials};
+use super::util::{now, random};
+use crate::error::{Error, Result};
+use crate::Secret;
+use base64::Engine as _;
+use mcp_core::lock;
+use serde_json::Value;
 #[allow(unused_imports)]
-use super::*;
-
-#[derive(Clone)]
-pub(crate) struct Token {
-    pub value: Secret,
-    pub dpop: Option<Arc<p256::ecdsa::SigningKey>>,
-    /// When to refresh it: before it expires by 30 s, or by half its lifetime when
-    /// that is shorter, so a short-lived token is refreshed once per lifetime.
-    pub refresh_at: Option<u64>,
-}
+use std::collections::HashMap;
+use std::sync::Arc;
 
 impl Token {
     pub(super) fn due(&self) -> bool {

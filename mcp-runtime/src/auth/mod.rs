@@ -22,17 +22,12 @@
 //! * A person's authorization has its own deadline
 //!   ([`OAuth::authorization_timeout`]), outside the requests' timeouts.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Mutex;
 
-use base64::Engine as _;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::BoxFuture;
-use crate::Secret;
 
 mod authorizer;
 mod jose;
@@ -41,7 +36,7 @@ mod postgres;
 mod store;
 
 pub use authorizer::{Authorizer, Callback, LoopbackAuthorizer};
-use jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
+use jose::dpop_proof;
 #[cfg(feature = "postgres")]
 #[doc(hidden)]
 #[cfg(feature = "postgres")]
@@ -52,110 +47,20 @@ mod config;
 mod discovery;
 mod grants;
 mod registration;
+mod shared;
 #[cfg(test)]
 mod tests;
+mod util;
 
-pub use config::{Grant, IdentityProvider, OAuth};
-use discovery::check_url;
 pub(crate) use discovery::{
-    canonical_resource, parse_www_authenticate, AsMetadata, AuthHttp, Challenge, HttpReply,
+    canonical_resource, parse_www_authenticate, AuthHttp, Challenge, HttpReply,
 };
-use grants::{token_from, Token};
-use registration::{check_callback, Client};
-
-/// Where the application's own secrets are bound to an authorization server in the
-/// store (owner `""`): `CredentialKey { resource: BINDING + what, issuer: "" }`.
-const BINDING: &str = "urn:mcp-runtime:binding:";
+use grants::token_from;
+use shared::*;
+pub(crate) use shared::{Challenged, Session};
+pub use shared::{Grant, IdentityProvider, OAuth};
 
 pub(crate) use mcp_core::lock;
-
-type SecretFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Secret>> + Send + Sync>;
-
-fn b64url(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
-}
-
-/// `n` random bytes, base64url. A failed draw (no entropy source) is an error — never
-/// a predictable value: `state`, PKCE verifiers, `jti`s and file names depend on it.
-fn random(n: usize) -> Result<String> {
-    let mut buf = vec![0u8; n];
-    fill_random(&mut buf)?;
-    Ok(b64url(&buf))
-}
-
-/// Fills `buf` from the operating system's random source, or fails.
-fn fill_random(buf: &mut [u8]) -> Result<()> {
-    #[cfg(test)]
-    if tests::RANDOM_FAILS.with(std::cell::Cell::get) {
-        return Err(Error::config(
-            "the system's random number generator failed (test): nothing that needs a random value can be made",
-        ));
-    }
-    getrandom::getrandom(buf).map_err(|e| {
-        Error::config(format!(
-            "the system's random number generator failed ({e}): nothing that needs a random value can be made"
-        ))
-    })
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-fn sha256(data: &[u8]) -> Vec<u8> {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(data).to_vec()
-}
-
-/// The state of one server's authorization, shared by all its requests.
-pub(crate) struct Session {
-    pub config: OAuth,
-    /// The server URL as configured.
-    pub resource: String,
-    /// The server URL in canonical form: the `resource` of every [`CredentialKey`].
-    key_resource: String,
-    state: tokio::sync::Mutex<State>,
-    /// The token in use, read without waiting on the state lock.
-    current: Mutex<Option<Token>>,
-    rs_nonce: Mutex<Option<String>>,
-    /// The resource identifier exactly as the protected resource metadata publishes
-    /// it (the server URL when there is none): sent as `resource`.
-    resource_param: Mutex<String>,
-    /// A redirect URI given to `start_authorization` (web applications).
-    redirect_override: Mutex<Option<String>>,
-    /// The authorization `start_authorization` began, for `finish_authorization`.
-    pending: Mutex<Option<PendingAuthorization>>,
-}
-
-struct PendingAuthorization {
-    state: String,
-    verifier: String,
-    metadata: AsMetadata,
-    client: Client,
-    creds: Credentials,
-    scopes: Vec<String>,
-}
-
-/// What a challenge led to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Challenged {
-    /// Nothing to do: the request fails.
-    No,
-    /// Retry with what changed (a DPoP nonce, a stored or refreshed token).
-    Retry,
-    /// Retry with a token just obtained from the authorization server.
-    Authorized,
-}
-
-#[derive(Default)]
-struct State {
-    metadata: Option<AsMetadata>,
-    scopes: Vec<String>,
-    step_ups: u32,
-}
 
 impl Session {
     pub fn new(config: OAuth, resource: String) -> Self {

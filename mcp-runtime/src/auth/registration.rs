@@ -2,14 +2,17 @@
 //! Document, or Dynamic Client Registration; and the person's authorization in a browser
 //! (PKCE, state, the callback checked).
 
+use super::authorizer::Callback;
+use super::discovery::{check_url, AuthHttp};
+use super::shared::*;
+use super::store::{CredentialStore, Credentials};
+use super::util::{b64url, random, sha256};
+use crate::error::{Error, Result};
+use crate::Secret;
+use mcp_core::lock;
+use serde_json::{json, Value};
 #[allow(unused_imports)]
-use super::*;
-
-pub(super) struct Client {
-    pub(super) method: String,
-    pub(super) client_id: String,
-    pub(super) secret: Option<Secret>,
-}
+use std::collections::HashMap;
 
 pub(super) fn check_callback(m: &AsMetadata, cb: &Callback, state: &str) -> Result<()> {
     // RFC 9207: plain string comparison, before anything else.

@@ -1,4 +1,14 @@
 use super::*;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::discovery::HttpReply;
+use super::jose::{client_assertion, new_key};
+use super::util::{now, random};
+use crate::error::Result;
+use crate::{BoxFuture, Secret};
+use base64::Engine as _;
 use discovery::resource_matches;
 use grants::refresh_point;
 
