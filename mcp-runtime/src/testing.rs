@@ -33,10 +33,15 @@ pub(crate) struct Scripted {
     pub(crate) seen: Arc<Mutex<Vec<Request>>>,
     /// What reached the transport, in order: each request's method, and `close`.
     pub(crate) log: Arc<Mutex<Vec<String>>>,
+    /// Whether it mirrors arguments into `Mcp-Param-*` headers (as HTTP does).
+    pub(crate) mirrors: bool,
+    /// The headers the session computed for each request, in order.
+    pub(crate) headers: SeenHeaders,
 }
 
 impl Transport for Scripted {
-    fn request(&self, request: Request, _cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+    fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
+        lock(&self.headers).push(cx.headers.clone());
         let n = {
             let mut seen = lock(&self.seen);
             seen.push(request.clone());
@@ -76,6 +81,9 @@ impl Transport for Scripted {
         lock(&self.log).push("close".into());
         Box::pin(async { Ok(()) })
     }
+    fn mirrors_param_headers(&self) -> bool {
+        self.mirrors
+    }
 }
 
 pub(crate) fn scripted(
@@ -100,8 +108,31 @@ pub(crate) fn scripted_log(
         script: Box::new(script),
         seen: seen.clone(),
         log: log.clone(),
+        mirrors: false,
+        headers: Arc::default(),
     };
     (builder.build(t).unwrap(), (seen, log))
+}
+
+/// The headers a scripted transport saw, per request.
+pub(crate) type SeenHeaders = Arc<Mutex<Vec<Vec<(String, String)>>>>;
+
+/// [`scripted_log`] over a transport that mirrors arguments into headers (as HTTP
+/// does), with the headers the session computed for each request.
+pub(crate) fn scripted_mirroring(
+    builder: ClientBuilder,
+    script: impl Fn(&Request, usize) -> Step + Send + Sync + 'static,
+) -> (Client, Arc<Mutex<Vec<String>>>, SeenHeaders) {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let headers: SeenHeaders = Arc::default();
+    let t = Scripted {
+        script: Box::new(script),
+        seen: Arc::default(),
+        log: log.clone(),
+        mirrors: true,
+        headers: headers.clone(),
+    };
+    (builder.build(t).unwrap(), log, headers)
 }
 
 pub(crate) fn discover_ok() -> Value {

@@ -226,6 +226,8 @@ async fn no_probe_clock_where_every_request_is_answered() {
         }),
         seen: seen.clone(),
         log: Arc::default(),
+        mirrors: false,
+        headers: Arc::default(),
     });
     let c = Client::builder().build(t).unwrap();
     assert_eq!(c.connect().await.unwrap().era, Era::Modern);
@@ -516,4 +518,41 @@ async fn paused_input_is_returned_unanswered_and_checked_when_read() {
     let calls: Vec<_> = seen.iter().filter(|r| r.method == "tools/call").collect();
     assert_eq!(calls.len(), 1);
     assert!(calls[0].params["_meta"][meta::CLIENT_CAPABILITIES]["elicitation"]["form"].is_object());
+}
+
+/// 2026-07-28 over a transport that mirrors arguments into headers: a call on a fresh
+/// session goes out at once, with no tool list first; the server, which wanted a
+/// header mirror the session could not know of, answers `-32020` before running
+/// anything, and the call lists the tools and is sent once more, with the header. The
+/// next call knows it.
+#[tokio::test]
+async fn a_call_the_tool_index_cannot_complete_is_retried_after_a_header_mismatch() {
+    let (c, log, headers) = crate::testing::scripted_mirroring(Client::builder(), |r, n| {
+        match (r.method.as_str(), n) {
+            ("server/discover", _) => Step::Reply(discover_ok()),
+            ("tools/call", 1) => Step::Fail(-32020, json!({"missing": ["Mcp-Param-Region"]})),
+            ("tools/list", _) => Step::Reply(json!({"tools": [{
+                "name": "query",
+                "inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"}}}
+            }]})),
+            ("tools/call", _) => Step::Reply(json!({"content": [{"type": "text", "text": "ok"}]})),
+            _ => Step::Fail(-32601, Value::Null),
+        }
+    });
+    let r = c.call_tool("query", json!({"region": "eu"})).await.unwrap();
+    assert_eq!(r.text(), "ok");
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["server/discover", "tools/call", "tools/list", "tools/call"]
+    );
+    let region = ("Mcp-Param-Region".to_owned(), "eu".to_owned());
+    {
+        let seen = headers.lock().unwrap();
+        assert!(!seen[1].contains(&region), "the first call knew nothing");
+        assert!(seen[3].contains(&region), "the retry mirrors the argument");
+    }
+    c.call_tool("query", json!({"region": "eu"})).await.unwrap();
+    assert_eq!(log.lock().unwrap().len(), 5, "the index knows the tool now");
+    assert!(headers.lock().unwrap()[4].contains(&region));
 }
