@@ -231,7 +231,44 @@ impl Method {
 
     /// The method of this name, if the protocol has one.
     pub fn of(name: &str) -> Option<Method> {
-        Method::ALL.into_iter().find(|m| m.as_str() == name)
+        Some(match name {
+            "initialize" => Method::Initialize,
+            "server/discover" => Method::ServerDiscover,
+            "ping" => Method::Ping,
+            "tools/list" => Method::ToolsList,
+            "tools/call" => Method::ToolsCall,
+            "prompts/list" => Method::PromptsList,
+            "prompts/get" => Method::PromptsGet,
+            "resources/list" => Method::ResourcesList,
+            "resources/templates/list" => Method::ResourceTemplatesList,
+            "resources/read" => Method::ResourcesRead,
+            "resources/directory/read" => Method::ResourcesDirectoryRead,
+            "resources/subscribe" => Method::ResourcesSubscribe,
+            "resources/unsubscribe" => Method::ResourcesUnsubscribe,
+            "completion/complete" => Method::CompletionComplete,
+            "logging/setLevel" => Method::LoggingSetLevel,
+            "subscriptions/listen" => Method::SubscriptionsListen,
+            "tasks/get" => Method::TasksGet,
+            "tasks/result" => Method::TasksResult,
+            "tasks/list" => Method::TasksList,
+            "tasks/cancel" => Method::TasksCancel,
+            "tasks/update" => Method::TasksUpdate,
+            "sampling/createMessage" => Method::SamplingCreateMessage,
+            "elicitation/create" => Method::ElicitationCreate,
+            "roots/list" => Method::RootsList,
+            "notifications/initialized" => Method::Initialized,
+            "notifications/cancelled" => Method::Cancelled,
+            "notifications/progress" => Method::Progress,
+            "notifications/message" => Method::LogMessage,
+            "notifications/tools/list_changed" => Method::ToolsListChanged,
+            "notifications/prompts/list_changed" => Method::PromptsListChanged,
+            "notifications/resources/list_changed" => Method::ResourcesListChanged,
+            "notifications/resources/updated" => Method::ResourceUpdated,
+            "notifications/roots/list_changed" => Method::RootsListChanged,
+            "notifications/tasks/status" => Method::TaskStatus,
+            "notifications/subscriptions/acknowledged" => Method::SubscriptionsAcknowledged,
+            _ => return None,
+        })
     }
 
     /// A 2026-07-28 server may answer it with `input_required`: the request is sent

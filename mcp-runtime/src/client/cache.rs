@@ -95,7 +95,7 @@ impl Inner {
 
     /// The UI resource (MCP Apps) of a tool, from the last tool list.
     pub(super) fn ui_resource_of(&self, tool: &str) -> Option<String> {
-        self.tool_index.get(tool)?.ui_resource
+        self.tool_index.ui_resource(tool)
     }
 
     /// The UI resource of a tool for its result: with the MCP Apps extension declared,

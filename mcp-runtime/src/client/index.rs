@@ -88,8 +88,19 @@ impl ToolIndex {
     }
 
     /// What the index knows of `tool`, if anything.
+    #[cfg(test)]
     pub(super) fn get(&self, tool: &str) -> Option<ToolEntry> {
         lock(&self.state).1.get(tool).cloned()
+    }
+
+    /// The tool's task support, if the index knows the tool.
+    pub(super) fn task_support(&self, tool: &str) -> Option<TaskSupport> {
+        lock(&self.state).1.get(tool).map(|e| e.task_support)
+    }
+
+    /// The tool's MCP Apps UI resource, if the index knows one.
+    pub(super) fn ui_resource(&self, tool: &str) -> Option<String> {
+        lock(&self.state).1.get(tool)?.ui_resource.clone()
     }
 
     /// The `Mcp-Param-*` headers of a call of `tool` with `arguments`, from what the

@@ -249,15 +249,11 @@ impl Inner {
     /// A tool's `execution.taskSupport` (2025-11-25), from the tool index (the tools
     /// are listed when it does not know the tool).
     pub(super) async fn task_support(self: &Arc<Self>, tool: &str) -> Result<TaskSupport> {
-        if let Some(entry) = self.tool_index.get(tool) {
-            return Ok(entry.task_support);
+        if let Some(support) = self.tool_index.task_support(tool) {
+            return Ok(support);
         }
         self.list_tools().await?;
-        Ok(self
-            .tool_index
-            .get(tool)
-            .map(|e| e.task_support)
-            .unwrap_or_default())
+        Ok(self.tool_index.task_support(tool).unwrap_or_default())
     }
 
     fn task_params(id: &str) -> Map<String, Value> {

@@ -85,11 +85,7 @@ impl Mcp {
         A: serde::Serialize,
         T: serde::de::DeserializeOwned,
     {
-        let args = serde_json::to_value(arguments).map_err(|e| {
-            Error::config(format!(
-                "the arguments of `{server_name}` cannot be serialized: {e}"
-            ))
-        })?;
+        let args = typed_arguments(server_name, arguments)?;
         let result = self.call_declared(server_name, args).await?;
         Ok(self.typed(server_name, result))
     }
@@ -100,11 +96,7 @@ impl Mcp {
         A: serde::Serialize,
         T: serde::de::DeserializeOwned,
     {
-        let args = serde_json::to_value(arguments).map_err(|e| {
-            Error::config(format!(
-                "the arguments of `{name}` cannot be serialized: {e}"
-            ))
-        })?;
+        let args = typed_arguments(name, arguments)?;
         let result = self.call(name, args).await?;
         Ok(self.typed(name, result))
     }
@@ -215,6 +207,15 @@ impl Mcp {
             _ => Ok(result),
         }
     }
+}
+
+/// Typed arguments as the JSON object a call sends.
+fn typed_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
+    serde_json::to_value(arguments).map_err(|e| {
+        Error::config(format!(
+            "the arguments of `{tool}` cannot be serialized: {e}"
+        ))
+    })
 }
 
 impl McpTool {
