@@ -5,7 +5,23 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-step() { printf '\n==> %s\n' "$*" >&2; }
+step() { printf '\n==> %s (disk: %s free)\n' "$*" "$(df -h --output=avail . | tail -1 | tr -d ' ')" >&2; }
+
+# A compile-time test that fails prints its compiler errors again at the very end,
+# without colours, so a log cut to its tail still shows why (and how much disk is left).
+compile_test() {
+  local log status=0
+  log=$(mktemp)
+  timeout 40m cargo test -q --locked "$@" >"$log" 2>&1 || status=$?
+  cat "$log"
+  if [ "$status" -ne 0 ]; then
+    echo "--- the compiler's errors, again:" >&2
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E -A10 'error(\[E[0-9]+\])?:' | head -120 >&2 || true
+    df -h . >&2
+  fi
+  rm -f "$log"
+  return "$status"
+}
 
 step "installing test peers (npm servers, Python venv with mcp, Node 22)"
 bash tests/peers/install.sh
@@ -37,9 +53,9 @@ step "compile-time tests, untimed: they build their own dependencies (minutes wh
 # own; a cold build of their dependencies on a busy 2-core machine can outlast any
 # sensible per-test limit. Run them once here, with no per-test limit (but bounded),
 # so nextest below runs them warm (.config/nextest.toml, tests/README.md).
-timeout 40m cargo test -q --locked -p mcp-runtime --test it -- --exact macros::ui
-timeout 40m cargo test -q --locked -p mcp-agent --test it -- --exact attach_lines_are_checked_at_compile_time
-timeout 40m cargo test -q --locked -p mcp-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
+compile_test -p mcp-runtime --test it -- --exact macros::ui
+compile_test -p mcp-agent --test it -- --exact attach_lines_are_checked_at_compile_time
+compile_test -p mcp-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
 
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
