@@ -1,61 +1,13 @@
 //! Standing allowances: "always allow this tool" for every run of the agents that share
 //! a store ([`Always::Agent`]), kept in the store, bound to the tool as it was allowed.
 
-use super::*;
+use serde_json::Value;
 
-/// A person's "always allow this tool" for every run of the agents that share this
-/// store ([`Always::Agent`]): the tool on that server, configured and defined as when
-/// it was allowed — a changed tool or server asks again. It meets a need for approval;
-/// the gate's denials still win. With an integrity key it is kept MACed, and one
-/// changed in the store is ignored.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Allowance {
-    /// Its id ([`Agent::revoke_allowance`]).
-    pub id: String,
-    /// The server's name.
-    pub server: String,
-    /// The server's configuration ([`Mcp::config_fingerprint`]).
-    pub server_config: String,
-    /// The tool's model-facing name.
-    pub tool: String,
-    /// The tool's definition digest.
-    pub definition: String,
-    /// Who allowed it.
-    pub by: String,
-    /// When (seconds since the epoch).
-    pub at: u64,
-}
+use crate::error::{Error, Result};
 
-impl Allowance {
-    /// The allowance of the tool a binding names, by `by`.
-    pub(super) fn new(b: &Binding, by: &str) -> Allowance {
-        let id = mcp_runtime::digest::sha256_json(&json!([
-            b.server,
-            b.server_config,
-            b.tool,
-            b.definition
-        ]));
-        Allowance {
-            id,
-            server: b.server.clone(),
-            server_config: b.server_config.clone(),
-            tool: b.tool.clone(),
-            definition: b.definition.clone(),
-            by: by.to_owned(),
-            at: now(),
-        }
-    }
-
-    /// It allows `tool` of its server, configured (`config`) and defined
-    /// (`definition`) as when it was allowed.
-    pub(super) fn covers(&self, tool: &ToolFacts, config: &str, definition: &str) -> bool {
-        self.server == tool.server
-            && self.tool == tool.name
-            && self.server_config == config
-            && self.definition == definition
-    }
-}
+use super::decision::Allowance;
+use super::integrity::{Sealed, INTEGRITY_FIELD};
+use super::shared::Agent;
 
 impl Agent {
     /// The standing allowances kept in this agent's store ([`Always::Agent`]). With an

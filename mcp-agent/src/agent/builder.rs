@@ -1,6 +1,22 @@
 //! Building an [`Agent`].
 
-use super::*;
+use std::fmt;
+use std::sync::Arc;
+
+use mcp_runtime::{InputResponse, Mcp};
+
+use crate::error::{Error, Result};
+use crate::gate::{Gate, Mode};
+use crate::model::{Message, Model};
+use crate::store::{MemoryRunStore, RunStore};
+
+use super::decision::{Expiry, InputAsk, InputFn};
+use super::events::{Event, EventFn};
+use super::host::{Host, Servers};
+use super::integrity::IntegrityKey;
+use super::shared::{Agent, AgentInner, ContextFn, Deferral};
+use super::skill_types::SkillApproval;
+use super::vault::Vault;
 
 /// Builds an [`Agent`].
 pub struct AgentBuilder {
@@ -386,15 +402,4 @@ fn check_collisions(servers: &[Mcp], functions: &[crate::FunctionTool]) -> Resul
     } else {
         Err(Error::config(problems.join("; ")))
     }
-}
-
-/// What an agent defers of one server's tools, instead of the server's declaration.
-#[derive(Clone, Debug)]
-pub(super) enum Deferral {
-    /// Every tool.
-    All,
-    /// These tools (model-facing names).
-    Only(Vec<String>),
-    /// No tool.
-    None,
 }

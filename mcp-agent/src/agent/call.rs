@@ -1,6 +1,22 @@
 //! Running allowed calls on their servers: concurrently, with progress, and with input callbacks.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mcp_runtime::{InputResponse, PendingInput, RequestOptions};
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::model::Block;
+use crate::store::{lock, RunStatus};
+
+use super::decision::InputAsk;
+use super::events::Event;
+use super::host::AgentTool;
+use super::shared::{Agent, MAX_PROGRESS_KEPT};
+use super::state::{CallEnd, CallState, Paused, PendingCall, RunState, MAX_INPUT_ROUNDS};
+use super::util::{now, random_id};
+use super::vault::{Answers, Completed};
 
 /// How a call's first attempt goes out.
 #[derive(Clone)]

@@ -1,6 +1,11 @@
 //! Conversations: runs that go on from one another's answers.
 
-use super::*;
+use crate::content::Input;
+use crate::error::Result;
+use crate::model::{Message, Role};
+
+use super::decision::Outcome;
+use super::shared::Agent;
 
 /// A conversation with an agent: the first [`send`](Self::send) starts a run, each
 /// next one is a [`follow_up`](Agent::follow_up) of it, so the model sees everything

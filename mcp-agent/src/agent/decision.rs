@@ -1,6 +1,17 @@
 //! What a run ends with ([`Outcome`]), what a person decides ([`Decision`]), what a decision is bound to ([`Binding`]) and what a suspended run waits on ([`Pending`]).
 
-use super::*;
+use std::fmt;
+use std::sync::Arc;
+
+use mcp_runtime::{BoxFuture, InputRequest, InputResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::gate::ToolFacts;
+use crate::model::Usage;
+
+use super::host::AgentTool;
+use super::util::now;
 
 /// How a run ended (for now).
 #[derive(Clone, Debug, PartialEq)]
@@ -383,57 +394,6 @@ pub struct Pending {
     pub waits: PendingWait,
 }
 
-impl Pending {
-    /// What `call` waits for in the suspension `suspension` of run `run_id`; `None`
-    /// when it waits for nobody.
-    pub(super) fn of(
-        run_id: &str,
-        suspension: &str,
-        call: &PendingCall,
-    ) -> Result<Option<Pending>> {
-        let (decision, server, arguments, waits) = match &call.at {
-            CallState::AwaitingApproval(a) => (
-                a.decision.clone(),
-                a.server.clone(),
-                a.arguments.clone(),
-                PendingWait::Approval {
-                    binding: a.binding.clone(),
-                    description: a.description.clone(),
-                    input_schema: a.input_schema.clone(),
-                },
-            ),
-            CallState::AwaitingInput {
-                decision,
-                input,
-                answers,
-            } => {
-                let requests = input
-                    .requests()
-                    .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
-                    .into_iter()
-                    .filter(|(k, _)| !answers.has(k))
-                    .collect();
-                (
-                    decision.clone(),
-                    input.server().to_owned(),
-                    call.arguments.clone(),
-                    PendingWait::Input { requests },
-                )
-            }
-            _ => return Ok(None),
-        };
-        Ok(Some(Pending {
-            run_id: run_id.to_owned(),
-            suspension: suspension.to_owned(),
-            decision,
-            server,
-            tool: call.name.clone(),
-            arguments,
-            waits,
-        }))
-    }
-}
-
 /// What a suspended call waits for.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -470,3 +430,57 @@ pub struct InputAsk {
 
 pub(super) type InputFn =
     Arc<dyn Fn(InputAsk) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;
+
+/// A person's "always allow this tool" for every run of the agents that share this
+/// store ([`Always::Agent`]): the tool on that server, configured and defined as when
+/// it was allowed — a changed tool or server asks again. It meets a need for approval;
+/// the gate's denials still win. With an integrity key it is kept MACed, and one
+/// changed in the store is ignored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Allowance {
+    /// Its id ([`Agent::revoke_allowance`]).
+    pub id: String,
+    /// The server's name.
+    pub server: String,
+    /// The server's configuration ([`Mcp::config_fingerprint`]).
+    pub server_config: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The tool's definition digest.
+    pub definition: String,
+    /// Who allowed it.
+    pub by: String,
+    /// When (seconds since the epoch).
+    pub at: u64,
+}
+
+impl Allowance {
+    /// The allowance of the tool a binding names, by `by`.
+    pub(super) fn new(b: &Binding, by: &str) -> Allowance {
+        let id = mcp_runtime::digest::sha256_json(&json!([
+            b.server,
+            b.server_config,
+            b.tool,
+            b.definition
+        ]));
+        Allowance {
+            id,
+            server: b.server.clone(),
+            server_config: b.server_config.clone(),
+            tool: b.tool.clone(),
+            definition: b.definition.clone(),
+            by: by.to_owned(),
+            at: now(),
+        }
+    }
+
+    /// It allows `tool` of its server, configured (`config`) and defined
+    /// (`definition`) as when it was allowed.
+    pub(super) fn covers(&self, tool: &ToolFacts, config: &str, definition: &str) -> bool {
+        self.server == tool.server
+            && self.tool == tool.name
+            && self.server_config == config
+            && self.definition == definition
+    }
+}

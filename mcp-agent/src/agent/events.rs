@@ -1,6 +1,13 @@
 //! What happens in a run, in order: the events callbacks get and the run keeps.
 
-use super::*;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::model::Usage;
+
+use super::decision::Binding;
 
 /// Something that happened in a run, in order. Delivered to the `on_event` callbacks
 /// and kept with the run. Events carry tool names and the model's arguments, never a

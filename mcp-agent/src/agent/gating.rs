@@ -1,7 +1,19 @@
 //! A turn's calls through the gate: settled after a crash, voided when what was
 //! approved changed, allowed, denied, or waiting for a person.
 
-use super::*;
+use std::collections::HashMap;
+
+use crate::error::{Error, Result};
+use crate::gate::Verdict;
+
+use super::decision::Binding;
+use super::events::Event;
+use super::host::{repeat_is_harmless, AgentTool};
+use super::run::error_result;
+use super::shared::{Agent, TOOL_SEARCH};
+use super::skill_types::{AgentSkill, SkillStep};
+use super::state::{Awaiting, CallState, RunState};
+use super::util::random_id;
 
 impl Agent {
     /// Calls a process that stopped had sent without keeping their results: each

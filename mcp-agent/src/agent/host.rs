@@ -2,11 +2,14 @@
 //! and calls — behind a small trait: the attached `Mcp`s in an agent, a scripted host
 //! in the loop's unit tests.
 
-use mcp_runtime::{CallToolResult, McpTool};
+use std::sync::Arc;
+
+use mcp_runtime::{BoxFuture, CallToolResult, Mcp, McpTool, RequestOptions};
+use serde_json::{json, Value};
 
 use crate::function::{FunctionTool, FUNCTIONS};
-
-use super::*;
+use crate::gate::ToolFacts;
+use crate::model::ToolSpec;
 
 /// The servers a run calls, by index.
 pub(super) trait Host: Send + Sync + 'static {
@@ -171,4 +174,26 @@ impl Host for Servers {
             tool.call(arguments, options).await
         })
     }
+}
+
+/// A tool of an attached server, as the loop sees it.
+#[derive(Clone)]
+pub(super) struct AgentTool {
+    pub(super) server: usize,
+    pub(super) facts: ToolFacts,
+    pub(super) spec: ToolSpec,
+    /// The tool as its server's handle shapes it (digested only when an approval is
+    /// bound or checked).
+    pub(super) def: Arc<mcp_runtime::McpTool>,
+}
+
+/// The tool's annotations say sending it twice does no more than once: it is
+/// idempotent, or read-only.
+pub(super) fn repeat_is_harmless(tool: &AgentTool) -> bool {
+    let hints = tool
+        .def
+        .definition
+        .as_ref()
+        .and_then(|d| d.annotations.as_ref());
+    hints.is_some_and(|a| a.idempotent_hint == Some(true) || a.read_only_hint == Some(true))
 }

@@ -1,6 +1,14 @@
 //! The approval inbox: what a run waits on, expiry, cancel, delete, prune, listing.
 
-use super::*;
+use crate::error::{Error, Result};
+use crate::store::{Claim, RunRecord, RunStatus};
+
+use super::decision::{Expiry, Outcome, Pending};
+use super::events::Event;
+use super::run::error_result;
+use super::shared::{close_turn, Agent};
+use super::state::CallState;
+use super::util::now_ms;
 
 impl Agent {
     /// What the suspended run `run_id` waits on, one entry per call — the ids a
@@ -20,7 +28,7 @@ impl Agent {
         };
         let mut out = Vec::new();
         for call in &state.pending {
-            out.extend(Pending::of(run_id, &s.id, call)?);
+            out.extend(call.pending(run_id, &s.id)?);
         }
         Ok(out)
     }

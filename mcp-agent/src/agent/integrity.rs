@@ -1,6 +1,11 @@
 //! The integrity key: stored runs MACed with HMAC-SHA-256.
 
-use super::*;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
 
 /// The key stored runs are MACed with (never stored, never shown).
 #[derive(Clone)]

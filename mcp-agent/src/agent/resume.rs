@@ -1,6 +1,19 @@
 //! Taking a stored run up again: a decision ([`Agent::resume`]), a retry of a failed run, a recovery of a run whose process died, and the policy a resumed run goes on under.
 
-use super::*;
+use std::sync::Arc;
+
+use mcp_runtime::InputResponse;
+
+use crate::error::{Error, Result};
+use crate::gate::{Gate, Mode};
+use crate::store::{Claim, Lease, RunRecord, RunStatus};
+
+use super::decision::{Allowance, Always, Decision, DecisionKind, Outcome};
+use super::events::Event;
+use super::run::suspended_outcome;
+use super::shared::Agent;
+use super::state::{CallState, PersonApproval, Policy, RunState};
+use super::util::{now, now_ms, random_id};
 
 impl Agent {
     /// Continues a suspended run with a person's decision on one call it waits for —

@@ -1,6 +1,22 @@
 //! The loop: a run's turns, its suspensions, and what an error leaves.
 
-use super::*;
+use std::collections::HashMap;
+
+use mcp_runtime::PendingInput;
+use serde_json::json;
+
+use crate::content::Input;
+use crate::error::{Error, Result};
+use crate::model::{Block, ChatRequest, Message, Role, Stop, Usage};
+use crate::store::{Claim, RunRecord, RunStatus};
+
+use super::decision::{Outcome, PendingWait};
+use super::events::Event;
+use super::host::AgentTool;
+use super::shared::Agent;
+use super::state::{CallState, PendingCall, RunState, Suspension, STATE_VERSION};
+use super::util::{now_ms, random_id};
+use super::vault::Answers;
 
 impl Agent {
     /// Runs `input` — a prompt (`&str`), messages, an MCP prompt's or resource's
@@ -532,7 +548,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
     };
     let mut calls = Vec::new();
     for call in &state.pending {
-        calls.extend(Pending::of(&state.id, &s.id, call)?);
+        calls.extend(call.pending(&state.id, &s.id)?);
     }
     let Some(first) = calls.first().cloned() else {
         return Err(Error::store(format!("run {} waits for nothing", state.id)));

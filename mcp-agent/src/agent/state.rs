@@ -1,6 +1,20 @@
 //! A run's state as the store keeps it: the transcript, the calls of the current turn, the suspension it waits in, the policy it goes on under.
 
-use super::*;
+use std::sync::Arc;
+
+use mcp_runtime::PendingInput;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::gate::Gate;
+use crate::model::{Block, Message, Usage};
+use crate::store::Lease;
+
+use super::decision::{Allowance, Binding, Pending, PendingWait};
+use super::events::Event;
+use super::skill_types::{HeldSkill, SkillApproval};
+use super::vault::Answers;
 
 /// How many times one call may ask for input that callbacks answer at once.
 pub(super) const MAX_INPUT_ROUNDS: usize = 8;
@@ -207,4 +221,51 @@ pub(super) struct Suspension {
     /// When decisions stop applying (milliseconds since the epoch).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) expires_at: Option<u64>,
+}
+
+impl PendingCall {
+    /// What this call waits for in the suspension `suspension` of run `run_id`; `None`
+    /// when it waits for nobody.
+    pub(super) fn pending(&self, run_id: &str, suspension: &str) -> Result<Option<Pending>> {
+        let (decision, server, arguments, waits) = match &self.at {
+            CallState::AwaitingApproval(a) => (
+                a.decision.clone(),
+                a.server.clone(),
+                a.arguments.clone(),
+                PendingWait::Approval {
+                    binding: a.binding.clone(),
+                    description: a.description.clone(),
+                    input_schema: a.input_schema.clone(),
+                },
+            ),
+            CallState::AwaitingInput {
+                decision,
+                input,
+                answers,
+            } => {
+                let requests = input
+                    .requests()
+                    .map_err(|e| Error::store(format!("run {run_id}: {e}")))?
+                    .into_iter()
+                    .filter(|(k, _)| !answers.has(k))
+                    .collect();
+                (
+                    decision.clone(),
+                    input.server().to_owned(),
+                    self.arguments.clone(),
+                    PendingWait::Input { requests },
+                )
+            }
+            _ => return Ok(None),
+        };
+        Ok(Some(Pending {
+            run_id: run_id.to_owned(),
+            suspension: suspension.to_owned(),
+            decision,
+            server,
+            tool: self.name.clone(),
+            arguments,
+            waits,
+        }))
+    }
 }

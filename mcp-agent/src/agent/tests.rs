@@ -6,12 +6,20 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{CallToolResult, Content, McpTool, Tool};
+use mcp_runtime::{BoxFuture, CallToolResult, Content, McpTool, RequestOptions, Tool};
+use serde_json::{json, Value};
 
-use super::*;
-use crate::model::{ChatResponse, Stop};
+use crate::gate::Mode;
+use crate::model::{Block, ChatRequest, ChatResponse, Message, Model, Role, Stop};
+use crate::store::{lock, MemoryRunStore, RunStatus, RunStore};
+
+use super::decision::{Always, Decision, Outcome, Pending};
+use super::events::Event;
+use super::host::Host;
+use super::shared::Agent;
+use super::util::RANDOM_FAILS;
 
 /// One server, `fs`, whose tools a test can change; it logs every call, and never
 /// answers the first call of a tool named in `hanging`.

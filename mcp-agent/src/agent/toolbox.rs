@@ -1,6 +1,20 @@
 //! The tools a run sees: listed from the attached servers, offered to the model (deferred ones behind a tool search), and the gate's verdict on a call.
 
-use super::*;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::error::Result;
+use crate::gate::{Gate, ToolFacts, Verdict};
+use crate::model::{Block, ToolSpec};
+use crate::store::lock;
+
+use super::events::Event;
+use super::host::AgentTool;
+use super::shared::{granted, Agent, Deferral, TOOL_SEARCH};
+use super::skill_types::{READ_SKILL, READ_SKILL_FILE};
+use super::state::{PendingCall, RunState};
 
 impl Agent {
     /// The tools of the attached servers, by model-facing name, and the servers that
@@ -108,9 +122,9 @@ impl Agent {
                     requires_approval: t.requires_approval(),
                 };
                 let defer = match self.inner.defer.iter().find(|(s, _)| s == &server) {
-                    Some((_, builder::Deferral::All)) => true,
-                    Some((_, builder::Deferral::Only(names))) => names.contains(&t.name),
-                    Some((_, builder::Deferral::None)) => false,
+                    Some((_, Deferral::All)) => true,
+                    Some((_, Deferral::Only(names))) => names.contains(&t.name),
+                    Some((_, Deferral::None)) => false,
                     None => t.deferred,
                 };
                 let spec = ToolSpec {
