@@ -8,7 +8,7 @@
 //! cargo run -p examples --example skills -- .peers/venv/bin/python tests/peers/skillserver.py stdio pdf-processing references/FORMS.md
 //! ```
 
-use mcp_runtime::{Client, StdioConfig};
+use mcp_runtime::{Client, LoadOutcome, StdioConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -38,8 +38,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .find(|s| s.name() == name)
         .ok_or_else(|| format!("no skill named `{name}`"))?;
-    if let Err(e) = skill.check_limits() {
-        println!("declined: {e}");
+    if let Some(why) = skill.exceeded_limit() {
+        println!("declined: {why}");
         return Ok(client.close().await?);
     }
     println!(
@@ -49,16 +49,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(tools) = skill.allowed_tools() {
         println!("asks for tools (not granted): {tools}");
     }
-    let loaded = match client.load_skill(skill).await {
-        Ok(l) => l,
-        Err(e) if e.is_skill_changed() => {
-            println!("{e}");
+    // A skill that changed (or is too large) is an outcome, not an error.
+    let loaded = match client.load_skill(skill).await? {
+        LoadOutcome::Done(l) => l,
+        not => {
+            println!("{}: {not}", skill.uri());
             return Ok(client.close().await?);
         }
-        Err(e) => return Err(e.into()),
     };
     println!("--- instructions\n{}", loaded.instructions().trim());
-    let content = loaded.read(&file).await?;
+    let content = match loaded.read(&file).await? {
+        LoadOutcome::Done(c) => c,
+        not => {
+            println!("{file}: {not}");
+            return Ok(client.close().await?);
+        }
+    };
     println!(
         "--- {} ({} bytes, checked)\n{}",
         content.uri,

@@ -68,16 +68,6 @@ enum Kind {
     Unsupported { detail: String },
     /// An HTTP server answered with an error status and no JSON-RPC error.
     Http { status: u16, detail: String },
-    /// The server asked for input the caller chose to answer itself.
-    InputRequired(Box<crate::input::PendingInput>),
-    /// A skill file failed its check against the held entry.
-    SkillChanged {
-        skill: String,
-        detail: String,
-        refreshed: Option<Box<crate::skills::Skill>>,
-    },
-    /// A skill was not loaded because of what its entry says (a limit).
-    SkillDeclined { skill: String, detail: String },
 }
 
 impl Error {
@@ -215,71 +205,6 @@ impl Error {
     /// True when the request got no answer in time.
     pub fn is_timeout(&self) -> bool {
         matches!(self.inner.kind, Kind::Timeout { .. })
-    }
-
-    /// The server asked for input that the call leaves to its caller
-    /// ([`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input)).
-    pub(crate) fn input_required(pending: crate::input::PendingInput) -> Self {
-        Self::new(Kind::InputRequired(Box::new(pending)))
-    }
-
-    /// True when the server asked for input that this call leaves to its caller (see
-    /// [`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input));
-    /// [`pending_input`](Self::pending_input) has it.
-    pub fn is_input_required(&self) -> bool {
-        matches!(self.inner.kind, Kind::InputRequired(_))
-    }
-
-    /// The input the server asked for, when [`is_input_required`](Self::is_input_required).
-    pub fn pending_input(&self) -> Option<&crate::input::PendingInput> {
-        match &self.inner.kind {
-            Kind::InputRequired(p) => Some(p),
-            _ => None,
-        }
-    }
-
-    /// A skill file failed its check (unlisted, size, digest or frontmatter):
-    /// `refreshed` is the entry `skills/get` gave afterwards, when it answered.
-    pub(crate) fn skill_changed(
-        skill: &str,
-        detail: impl Into<String>,
-        refreshed: Option<crate::skills::Skill>,
-    ) -> Self {
-        Self::new(Kind::SkillChanged {
-            skill: skill.to_owned(),
-            detail: detail.into(),
-            refreshed: refreshed.map(Box::new),
-        })
-    }
-
-    pub(crate) fn skill_declined(skill: &str, detail: impl Into<String>) -> Self {
-        Self::new(Kind::SkillDeclined {
-            skill: skill.to_owned(),
-            detail: detail.into(),
-        })
-    }
-
-    /// True when a skill's file did not match the entry the skill was loaded (or is
-    /// being loaded) from: a file not listed, a size, digest or frontmatter that
-    /// differs. The content was not used. The skill changed and needs re-approval;
-    /// [`refreshed_skill`](Self::refreshed_skill) has its current entry when the
-    /// server gave one.
-    pub fn is_skill_changed(&self) -> bool {
-        matches!(self.inner.kind, Kind::SkillChanged { .. })
-    }
-
-    /// The skill's entry as `skills/get` gave it after a failed check.
-    pub fn refreshed_skill(&self) -> Option<&crate::skills::Skill> {
-        match &self.inner.kind {
-            Kind::SkillChanged { refreshed, .. } => refreshed.as_deref(),
-            _ => None,
-        }
-    }
-
-    /// True when a skill was declined before anything was fetched, because its entry
-    /// exceeds the per-skill limits (512 files, 16 MiB). The message says which.
-    pub fn is_skill_declined(&self) -> bool {
-        matches!(self.inner.kind, Kind::SkillDeclined { .. })
     }
 
     /// True when the request was cancelled by the caller.
@@ -456,22 +381,6 @@ impl fmt::Display for Error {
                 f,
                 "the server refused the request (HTTP 403){}; check the credentials and their scopes",
                 if detail.is_empty() { String::new() } else { format!(": {detail}") }
-            ),
-            Kind::InputRequired(p) => write!(
-                f,
-                "{} asked for input ({}) that this call leaves to its caller; answer it with RequestOptions::with_input_answers",
-                p.server(),
-                p.keys().collect::<Vec<_>>().join(", ")
-            ),
-            Kind::SkillChanged { skill, detail, .. } => write!(
-                f,
-                "skill {} changed and needs re-approval: {detail}; its content was not used",
-                crate::text::clip(skill, 200)
-            ),
-            Kind::SkillDeclined { skill, detail } => write!(
-                f,
-                "skill {} was not loaded: {detail}",
-                crate::text::clip(skill, 200)
             ),
             Kind::Http { status, detail } => {
                 write!(f, "the server answered HTTP {status}")?;

@@ -9,8 +9,9 @@ use std::future::Future;
 
 use serde_json::{json, Map, Value};
 
+use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
-use crate::transport::BoxFuture;
+use mcp_core::BoxFuture;
 
 /// The kinds of input requests a client accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -288,9 +289,54 @@ impl RootsHandler for Vec<Root> {
     }
 }
 
-/// Input a 2026-07-28 server asked for that a call left to its caller (see
-/// [`RequestOptions::pause_on_input`](crate::RequestOptions::pause_on_input)): the
-/// requests, and what the server needs back to go on. It serializes, so it can wait in
+/// What a call that leaves input to its caller came to
+/// ([`CallTool::pause_on_input`](crate::CallTool::pause_on_input),
+/// [`McpTool::call_pausing`](crate::McpTool::call_pausing),
+/// [`Task::wait_pausing`](crate::Task::wait_pausing)): the tool's result, or the
+/// input a 2026-07-28 server asked for. Needing input is not an error: the same call,
+/// made again [`with_input_answers`](crate::RequestOptions::with_input_answers), goes
+/// on — later, in another process if need be.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CallOutcome<T = crate::model::CallToolResult> {
+    /// The call ended: its result.
+    Done(T),
+    /// The server asked for input; nothing of the call's result is known yet.
+    NeedsInput(PendingInput),
+}
+
+impl<T> CallOutcome<T> {
+    /// The result, if the call ended.
+    pub fn done(self) -> Option<T> {
+        match self {
+            CallOutcome::Done(t) => Some(t),
+            CallOutcome::NeedsInput(_) => None,
+        }
+    }
+    /// The input asked for, if the call waits for it.
+    pub fn needs_input(&self) -> Option<&PendingInput> {
+        match self {
+            CallOutcome::Done(_) => None,
+            CallOutcome::NeedsInput(p) => Some(p),
+        }
+    }
+}
+
+/// What a request that takes no outcome ends with: its result. Input left to the
+/// caller cannot come back here — only the options of calls that return a
+/// [`CallOutcome`] leave input to the caller — and is an error if it does.
+pub(crate) fn ended<T>(server: &str, method: &str, outcome: CallOutcome<T>) -> crate::Result<T> {
+    match outcome {
+        CallOutcome::Done(t) => Ok(t),
+        CallOutcome::NeedsInput(_) => Err(Error::unsupported(format!(
+            "{server} asked for input that `{method}` leaves to its caller, and the caller takes no outcome"
+        ))),
+    }
+}
+
+/// Input a 2026-07-28 server asked for that a call left to its caller (a
+/// [`CallOutcome::NeedsInput`]): the requests, and what the server needs back to go
+/// on. It serializes, so it can wait in
 /// a store and be answered in another process with
 /// [`RequestOptions::with_input_answers`](crate::RequestOptions::with_input_answers).
 ///

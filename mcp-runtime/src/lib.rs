@@ -67,7 +67,8 @@ pub use declared::{
 };
 pub use error::{Error, Result};
 pub use input::{
-    InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput, Root,
+    CallOutcome, InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput,
+    Root,
 };
 pub use mcp_core::Secret;
 #[cfg(feature = "macros")]
@@ -78,7 +79,7 @@ pub use model::{
     ResourceContents, ResourceTemplate, Role, ServerCapabilities, Tool, ToolAnnotations,
     UiResource, MCP_APP_MIME_TYPE,
 };
-pub use skills::{LoadedSkill, Skill, SkillContent};
+pub use skills::{LoadOutcome, LoadedSkill, Skill, SkillContent};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 pub use transport::http::{HttpConfig, HttpTransport};
@@ -93,8 +94,8 @@ pub mod prelude {
     #[cfg(feature = "stdio")]
     pub use crate::StdioConfig;
     pub use crate::{
-        CallToolResult, Client, Content, Error, InputRequest, InputResponse, RequestOptions,
-        Result, Tool,
+        CallOutcome, CallToolResult, Client, Content, Error, InputRequest, InputResponse,
+        RequestOptions, Result, Tool,
     };
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub use crate::{Mcp, McpTool};

@@ -10,8 +10,8 @@
 //! file when it is read. Every read is checked, in order: the file is listed in the
 //! held entry → its size → its digest → (for `SKILL.md`) its frontmatter, field by
 //! field, against the entry's. On any failure the content is not used, nothing more is
-//! read, the entry is refreshed with `skills/get`, and the error says the skill changed
-//! and needs re-approval ([`Error::is_skill_changed`]).
+//! read, the entry is refreshed with `skills/get`, and the outcome says the skill
+//! changed and needs re-approval ([`LoadOutcome::Changed`]).
 //!
 //! Digests come from the same server as the content: a match shows consistency, not
 //! trust. Skill content is untrusted model input.
@@ -243,31 +243,26 @@ impl Skill {
         Some(format!("{root}/{}", parts.join("/")))
     }
 
-    /// Checks the per-skill limits (512 files, 16 MiB) from the entry alone, before
-    /// anything is fetched. The error ([`Error::is_skill_declined`]) says which limit.
-    pub fn check_limits(&self) -> Result<()> {
+    /// Which per-skill limit (512 files, 16 MiB) the entry exceeds, if any — from the
+    /// entry alone, before anything is fetched. A skill that exceeds one is declined
+    /// ([`LoadOutcome::Declined`]).
+    pub fn exceeded_limit(&self) -> Option<String> {
         let SkillResources::Manifest(files) = &self.resources else {
-            return Ok(());
+            return None;
         };
         if files.len() > MAX_SKILL_FILES {
-            return Err(Error::skill_declined(
-                &self.uri,
-                format!(
-                    "it has {} files, more than the {MAX_SKILL_FILES} a host must accept",
-                    files.len()
-                ),
+            return Some(format!(
+                "it has {} files, more than the {MAX_SKILL_FILES} a host must accept",
+                files.len()
             ));
         }
         let total = files.iter().fold(0u64, |sum, f| sum.saturating_add(f.size));
         if total > MAX_SKILL_BYTES {
-            return Err(Error::skill_declined(
-                &self.uri,
-                format!(
-                    "its files total {total} bytes, more than the {MAX_SKILL_BYTES} (16 MiB) a host must accept"
-                ),
+            return Some(format!(
+                "its files total {total} bytes, more than the {MAX_SKILL_BYTES} (16 MiB) a host must accept"
             ));
         }
-        Ok(())
+        None
     }
 
     /// What an approval of this skill binds to: a digest of its URI, its frontmatter
@@ -399,16 +394,17 @@ impl LoadedSkill {
     /// (`references/FORMS.md`) or by URI, from the skill's own server, and checks it
     /// against the held entry: listed → size → digest. A file that is not listed is
     /// refused without a request. A reference that leaves the skill's directory is
-    /// refused too ([`Error::is_config`]), without revoking the skill. On a failed check the skill is revoked, the entry
-    /// is refreshed with `skills/get`, and the error is
-    /// [`is_skill_changed`](Error::is_skill_changed).
-    pub async fn read(&self, path: &str) -> Result<SkillContent> {
+    /// refused too ([`Error::is_config`]), without revoking the skill. On a failed
+    /// check the skill is revoked, the entry is refreshed with `skills/get`, and the
+    /// outcome is [`LoadOutcome::Changed`]; a dynamic skill read past 16 MiB is
+    /// [`LoadOutcome::Declined`].
+    pub async fn read(&self, path: &str) -> Result<LoadOutcome<SkillContent>> {
         if self.is_revoked() {
-            return Err(Error::skill_changed(
-                &self.entry.uri,
-                "an earlier read failed its check; load the skill again after re-approval",
-                None,
-            ));
+            return Ok(LoadOutcome::Changed {
+                why: "an earlier read failed its check; load the skill again after re-approval"
+                    .into(),
+                refreshed: None,
+            });
         }
         let Some(uri) = self.entry.resolve(path) else {
             // Not a change of the skill: a reference that leaves it (`..`, another
@@ -419,22 +415,81 @@ impl LoadedSkill {
                 crate::text::clip(&self.entry.uri, 200)
             )));
         };
-        let result = self.client.read_skill_file(&self.entry, &uri).await;
-        match &result {
-            Err(e) if e.is_skill_changed() => self.revoked.store(true, Ordering::Release),
-            Ok(c) if self.entry.is_dynamic() => {
+        let outcome = self.client.read_skill_file(&self.entry, &uri).await?;
+        match &outcome {
+            LoadOutcome::Changed { .. } => self.revoked.store(true, Ordering::Release),
+            LoadOutcome::Done(c) if self.entry.is_dynamic() => {
                 let len = c.bytes.len() as u64;
                 let total = self.retrieved.fetch_add(len, Ordering::AcqRel) + len;
                 if total > MAX_SKILL_BYTES {
-                    return Err(Error::skill_declined(
-                        &self.entry.uri,
-                        "what was read of this dynamic skill passed 16 MiB",
-                    ));
+                    return Ok(LoadOutcome::Declined {
+                        why: "what was read of this dynamic skill passed 16 MiB".into(),
+                    });
                 }
             }
             _ => {}
         }
-        result
+        Ok(outcome)
+    }
+}
+
+/// What loading a skill ([`Client::load_skill`](crate::Client::load_skill)) or
+/// reading one of its files ([`LoadedSkill::read`]) came to. A skill that changed or
+/// is too large is not an error: it is an outcome the host acts on (ask for
+/// re-approval, tell the model).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum LoadOutcome<T = LoadedSkill> {
+    /// Loaded (or read), and checked against the held entry.
+    Done(T),
+    /// A file did not match the entry the skill was loaded (or is being loaded) from:
+    /// unlisted, size, digest, or a `SKILL.md` frontmatter that differs. Nothing of it
+    /// was used; the skill changed and needs re-approval.
+    Changed {
+        /// What did not match.
+        why: String,
+        /// The skill's entry as `skills/get` gave it after the failed check, when the
+        /// server answered.
+        refreshed: Option<Skill>,
+    },
+    /// Not loaded because of what its entry says: it exceeds a per-skill limit (512
+    /// files, 16 MiB), checked before anything is fetched.
+    Declined {
+        /// Which limit.
+        why: String,
+    },
+}
+
+impl<T> LoadOutcome<T> {
+    /// The skill (or file), if it loaded.
+    pub fn done(self) -> Option<T> {
+        match self {
+            LoadOutcome::Done(t) => Some(t),
+            _ => None,
+        }
+    }
+    /// True when the skill changed and needs re-approval.
+    pub fn is_changed(&self) -> bool {
+        matches!(self, LoadOutcome::Changed { .. })
+    }
+    /// True when the skill was declined for a limit.
+    pub fn is_declined(&self) -> bool {
+        matches!(self, LoadOutcome::Declined { .. })
+    }
+}
+
+impl<T> std::fmt::Display for LoadOutcome<T> {
+    /// What happened, for a log or a model: `loaded`, or why not (the skill's URI is
+    /// the caller's to add).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadOutcome::Done(_) => f.write_str("loaded"),
+            LoadOutcome::Changed { why, .. } => write!(
+                f,
+                "the skill changed and needs re-approval: {why}; its content was not used"
+            ),
+            LoadOutcome::Declined { why } => write!(f, "the skill was not loaded: {why}"),
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use mcp_runtime::{InputResponse, PendingInput, RequestOptions};
+use mcp_runtime::{CallOutcome, InputResponse, PendingInput, RequestOptions};
 use serde_json::json;
 
 use crate::error::{Error, Result};
@@ -214,25 +214,23 @@ impl Agent {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
         let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
         let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
-        let base = RequestOptions::default()
-            .pause_on_input()
-            .with_progress(move |p| {
-                let event = Event::ToolProgress {
-                    server: server_name.clone(),
-                    tool: tool_name.clone(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message.as_ref().map(|m| crate::error::clip(m, 1000)),
-                };
-                for f in &inner.on_event {
-                    f(&run, &event);
-                }
-                let mut kept = lock(&sink);
-                if kept.len() >= MAX_PROGRESS_KEPT {
-                    kept.pop();
-                }
-                kept.push(event);
-            });
+        let base = RequestOptions::default().with_progress(move |p| {
+            let event = Event::ToolProgress {
+                server: server_name.clone(),
+                tool: tool_name.clone(),
+                progress: p.progress,
+                total: p.total,
+                message: p.message.as_ref().map(|m| crate::error::clip(m, 1000)),
+            };
+            for f in &inner.on_event {
+                f(&run, &event);
+            }
+            let mut kept = lock(&sink);
+            if kept.len() >= MAX_PROGRESS_KEPT {
+                kept.pop();
+            }
+            kept.push(event);
+        });
         let mut notes = Vec::new();
         // The answers of the next attempt, and whether the run may not keep them (they
         // came from callbacks or hold secrets): then the server's next `requestState`,
@@ -283,25 +281,33 @@ impl Agent {
                 self.inner
                     .host
                     .call(tool.server, &tool.def, call.arguments.clone(), options);
-            let e = match tracing::Instrument::instrument(sent, span.clone()).await {
-                Ok(r) => {
+            let mut input = match tracing::Instrument::instrument(sent, span.clone()).await {
+                Ok(CallOutcome::Done(r)) => {
                     let (text, parts, is_error) =
                         crate::content::tool_result_for_model(r, self.inner.max_result_size);
                     end = CallEnd::Done(text, parts, is_error);
                     break;
                 }
-                Err(e) => e,
+                Ok(CallOutcome::NeedsInput(input)) => input,
+                // An outcome this version does not know: the model reads that it failed.
+                Ok(other) => {
+                    end = CallEnd::Done(
+                        json!({ "error": format!("the call ended in a way this agent does not know: {other:?}") }).to_string(),
+                        Vec::new(),
+                        true,
+                    );
+                    break;
+                }
+                // A protocol failure is the model's to read too; the loop goes on.
+                Err(e) => {
+                    end = CallEnd::Done(
+                        json!({ "error": e.to_string() }).to_string(),
+                        Vec::new(),
+                        true,
+                    );
+                    break;
+                }
             };
-            // A protocol failure is the model's to read too; the loop goes on.
-            let Some(input) = e.pending_input() else {
-                end = CallEnd::Done(
-                    json!({ "error": e.to_string() }).to_string(),
-                    Vec::new(),
-                    true,
-                );
-                break;
-            };
-            let mut input = input.clone();
             let requests = match input.requests() {
                 Ok(r) => r,
                 Err(why) => {

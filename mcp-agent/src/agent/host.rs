@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mcp_runtime::{BoxFuture, CallToolResult, Mcp, McpTool, RequestOptions};
+use mcp_runtime::{BoxFuture, CallOutcome, CallToolResult, Mcp, McpTool, RequestOptions};
 use serde_json::{json, Value};
 
 use crate::function::{FunctionTool, FUNCTIONS};
@@ -35,14 +35,15 @@ pub(super) trait Host: Send + Sync + 'static {
     fn follow_changes(&self, _i: usize) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-    /// Calls `tool` (as server `i` listed it) on server `i`.
+    /// Calls `tool` (as server `i` listed it) on server `i`, leaving the input a
+    /// server asks for to the loop (see [`McpTool::call_pausing`]).
     fn call<'a>(
         &'a self,
         i: usize,
         tool: &'a McpTool,
         arguments: Value,
         options: RequestOptions,
-    ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>>;
+    ) -> BoxFuture<'a, mcp_runtime::Result<CallOutcome>>;
 }
 
 /// The attached servers, and after them — as one more server, [`FUNCTIONS`] — the
@@ -125,53 +126,55 @@ impl Host for Servers {
         tool: &'a McpTool,
         arguments: Value,
         options: RequestOptions,
-    ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+    ) -> BoxFuture<'a, mcp_runtime::Result<CallOutcome>> {
         Box::pin(async move {
             if self.functions(i) {
                 let tool = tool.name.as_str();
-                return Ok(match self.1.iter().find(|f| f.name == tool) {
-                    // On a task of its own: a function that panics fails its call, not
-                    // the run.
-                    Some(f) => {
-                        let f = f.clone();
-                        match tokio::spawn(async move { f.run(arguments).await }).await {
-                            Ok(result) => result,
-                            Err(e) => CallToolResult {
-                                content: vec![mcp_runtime::Content::text(format!(
-                                    "the function tool `{tool}` failed: {}",
-                                    if e.is_panic() {
-                                        "it panicked"
-                                    } else {
-                                        "it was cancelled"
-                                    }
-                                ))],
-                                is_error: true,
-                                ..CallToolResult::default()
-                            },
+                return Ok(CallOutcome::Done(
+                    match self.1.iter().find(|f| f.name == tool) {
+                        // On a task of its own: a function that panics fails its call, not
+                        // the run.
+                        Some(f) => {
+                            let f = f.clone();
+                            match tokio::spawn(async move { f.run(arguments).await }).await {
+                                Ok(result) => result,
+                                Err(e) => CallToolResult {
+                                    content: vec![mcp_runtime::Content::text(format!(
+                                        "the function tool `{tool}` failed: {}",
+                                        if e.is_panic() {
+                                            "it panicked"
+                                        } else {
+                                            "it was cancelled"
+                                        }
+                                    ))],
+                                    is_error: true,
+                                    ..CallToolResult::default()
+                                },
+                            }
                         }
-                    }
-                    None => CallToolResult {
-                        content: vec![mcp_runtime::Content::text(format!(
-                            "there is no function tool `{tool}`"
-                        ))],
-                        is_error: true,
-                        ..CallToolResult::default()
+                        None => CallToolResult {
+                            content: vec![mcp_runtime::Content::text(format!(
+                                "there is no function tool `{tool}`"
+                            ))],
+                            is_error: true,
+                            ..CallToolResult::default()
+                        },
                     },
-                });
+                ));
             }
             if self.0.get(i).is_none() {
                 // Indices come from this host's own listing: never here.
-                return Ok(CallToolResult {
+                return Ok(CallOutcome::Done(CallToolResult {
                     content: vec![mcp_runtime::Content::text(format!(
                         "`{}` names a server this agent does not have",
                         tool.name
                     ))],
                     is_error: true,
                     ..CallToolResult::default()
-                });
+                }));
             };
             // The handle the server listed: no lookup by name again.
-            tool.call(arguments, options).await
+            tool.call_pausing(arguments, options).await
         })
     }
 }

@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use mcp_runtime::skills::Skill;
+use mcp_runtime::LoadOutcome;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
@@ -208,17 +209,21 @@ impl Agent {
         };
         let server = &self.inner.servers[skill.server];
         let server_name = server.name().to_owned();
-        if let Err(e) = skill.entry.check_limits() {
+        if let Some(why) = skill.entry.exceeded_limit() {
             // Declined from the entry alone, before anything is fetched; the user is
             // told why in the events.
+            let reason = format!(
+                "skill {} was not loaded: {why}",
+                one_line(skill.entry.uri(), 200)
+            );
             self.event(
                 state,
                 Event::Denied {
                     tool: READ_SKILL.into(),
-                    reason: e.to_string(),
+                    reason: reason.clone(),
                 },
             );
-            return Ok(error(e.to_string()));
+            return Ok(error(reason));
         }
         let fingerprint = skill.entry.fingerprint();
         let shown = json!({
@@ -269,7 +274,7 @@ impl Agent {
                     Err(e) => Err(e),
                 };
                 match loaded {
-                    Ok(loaded) => {
+                    Ok(LoadOutcome::Done(loaded)) => {
                         lock(&self.inner.loaded_skills).insert(
                             (server_name.clone(), skill.entry.uri().to_owned()),
                             loaded.clone(),
@@ -337,13 +342,14 @@ impl Agent {
                             parts: Vec::new(),
                         }))
                     }
-                    Err(e) if e.is_skill_changed() => {
-                        self.skill_changed(state, &server_name, skill.entry.uri(), &e);
-                        if let (Some(new), Some(s)) = (e.refreshed_skill(), skills.get_mut(&id)) {
-                            s.entry = new.clone();
-                        }
-                        Ok(error(e.to_string()))
-                    }
+                    Ok(not) => Ok(error(self.not_loaded(
+                        state,
+                        skills,
+                        &id,
+                        &server_name,
+                        skill.entry.uri(),
+                        not,
+                    ))),
                     Err(e) => Ok(error(e.to_string())),
                 }
             }
@@ -454,16 +460,26 @@ impl Agent {
             // run resumed in another process loads it again, checking SKILL.md).
             let loaded = match reused {
                 Some(l) => l,
-                None => {
-                    let l = server.client()?.load_skill(&held.entry).await?;
-                    lock(&self.inner.loaded_skills).insert(key, l.clone());
-                    l
-                }
+                None => match server.client()?.load_skill(&held.entry).await? {
+                    LoadOutcome::Done(l) => {
+                        lock(&self.inner.loaded_skills).insert(key, l.clone());
+                        l
+                    }
+                    LoadOutcome::Changed { why, refreshed } => {
+                        return Ok(LoadOutcome::Changed { why, refreshed })
+                    }
+                    LoadOutcome::Declined { why } => return Ok(LoadOutcome::Declined { why }),
+                    not => {
+                        return Ok(LoadOutcome::Declined {
+                            why: not.to_string(),
+                        })
+                    }
+                },
             };
             loaded.read(path).await
         };
         match read.await {
-            Ok(content)
+            Ok(LoadOutcome::Done(content))
                 if held.entry.is_dynamic() && {
                     let total = held.read_bytes.saturating_add(content.bytes().len() as u64);
                     total > mcp_runtime::skills::MAX_SKILL_BYTES
@@ -474,7 +490,7 @@ impl Agent {
                     true,
                 )
             }
-            Ok(content) => {
+            Ok(LoadOutcome::Done(content)) => {
                 if let Some(h) = state.held.iter_mut().find(|h| h.id == id) {
                     h.read_bytes = h.read_bytes.saturating_add(content.bytes().len() as u64);
                 }
@@ -507,21 +523,38 @@ impl Agent {
                 }
                 done(body, false)
             }
-            Err(e) => {
-                if e.is_skill_changed() {
-                    self.skill_changed(state, &held.server, held.entry.uri(), &e);
-                    if let (Some(new), Some(s)) = (e.refreshed_skill(), skills.get_mut(id)) {
-                        s.entry = new.clone();
-                    }
-                }
-                done(json!({"error": e.to_string()}), true)
+            Ok(not) => {
+                let why = self.not_loaded(state, skills, id, &held.server, held.entry.uri(), not);
+                done(json!({ "error": why }), true)
+            }
+            Err(e) => done(json!({"error": e.to_string()}), true),
+        }
+    }
+
+    /// A skill that did not load (or whose file did not read): when it changed, it is
+    /// no longer held and takes the refreshed entry; what the model is told.
+    fn not_loaded<T>(
+        &self,
+        state: &mut RunState,
+        skills: &mut HashMap<String, AgentSkill>,
+        id: &str,
+        server: &str,
+        uri: &str,
+        outcome: LoadOutcome<T>,
+    ) -> String {
+        let why = format!("skill {}: {outcome}", one_line(uri, 200));
+        if let LoadOutcome::Changed { refreshed, .. } = outcome {
+            self.skill_changed(state, server, uri, &why);
+            if let (Some(new), Some(s)) = (refreshed, skills.get_mut(id)) {
+                s.entry = new;
             }
         }
+        why
     }
 
     /// A skill failed a check: it is no longer held, its approvals in this run are
     /// revoked, and the events say it changed and needs re-approval.
-    fn skill_changed(&self, state: &mut RunState, server: &str, uri: &str, e: &mcp_runtime::Error) {
+    fn skill_changed(&self, state: &mut RunState, server: &str, uri: &str, why: &str) {
         lock(&self.inner.loaded_skills).remove(&(server.to_owned(), uri.to_owned()));
         state
             .held
@@ -537,7 +570,7 @@ impl Agent {
             Event::SkillChanged {
                 server: server.to_owned(),
                 uri: uri.to_owned(),
-                reason: e.to_string(),
+                reason: why.to_owned(),
             },
         );
     }

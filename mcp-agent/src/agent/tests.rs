@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{BoxFuture, CallToolResult, Content, McpTool, RequestOptions, Tool};
+use mcp_runtime::{BoxFuture, CallOutcome, CallToolResult, Content, McpTool, RequestOptions, Tool};
 use serde_json::{json, Value};
 
 use crate::gate::Mode;
@@ -82,7 +82,7 @@ impl Host for ScriptedHost {
         tool: &'a McpTool,
         arguments: Value,
         _: RequestOptions,
-    ) -> BoxFuture<'a, mcp_runtime::Result<CallToolResult>> {
+    ) -> BoxFuture<'a, mcp_runtime::Result<CallOutcome>> {
         let tool = tool.name.as_str();
         lock(&self.calls).push((tool.to_owned(), arguments.clone()));
         let hang = {
@@ -94,10 +94,10 @@ impl Host for ScriptedHost {
             if hang {
                 std::future::pending::<()>().await;
             }
-            Ok(CallToolResult {
+            Ok(CallOutcome::Done(CallToolResult {
                 content: vec![Content::text(format!("{tool} ok {arguments}"))],
                 ..CallToolResult::default()
-            })
+            }))
         })
     }
 }

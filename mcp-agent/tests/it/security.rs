@@ -556,29 +556,23 @@ async fn a_servers_state_that_may_carry_answers_is_not_stored() {
     // The positive control: the second round's state carries the first answer.
     let direct = python_server(&py.url());
     let first = direct
-        .call_with(
-            "sign_in_steps",
-            json!({}),
-            RequestOptions::default().pause_on_input(),
-        )
+        .call_pausing("sign_in_steps", json!({}), RequestOptions::default())
         .await
-        .unwrap_err();
-    let pending = first.pending_input().unwrap().clone();
+        .unwrap();
+    let pending = first.needs_input().unwrap().clone();
     let key = pending.keys().next().unwrap().to_owned();
     let second = direct
-        .call_with(
+        .call_pausing(
             "sign_in_steps",
             json!({}),
-            RequestOptions::default()
-                .pause_on_input()
-                .with_input_answers(
-                    pending,
-                    [(key, InputResponse::accept(json!({"token": VAULT})))],
-                ),
+            RequestOptions::default().with_input_answers(
+                pending,
+                [(key, InputResponse::accept(json!({"token": VAULT})))],
+            ),
         )
         .await
-        .unwrap_err();
-    let state = serde_json::to_string(second.pending_input().unwrap()).unwrap();
+        .unwrap();
+    let state = serde_json::to_string(second.needs_input().unwrap()).unwrap();
     assert!(
         state.contains(VAULT),
         "the state carries the answer: {state}"

@@ -4,6 +4,7 @@ use super::options::RequestOptions;
 use super::shared::*;
 use super::tasks::Started;
 use crate::error::{Error, Result};
+use crate::input::{ended, CallOutcome};
 use crate::model::{CallToolResult, LogLevel, Progress};
 use crate::protocol::Era;
 use crate::protocol::{code, Method, TaskSupport};
@@ -78,6 +79,114 @@ impl CallTool<'_> {
         self.options = options;
         self
     }
+
+    /// Makes the call, leaving the input a 2026-07-28 server asks for to the caller
+    /// instead of answering it with the client's input handler: the outcome is the
+    /// tool's result, or [`CallOutcome::NeedsInput`] with the requests and the
+    /// server's state. Answer them — later, in another process if need be — by making
+    /// the same call again
+    /// [`with_input_answers`](RequestOptions::with_input_answers). Input a tool
+    /// running as a task asks for pauses the same way (the task is left running).
+    ///
+    /// The request declares form and URL elicitation whether or not the client has an
+    /// input handler (2026-07-28 capabilities are per request). Servers before
+    /// 2026-07-28 ask over the live connection (`elicitation/create`), which cannot
+    /// wait for another process: their requests still go to the input handler.
+    pub async fn pause_on_input(mut self) -> Result<CallOutcome> {
+        self.options.pause_input = true;
+        self.outcome().await
+    }
+
+    /// The call's outcome as its options have it.
+    pub(crate) async fn outcome(self) -> Result<CallOutcome> {
+        let inner = &self.client.inner;
+        if !matches!(self.arguments, Value::Null | Value::Object(_)) {
+            return Err(Error::config(
+                "tool arguments must be a JSON object (or null for none)",
+            ));
+        }
+        let mut options = self.options;
+        let (name, arguments) = (self.name, self.arguments);
+        // Answers for a task that paused for input: they go to the task, and the
+        // call waits for it.
+        if let Some(id) = options.answered_task() {
+            let mut outcome = self.client.task(id).outcome(&options).await?;
+            if let CallOutcome::Done(r) = &mut outcome {
+                r.ui_resource = inner.ui_resource_for(&name).await;
+            }
+            return Ok(outcome);
+        }
+        // 2025-11-25: a tool the server runs only as a task is started as one and
+        // waited for.
+        let details = inner.ensure().await?;
+        let runs_tasks = details
+            .capabilities
+            .0
+            .pointer("/tasks/requests/tools/call")
+            .is_some();
+        // Whether the tool runs only as a task: from the tool index (a list or a
+        // declaration's snapshot). Only here may a call list the tools first: a
+        // 2025-11-25 server that runs tools as tasks, for a tool the index does not
+        // know — the server's refusal would be a tool result like any other, so
+        // nothing but its list can tell.
+        if details.era == Era::Legacy && runs_tasks {
+            let support = inner.task_support(&name).await?;
+            if support == TaskSupport::Required {
+                return match self.client.start_tool(&name, arguments).await? {
+                    Started::Task(task) => task.outcome(&options).await,
+                    Started::Done(result) => Ok(CallOutcome::Done(*result)),
+                };
+            }
+        }
+        options.headers = inner.param_headers(&name, &arguments);
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.clone()));
+        if let Value::Object(_) = arguments {
+            params.insert("arguments".into(), arguments);
+        }
+        // The arguments are moved into the request; a copy is kept only where the
+        // server may ask for the call again with other headers.
+        let mirrors = inner.transport.mirrors_param_headers();
+        let again = mirrors.then(|| params.clone());
+        let v = match inner
+            .call_pausing(Method::ToolsCall.as_str(), params, &options)
+            .await
+        {
+            // The server says the headers do not match the arguments: the tool
+            // index did not know the tool, or its list changed. List again and
+            // retry once (the server refused the call before running it).
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
+                ) && again.is_some() =>
+            {
+                let params = again.unwrap_or_default();
+                inner.invalidate("tools/");
+                inner.tool_index.stale();
+                match inner.list_tools().await {
+                    Ok(_) => {}
+                    Err(e) if e.is_protocol() || e.is_invalid_response() => {
+                        tracing::debug!(server = %inner.name, error = %e, "could not list tools to find their header arguments")
+                    }
+                    Err(e) => return Err(e),
+                }
+                let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+                options.headers = inner.param_headers(&name, &arguments);
+                inner
+                    .call_pausing(Method::ToolsCall.as_str(), params, &options)
+                    .await?
+            }
+            other => other?,
+        };
+        let v = match v {
+            CallOutcome::Done(v) => v,
+            CallOutcome::NeedsInput(p) => return Ok(CallOutcome::NeedsInput(p)),
+        };
+        let mut r = CallToolResult::from_value(v)?;
+        r.ui_resource = inner.ui_resource_for(&name).await;
+        Ok(CallOutcome::Done(r))
+    }
 }
 
 impl<'a> IntoFuture for CallTool<'a> {
@@ -85,87 +194,12 @@ impl<'a> IntoFuture for CallTool<'a> {
     type IntoFuture = BoxFuture<'a, Result<CallToolResult>>;
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move {
-            let inner = &self.client.inner;
-            if !matches!(self.arguments, Value::Null | Value::Object(_)) {
-                return Err(Error::config(
-                    "tool arguments must be a JSON object (or null for none)",
-                ));
-            }
-            let mut options = self.options;
-            let (name, arguments) = (self.name, self.arguments);
-            // Answers for a task that paused for input: they go to the task, and the
-            // call waits for it.
-            if let Some(id) = options.answered_task() {
-                let mut r = self.client.task(id).wait_with(&options).await?;
-                r.ui_resource = inner.ui_resource_for(&name).await;
-                return Ok(r);
-            }
-            // 2025-11-25: a tool the server runs only as a task is started as one and
-            // waited for.
-            let details = inner.ensure().await?;
-            let runs_tasks = details
-                .capabilities
-                .0
-                .pointer("/tasks/requests/tools/call")
-                .is_some();
-            // Whether the tool runs only as a task: from the tool index (a list or a
-            // declaration's snapshot). Only here may a call list the tools first: a
-            // 2025-11-25 server that runs tools as tasks, for a tool the index does not
-            // know — the server's refusal would be a tool result like any other, so
-            // nothing but its list can tell.
-            if details.era == Era::Legacy && runs_tasks {
-                let support = inner.task_support(&name).await?;
-                if support == TaskSupport::Required {
-                    return match self.client.start_tool(&name, arguments).await? {
-                        Started::Task(task) => task.wait_with(&options).await,
-                        Started::Done(result) => Ok(*result),
-                    };
-                }
-            }
-            options.headers = inner.param_headers(&name, &arguments);
-            let mut params = Map::new();
-            params.insert("name".into(), Value::String(name.clone()));
-            if let Value::Object(_) = arguments {
-                params.insert("arguments".into(), arguments);
-            }
-            // The arguments are moved into the request; a copy is kept only where the
-            // server may ask for the call again with other headers.
-            let mirrors = inner.transport.mirrors_param_headers();
-            let again = mirrors.then(|| params.clone());
-            let v = match inner
-                .call(Method::ToolsCall.as_str(), params, &options)
-                .await
-            {
-                // The server says the headers do not match the arguments: the tool
-                // index did not know the tool, or its list changed. List again and
-                // retry once (the server refused the call before running it).
-                Err(e)
-                    if matches!(
-                        e.code(),
-                        Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
-                    ) && again.is_some() =>
-                {
-                    let params = again.unwrap_or_default();
-                    inner.invalidate("tools/");
-                    inner.tool_index.stale();
-                    match inner.list_tools().await {
-                        Ok(_) => {}
-                        Err(e) if e.is_protocol() || e.is_invalid_response() => {
-                            tracing::debug!(server = %inner.name, error = %e, "could not list tools to find their header arguments")
-                        }
-                        Err(e) => return Err(e),
-                    }
-                    let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-                    options.headers = inner.param_headers(&name, &arguments);
-                    inner
-                        .call(Method::ToolsCall.as_str(), params, &options)
-                        .await?
-                }
-                other => other?,
-            };
-            let mut r = CallToolResult::from_value(v)?;
-            r.ui_resource = inner.ui_resource_for(&name).await;
-            Ok(r)
+            let client = self.client;
+            ended(
+                &client.inner.name,
+                Method::ToolsCall.as_str(),
+                self.outcome().await?,
+            )
         })
     }
 }

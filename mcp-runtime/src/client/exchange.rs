@@ -5,7 +5,7 @@
 use super::options::RequestOptions;
 use super::shared::*;
 use crate::error::{Error, Result};
-use crate::input::{InputRequest, InputResponse, PendingInput};
+use crate::input::{ended, CallOutcome, InputRequest, InputResponse, PendingInput};
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::protocol::Era;
 use crate::protocol::{code, meta, Method, TASKS_EXTENSION};
@@ -200,13 +200,29 @@ impl Inner {
         }
     }
 
-    /// A request of the session: `_meta`, progress, and multi-round input.
+    /// A request of the session: `_meta`, progress, and multi-round input, answered
+    /// by the client's input handler.
     pub(super) async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        params: Map<String, Value>,
+        opts: &RequestOptions,
+    ) -> Result<Value> {
+        ended(
+            &self.name,
+            method,
+            self.call_pausing(method, params, opts).await?,
+        )
+    }
+
+    /// [`call`](Self::call), or — when the options leave input to the caller — the
+    /// input a 2026-07-28 server asked for.
+    pub(super) async fn call_pausing(
         self: &Arc<Self>,
         method: &str,
         mut params: Map<String, Value>,
         opts: &RequestOptions,
-    ) -> Result<Value> {
+    ) -> Result<CallOutcome<Value>> {
         let facts = Method::of(method);
         let mrtr = facts.is_some_and(Method::input_rounds);
         let always_progress = facts.is_some_and(Method::progress);
@@ -283,7 +299,7 @@ impl Inner {
                 )
                 .await?;
             match v.get("resultType").and_then(Value::as_str) {
-                None | Some("complete") => return Ok(v),
+                None | Some("complete") => return Ok(CallOutcome::Done(v)),
                 Some("input_required") if mrtr => {
                     rounds += 1;
                     if rounds > self.max_input_rounds {
@@ -298,7 +314,7 @@ impl Inner {
                         .unwrap_or(Value::Null);
                     let state = v.get_mut("requestState").map(Value::take);
                     if opts.pause_input {
-                        return Err(Error::input_required(PendingInput::new(
+                        return Ok(CallOutcome::NeedsInput(PendingInput::new(
                             &self.name, requests, state, None,
                         )));
                     }
@@ -306,12 +322,12 @@ impl Inner {
                     answers = Some((responses, state));
                 }
                 // Some servers mark `tasks/*` answers with it; they are complete.
-                Some("task") if method.starts_with("tasks/") => return Ok(v),
+                Some("task") if method.starts_with("tasks/") => return Ok(CallOutcome::Done(v)),
                 Some("task")
                     if method == Method::ToolsCall.as_str() && self.declares(TASKS_EXTENSION) =>
                 {
                     if opts.keep_task {
-                        return Ok(v);
+                        return Ok(CallOutcome::Done(v));
                     }
                     return Box::pin(self.await_task(v, opts)).await;
                 }
@@ -369,7 +385,7 @@ impl Inner {
         self: &Arc<Self>,
         created: Value,
         opts: &RequestOptions,
-    ) -> Result<Value> {
+    ) -> Result<CallOutcome<Value>> {
         let status = TaskStatus::from_value(&created)
             .ok_or_else(|| Error::invalid_response("a task result without `taskId`"))?;
         let mut guard = TaskGuard {
@@ -382,7 +398,7 @@ impl Inner {
         // Ended on its own: nothing to cancel. Paused for input its caller answers
         // later: it must live on.
         if lock(&last).as_ref().is_some_and(|s| s.state.is_terminal())
-            || out.as_ref().is_err_and(Error::is_input_required)
+            || matches!(out, Ok(CallOutcome::NeedsInput(_)))
         {
             guard.armed = false;
         }

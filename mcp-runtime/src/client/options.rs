@@ -27,7 +27,7 @@ pub struct RequestOptions {
     /// A `tools/call` answered with a task returns the task instead of waiting for it.
     pub(super) keep_task: bool,
     /// Input a 2026-07-28 server asks for is returned to the caller, not answered.
-    pub(super) pause_input: bool,
+    pub(crate) pause_input: bool,
     /// Answers to input asked for earlier, sent with the first attempt.
     pub(super) answers: Option<Arc<InputAnswers>>,
 }
@@ -76,24 +76,8 @@ impl RequestOptions {
         self.log_level = Some(level);
         self
     }
-    /// Leaves a 2026-07-28 server's requests for input to the caller instead of
-    /// answering them with the client's input handler: the call ends with an error for
-    /// which [`is_input_required`](Error::is_input_required) is true, whose
-    /// [`pending_input`](Error::pending_input) carries the requests and the server's
-    /// state. Answer them — later, in another process if need be — by making the same
-    /// call again [`with_input_answers`](Self::with_input_answers). Requests of a tool
-    /// running as a task pause the same way (the task is left running).
-    ///
-    /// The request declares form and URL elicitation whether or not the client has an
-    /// input handler (2026-07-28 capabilities are per request). Servers before
-    /// 2026-07-28 ask over the live connection (`elicitation/create`), which cannot
-    /// wait for another process: their requests still go to the input handler.
-    pub fn pause_on_input(mut self) -> Self {
-        self.pause_input = true;
-        self
-    }
-    /// Answers input asked for earlier (the [`PendingInput`] of an error for which
-    /// `is_input_required()` is true), by request key. Make the same call with these
+    /// Answers input asked for earlier (the [`PendingInput`] of a
+    /// [`CallOutcome::NeedsInput`](crate::CallOutcome::NeedsInput)), by request key. Make the same call with these
     /// options: the answers go with the server's state on the first attempt — or, when
     /// the input was for a task, to the task, and the call waits for the task. Keys the
     /// request did not ask for are ignored.

@@ -7,7 +7,9 @@ use super::shared::*;
 use crate::error::{Error, Result};
 use crate::model::{self, Resource};
 use crate::protocol::Method;
-use crate::skills::{check, extract, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION};
+use crate::skills::{
+    check, extract, LoadOutcome, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION,
+};
 use mcp_core::lock;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -118,52 +120,64 @@ impl Client {
     }
 
     /// Loads a skill: checks its limits from the entry (512 files, 16 MiB; otherwise
-    /// [`Error::is_skill_declined`] with the reason, before anything is fetched), reads
+    /// [`LoadOutcome::Declined`] with the reason, before anything is fetched), reads
     /// its `SKILL.md` and checks it against the entry (size, digest, frontmatter field
     /// by field). The entry is held from then on: the skill's other files are read
-    /// through the returned [`LoadedSkill`], each checked against it.
+    /// through the loaded [`LoadedSkill`], each checked against it.
     ///
     /// On a failed check nothing is used, the entry is refreshed with `skills/get`,
-    /// and the error is [`Error::is_skill_changed`] (with
-    /// [`refreshed_skill`](Error::refreshed_skill)): the skill changed and needs
-    /// re-approval. Reading a `SKILL.md` with
-    /// [`read_resource`](Self::read_resource) is not a load.
-    pub async fn load_skill(&self, skill: &Skill) -> Result<LoadedSkill> {
+    /// and the outcome is [`LoadOutcome::Changed`] (with the refreshed entry): the
+    /// skill changed and needs re-approval. A protocol or transport failure is an
+    /// error. Reading a `SKILL.md` with [`read_resource`](Self::read_resource) is not
+    /// a load.
+    pub async fn load_skill(&self, skill: &Skill) -> Result<LoadOutcome> {
         self.require_skills().await?;
-        skill.check_limits()?;
-        let content = self.read_skill_file(skill, skill.uri()).await?;
+        if let Some(why) = skill.exceeded_limit() {
+            return Ok(LoadOutcome::Declined { why });
+        }
+        let content = match self.read_skill_file(skill, skill.uri()).await? {
+            LoadOutcome::Done(c) => c,
+            LoadOutcome::Changed { why, refreshed } => {
+                return Ok(LoadOutcome::Changed { why, refreshed })
+            }
+            LoadOutcome::Declined { why } => return Ok(LoadOutcome::Declined { why }),
+        };
         let text: Arc<str> = match content.text() {
             Some(t) => Arc::from(t),
-            None => return Err(self.changed(skill, "SKILL.md is not text".into()).await),
+            None => return Ok(self.changed(skill, "SKILL.md is not text".into()).await),
         };
         let body_at = crate::skills::split_frontmatter(&text).map_or(0, |(_, at)| at);
-        Ok(LoadedSkill {
+        Ok(LoadOutcome::Done(LoadedSkill {
             client: self.clone(),
             entry: Arc::new(skill.clone()),
             text,
             body_at,
             revoked: Arc::new(AtomicBool::new(false)),
             retrieved: Arc::new(AtomicU64::new(content.bytes().len() as u64)),
-        })
+        }))
     }
 
     /// Reads one file of `entry` from this server and checks it. A file the entry does
     /// not list is refused without a request; a cached file whose digest the entry
     /// still names is served without one.
-    pub(crate) async fn read_skill_file(&self, entry: &Skill, uri: &str) -> Result<SkillContent> {
+    pub(crate) async fn read_skill_file(
+        &self,
+        entry: &Skill,
+        uri: &str,
+    ) -> Result<LoadOutcome<SkillContent>> {
         let listed = entry.file(uri).map(|f| f.digest.clone());
         if !entry.is_dynamic() && listed.is_none() {
             let why = format!(
                 "{} is not listed in the skill's entry",
                 crate::text::clip(uri, 200)
             );
-            return Err(self.changed(entry, why).await);
+            return Ok(self.changed(entry, why).await);
         }
         if let Some(digest) = &listed {
             let hit = lock(&self.inner.skill_files).get(uri, digest);
             if let Some(hit) = hit {
                 if check(entry, &hit).is_ok() {
-                    return Ok(hit);
+                    return Ok(LoadOutcome::Done(hit));
                 }
             }
         }
@@ -185,7 +199,7 @@ impl Client {
                     "the server no longer serves {}",
                     crate::text::clip(uri, 200)
                 );
-                return Err(self.changed(entry, why).await);
+                return Ok(self.changed(entry, why).await);
             }
             Err(e) => return Err(e),
         };
@@ -197,14 +211,14 @@ impl Client {
                 if let Some(digest) = &listed {
                     lock(&self.inner.skill_files).put(digest, &content);
                 }
-                Ok(content)
+                Ok(LoadOutcome::Done(content))
             }
-            Err(crate::skills::Mismatch(why)) => Err(self.changed(entry, why).await),
+            Err(crate::skills::Mismatch(why)) => Ok(self.changed(entry, why).await),
         }
     }
 
-    /// The error for a failed check, with the entry refreshed by `skills/get`.
-    async fn changed(&self, entry: &Skill, why: String) -> Error {
+    /// The outcome of a failed check, with the entry refreshed by `skills/get`.
+    async fn changed<T>(&self, entry: &Skill, why: String) -> LoadOutcome<T> {
         tracing::warn!(
             server = %self.inner.name,
             skill = %crate::text::clip(entry.uri(), 200),
@@ -219,6 +233,6 @@ impl Client {
                 None
             }
         };
-        Error::skill_changed(entry.uri(), why, refreshed)
+        LoadOutcome::Changed { why, refreshed }
     }
 }

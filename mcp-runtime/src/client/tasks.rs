@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::options::RequestOptions;
 use super::shared::{Change, Client, Inner, TaskState, TaskStatus};
 use crate::error::{Error, Result};
-use crate::input::PendingInput;
+use crate::input::{ended, CallOutcome, PendingInput};
 use crate::model::CallToolResult;
 use crate::protocol::Era;
 use crate::protocol::{code, Method, TaskSupport, TASKS_EXTENSION};
@@ -122,12 +122,32 @@ impl Task {
 
     /// [`wait`](Self::wait), bounded by the options' `max_timeout` and cancel token.
     pub async fn wait_with(&self, options: &RequestOptions) -> Result<CallToolResult> {
-        let v = self
+        let outcome = self.outcome(options).await?;
+        ended(&self.client.inner.name, Method::ToolsCall.as_str(), outcome)
+    }
+
+    /// [`wait_with`](Self::wait_with), leaving the input the task asks for to the
+    /// caller instead of answering it with the client's input handler: the task keeps
+    /// running, and [`CallOutcome::NeedsInput`] names it
+    /// ([`PendingInput::task_id`](crate::PendingInput::task_id)). Make the call again
+    /// [`with_input_answers`](RequestOptions::with_input_answers) to answer it.
+    pub async fn wait_pausing(&self, options: &RequestOptions) -> Result<CallOutcome> {
+        let mut options = options.clone();
+        options.pause_input = true;
+        self.outcome(&options).await
+    }
+
+    /// The task's end as the options have it: a result, or input left to the caller.
+    pub(crate) async fn outcome(&self, options: &RequestOptions) -> Result<CallOutcome> {
+        match self
             .client
             .inner
             .wait_task(&self.id, options, &self.last)
-            .await?;
-        CallToolResult::from_value(v)
+            .await?
+        {
+            CallOutcome::Done(v) => CallToolResult::from_value(v).map(CallOutcome::Done),
+            CallOutcome::NeedsInput(p) => Ok(CallOutcome::NeedsInput(p)),
+        }
     }
 
     /// The tool's result if the task has completed, without waiting: `None` while it
@@ -146,12 +166,14 @@ impl Task {
             // 2026-07-28: the result comes with the status.
             Some(r) => r,
             // 2025-11-25: `tasks/result` answers at once for a finished task.
-            None => {
+            None => ended(
+                &self.client.inner.name,
+                Method::ToolsCall.as_str(),
                 self.client
                     .inner
                     .wait_task(&self.id, &RequestOptions::default(), &self.last)
-                    .await?
-            }
+                    .await?,
+            )?,
         };
         CallToolResult::from_value(result).map(Some)
     }
@@ -327,10 +349,13 @@ impl Inner {
         id: &str,
         opts: &RequestOptions,
         last: &Mutex<Option<TaskStatus>>,
-    ) -> Result<Value> {
+    ) -> Result<CallOutcome<Value>> {
         let details = self.ensure().await?;
         if details.era == Era::Legacy {
-            return self.wait_legacy_task(id, opts, last).await;
+            return self
+                .wait_legacy_task(id, opts, last)
+                .await
+                .map(CallOutcome::Done);
         }
         let notify = lock(&self.task_waiters)
             .entry(id.to_owned())
@@ -389,9 +414,12 @@ impl Inner {
             *lock(last) = Some(status.clone());
             match status.state {
                 TaskState::Completed => {
-                    return task.get_mut("result").map(Value::take).ok_or_else(|| {
-                        Error::invalid_response("a completed task without `result`")
-                    });
+                    return task
+                        .get_mut("result")
+                        .map(|v| CallOutcome::Done(v.take()))
+                        .ok_or_else(|| {
+                            Error::invalid_response("a completed task without `result`")
+                        });
                 }
                 TaskState::Failed => return Err(task_error(&task)),
                 TaskState::Cancelled => return Err(Error::cancelled(Method::ToolsCall.as_str())),
@@ -409,7 +437,7 @@ impl Inner {
                         };
                         left.retain(|k, _| !answered.contains(k));
                         if !left.is_empty() {
-                            return Err(Error::input_required(PendingInput::new(
+                            return Ok(CallOutcome::NeedsInput(PendingInput::new(
                                 &self.name,
                                 Value::Object(left),
                                 None,

@@ -499,13 +499,8 @@ async fn paused_input_is_returned_unanswered_and_checked_when_read() {
                     "llm": {"method": "sampling/createMessage", "params": {}}}})),
         },
     );
-    let e = c
-        .call_tool("t", json!({}))
-        .options(RequestOptions::default().pause_on_input())
-        .await
-        .unwrap_err();
-    assert!(e.is_input_required(), "{e}");
-    let pending = e.pending_input().unwrap();
+    let outcome = c.call_tool("t", json!({})).pause_on_input().await.unwrap();
+    let pending = outcome.needs_input().unwrap();
     assert_eq!(pending.keys().collect::<Vec<_>>(), ["form", "llm"]);
     assert!(pending.task_id().is_none());
     let bad = pending.requests().unwrap_err();

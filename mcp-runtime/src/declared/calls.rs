@@ -18,6 +18,7 @@ use super::shared::{DriftPolicy, Mcp, McpTool, ToolMap};
 use super::typed::Typed;
 use crate::client::RequestOptions;
 use crate::error::{Error, Result};
+use crate::input::{ended, CallOutcome};
 use crate::model::CallToolResult;
 use crate::snapshot::did_you_mean;
 use mcp_core::lock;
@@ -39,6 +40,21 @@ impl Mcp {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
+        let map = self.tool_map().await?;
+        let tool = self.find(&map, name)?;
+        let outcome = self.call_resolved(tool, arguments, options).await?;
+        ended(&self.spec.name, name, outcome)
+    }
+
+    /// [`Mcp::call_with`], leaving the input a 2026-07-28 server asks for to the
+    /// caller (see [`CallTool::pause_on_input`](crate::CallTool::pause_on_input)).
+    pub async fn call_pausing(
+        &self,
+        name: &str,
+        arguments: Value,
+        mut options: RequestOptions,
+    ) -> Result<CallOutcome> {
+        options.pause_input = true;
         let map = self.tool_map().await?;
         let tool = self.find(&map, name)?;
         self.call_resolved(tool, arguments, options).await
@@ -70,8 +86,10 @@ impl Mcp {
         if self.spec.drift == DriftPolicy::Error {
             self.tool_map().await?;
         }
-        self.call_server(server_name, arguments, RequestOptions::default())
-            .await
+        let outcome = self
+            .call_server(server_name, arguments, RequestOptions::default())
+            .await?;
+        ended(&self.spec.name, server_name, outcome)
     }
 
     /// [`call_declared`](Self::call_declared) with typed arguments and output.
@@ -140,7 +158,7 @@ impl Mcp {
         tool: &McpTool,
         arguments: Value,
         options: RequestOptions,
-    ) -> Result<CallToolResult> {
+    ) -> Result<CallOutcome> {
         match &tool.server_name {
             Some(server_name) => self.call_server(server_name, arguments, options).await,
             None => {
@@ -151,7 +169,7 @@ impl Mcp {
                     .find(|l| l.definition().name == tool.name)
                     .cloned()
                     .ok_or_else(|| Error::config(format!("tool `{}` is gone", tool.name)))?;
-                local.call(self, arguments).await
+                local.call(self, arguments).await.map(CallOutcome::Done)
             }
         }
     }
@@ -177,7 +195,7 @@ impl Mcp {
         server_name: &str,
         arguments: Value,
         options: RequestOptions,
-    ) -> Result<CallToolResult> {
+    ) -> Result<CallOutcome> {
         let args = self.with_fixed(server_name, arguments)?;
         let wrap = self
             .spec
@@ -191,9 +209,11 @@ impl Mcp {
             .client()?
             .call_tool(server_name, args)
             .options(options)
+            .outcome()
             .await
         {
-            Ok(r) => r,
+            Ok(CallOutcome::Done(r)) => r,
+            Ok(CallOutcome::NeedsInput(p)) => return Ok(CallOutcome::NeedsInput(p)),
             Err(e) => {
                 if e.is_not_found() {
                     // The tool may be gone: fetch the list again next time.
@@ -203,8 +223,8 @@ impl Mcp {
             }
         };
         match (wrap, kept) {
-            (Some(wrap), Some(args)) => wrap(result, args).await,
-            _ => Ok(result),
+            (Some(wrap), Some(args)) => wrap(result, args).await.map(CallOutcome::Done),
+            _ => Ok(CallOutcome::Done(result)),
         }
     }
 }
@@ -223,12 +243,34 @@ impl McpTool {
     /// wrapped as declared), without looking its name up again. Fails for a tool that
     /// did not come from a handle's [`Mcp::tools`], or whose handle is gone.
     pub async fn call(&self, arguments: Value, options: RequestOptions) -> Result<CallToolResult> {
+        let (owner, outcome) = self.outcome(arguments, options).await?;
+        ended(&owner.spec.name, &self.name, outcome)
+    }
+
+    /// [`McpTool::call`], leaving the input a 2026-07-28 server asks for to the
+    /// caller (see [`CallTool::pause_on_input`](crate::CallTool::pause_on_input)).
+    pub async fn call_pausing(
+        &self,
+        arguments: Value,
+        mut options: RequestOptions,
+    ) -> Result<CallOutcome> {
+        options.pause_input = true;
+        Ok(self.outcome(arguments, options).await?.1)
+    }
+
+    /// The call's outcome as its options have it, with the handle it was made on.
+    async fn outcome(
+        &self,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<(Mcp, CallOutcome)> {
         let Some(owner) = self.owner.as_ref().and_then(|o| o.upgrade()) else {
             return Err(Error::config(format!(
                 "tool `{}` does not belong to a server handle that is still open",
                 self.name
             )));
         };
-        owner.call_resolved(self, arguments, options).await
+        let outcome = owner.call_resolved(self, arguments, options).await?;
+        Ok((owner, outcome))
     }
 }

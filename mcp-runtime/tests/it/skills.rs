@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{Client, Era, ProtocolMode, StdioConfig};
+use mcp_runtime::{Client, Era, LoadOutcome, ProtocolMode, StdioConfig};
 
 use crate::support::{self, Log, Recording};
 
@@ -107,18 +107,18 @@ async fn lazy_listing_and_honest_loading(era: Era) {
         Some("Bash(python:*) Read extract_text")
     );
 
-    let loaded = c.load_skill(pdf).await.unwrap();
+    let loaded = done(c.load_skill(pdf).await);
     assert!(loaded.instructions().contains("references/FORMS.md"));
     assert!(!loaded.instructions().starts_with("---"));
     assert_eq!(reads(&log), ["skill://pdf-processing/SKILL.md"]);
-    let forms = loaded.read("references/FORMS.md").await.unwrap();
+    let forms = done(loaded.read("references/FORMS.md").await);
     assert!(forms.text().unwrap().starts_with('#'));
-    let logo = loaded.read("assets/logo.png").await.unwrap();
+    let logo = done(loaded.read("assets/logo.png").await);
     assert_eq!(logo.bytes().len(), 64);
     assert_eq!(logo.text(), None);
     // Verified files are cached while the entry names the same digest.
-    loaded.read("references/FORMS.md").await.unwrap();
-    c.load_skill(pdf).await.unwrap();
+    done(loaded.read("references/FORMS.md").await);
+    done(c.load_skill(pdf).await);
     assert_eq!(
         reads(&log),
         [
@@ -151,14 +151,16 @@ async fn tampered_skills_are_not_loaded(era: Era) {
     ] {
         let s = skill(&c, name).await;
         let before = sent(&log).len();
-        let e = c.load_skill(&s).await.unwrap_err();
-        assert!(e.is_skill_changed(), "{name}: {e}");
-        let text = e.to_string();
+        let o = c.load_skill(&s).await.unwrap();
+        let text = o.to_string();
         assert!(
             text.contains(why) && text.contains("needs re-approval"),
             "{name}: {text}"
         );
-        assert_eq!(e.refreshed_skill().map(|s| s.uri()), Some(s.uri()));
+        let LoadOutcome::Changed { refreshed, .. } = o else {
+            panic!("{name}: {text}")
+        };
+        assert_eq!(refreshed.as_ref().map(|s| s.uri()), Some(s.uri()));
         let uri = format!("skill://{name}/SKILL.md");
         assert_eq!(
             sent(&log)[before..],
@@ -183,19 +185,13 @@ async fn tampered_skills_are_not_loaded_legacy() {
 #[tokio::test]
 async fn a_tampered_or_unlisted_supporting_file_revokes_the_skill() {
     let (c, log) = client(Era::Modern, skillserver());
-    let loaded = c
-        .load_skill(&skill(&c, "tampered-support").await)
-        .await
-        .unwrap();
-    let e = loaded.read("references/FORMS.md").await.unwrap_err();
-    assert!(
-        e.is_skill_changed() && e.to_string().contains("digest"),
-        "{e}"
-    );
+    let loaded = done(c.load_skill(&skill(&c, "tampered-support").await).await);
+    let e = loaded.read("references/FORMS.md").await.unwrap();
+    assert!(e.is_changed() && e.to_string().contains("digest"), "{e}");
     assert!(loaded.is_revoked());
     let n = sent(&log).len();
-    let e = loaded.read("SKILL.md").await.unwrap_err();
-    assert!(e.is_skill_changed(), "{e}");
+    let e = loaded.read("SKILL.md").await.unwrap();
+    assert!(e.is_changed(), "{e}");
     assert_eq!(sent(&log).len(), n, "a revoked skill reads nothing");
 
     // A file the server serves but the entry does not list is refused locally; so is
@@ -204,15 +200,15 @@ async fn a_tampered_or_unlisted_supporting_file_revokes_the_skill() {
     let unlisted = skill(&c, "unlisted").await;
     let n = reads(&log).len();
     for path in ["scripts/secret.sh", "skill://unlisted/scripts/secret.sh"] {
-        let loaded = c.load_skill(&unlisted).await.unwrap();
-        let e = loaded.read(path).await.unwrap_err();
+        let loaded = done(c.load_skill(&unlisted).await);
+        let e = loaded.read(path).await.unwrap();
         assert!(
-            e.is_skill_changed() && e.to_string().contains("is not listed"),
+            e.is_changed() && e.to_string().contains("is not listed"),
             "{path}: {e}"
         );
         assert!(loaded.is_revoked(), "{path}");
     }
-    let loaded = c.load_skill(&unlisted).await.unwrap();
+    let loaded = done(c.load_skill(&unlisted).await);
     for path in [
         "../pdf-processing/SKILL.md",
         "skill://pdf-processing/SKILL.md",
@@ -225,7 +221,7 @@ async fn a_tampered_or_unlisted_supporting_file_revokes_the_skill() {
         );
     }
     assert!(!loaded.is_revoked());
-    loaded.read("references/FORMS.md").await.unwrap();
+    done(loaded.read("references/FORMS.md").await);
     // The first load read SKILL.md (the later ones were served from the cache), then
     // the one listed file; nothing else reached the wire.
     assert_eq!(
@@ -242,30 +238,27 @@ async fn a_tampered_or_unlisted_supporting_file_revokes_the_skill() {
 async fn limits_dynamic_hidden_nested_and_directories() {
     let (c, log) = client(Era::Legacy, skillserver());
     for name in ["too-many-files", "too-big"] {
-        let e = c.load_skill(&skill(&c, name).await).await.unwrap_err();
-        assert!(e.is_skill_declined(), "{name}: {e}");
+        let o = c.load_skill(&skill(&c, name).await).await.unwrap();
+        assert!(o.is_declined(), "{name}: {o}");
     }
     assert!(reads(&log).is_empty(), "declined before any fetch");
 
-    let dynamic = c
-        .load_skill(&skill(&c, "dynamic-skill").await)
-        .await
-        .unwrap();
+    let dynamic = done(c.load_skill(&skill(&c, "dynamic-skill").await).await);
     assert!(dynamic.skill().is_dynamic() && dynamic.files().is_none());
-    assert!(dynamic.read("notes.md").await.unwrap().text().is_some());
+    assert!(done(dynamic.read("notes.md").await).text().is_some());
     assert!(dynamic.read("../pdf-processing/SKILL.md").await.is_err());
 
     let hidden = c.get_skill("skill://hidden/SKILL.md").await.unwrap();
-    c.load_skill(&hidden).await.unwrap();
+    done(c.load_skill(&hidden).await);
     let e = c.get_skill("skill://nope/SKILL.md").await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
 
-    let deep = c
-        .load_skill(&skill(&c, "nested/prefix/deep-skill").await)
-        .await
-        .unwrap();
+    let deep = done(
+        c.load_skill(&skill(&c, "nested/prefix/deep-skill").await)
+            .await,
+    );
     assert_eq!(deep.skill().root(), "skill://nested/prefix/deep-skill");
-    deep.read("references/GUIDE.md").await.unwrap();
+    done(deep.read("references/GUIDE.md").await);
 
     let children = c.read_directory("skill://pdf-processing").await.unwrap();
     let dirs: Vec<&str> = children
@@ -325,12 +318,20 @@ async fn over_http() {
         .iter()
         .find(|s| s.name() == "pdf-processing")
         .unwrap();
-    let loaded = c.load_skill(pdf).await.unwrap();
-    loaded.read("references/FORMS.md").await.unwrap();
+    let loaded = done(c.load_skill(pdf).await);
+    done(loaded.read("references/FORMS.md").await);
     let evil = skills
         .iter()
         .find(|s| s.name() == "tampered-frontmatter")
         .unwrap();
-    assert!(c.load_skill(evil).await.unwrap_err().is_skill_changed());
+    assert!(c.load_skill(evil).await.unwrap().is_changed());
     c.close().await.unwrap();
+}
+
+/// The skill or file of an outcome that must have loaded.
+fn done<T>(r: mcp_runtime::Result<LoadOutcome<T>>) -> T {
+    match r.unwrap() {
+        LoadOutcome::Done(t) => t,
+        not => panic!("not loaded: {not}"),
+    }
 }

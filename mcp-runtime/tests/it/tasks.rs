@@ -382,7 +382,7 @@ impl Schema for InputRequest {
 /// (the answer goes to the task, which kept running meanwhile).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_input_is_answered_later_by_another_client() {
-    use mcp_runtime::{InputKind, PendingInput, RequestOptions};
+    use mcp_runtime::{CallOutcome, InputKind, PendingInput, RequestOptions};
     let server = HttpServer::python(&[]);
     // No input handler at all: pausing declares the capability for the request.
     let client = || {
@@ -392,9 +392,9 @@ async fn paused_input_is_answered_later_by_another_client() {
             .http(HttpConfig::new(server.url("/mcp")))
             .unwrap()
     };
-    let paused = |e: mcp_runtime::Error| -> String {
-        assert!(e.is_input_required(), "{e}");
-        serde_json::to_string(e.pending_input().unwrap()).unwrap()
+    let paused = |o: CallOutcome| -> String {
+        let pending = o.needs_input().unwrap_or_else(|| panic!("{o:?}"));
+        serde_json::to_string(pending).unwrap()
     };
     for (tool, args, expected) in [
         ("ask_name", json!({}), "Hello, Ann"),
@@ -405,12 +405,12 @@ async fn paused_input_is_answered_later_by_another_client() {
         ),
     ] {
         let a = client();
-        let e = a
+        let o = a
             .call_tool(tool, args.clone())
-            .options(RequestOptions::default().pause_on_input())
+            .pause_on_input()
             .await
-            .unwrap_err();
-        let kept = paused(e);
+            .unwrap();
+        let kept = paused(o);
         a.close().await.unwrap();
 
         let pending: PendingInput = serde_json::from_str(&kept).unwrap();
@@ -426,27 +426,26 @@ async fn paused_input_is_answered_later_by_another_client() {
         let b = client();
         let r = b
             .call_tool(tool, args)
-            .options(
-                RequestOptions::default()
-                    .pause_on_input()
-                    .with_input_answers(
-                        pending,
-                        [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
-                    ),
-            )
+            .options(RequestOptions::default().with_input_answers(
+                pending,
+                [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
+            ))
+            .pause_on_input()
             .await
+            .unwrap()
+            .done()
             .unwrap();
         assert_eq!(r.text(), expected);
         b.close().await.unwrap();
     }
     // A declined answer reaches the tool as such.
     let a = client();
-    let e = a
+    let o = a
         .call_tool("ask_name", json!({}))
-        .options(RequestOptions::default().pause_on_input())
+        .pause_on_input()
         .await
-        .unwrap_err();
-    let pending = e.pending_input().unwrap().clone();
+        .unwrap();
+    let pending = o.needs_input().unwrap().clone();
     let key = pending.keys().next().unwrap().to_owned();
     let r = a
         .call_tool("ask_name", json!({}))

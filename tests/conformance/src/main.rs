@@ -226,15 +226,21 @@ async fn skill_then_file(client: &Client, name: &str, file: &str) -> Result<(), 
         client.read_resource(&uri).await?;
         return Ok(());
     }
-    let loaded = match client.load_skill(skill).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("not loaded: {e}");
-            return Err(e.into());
+    let loaded = match client.load_skill(skill).await? {
+        mcp_runtime::LoadOutcome::Done(l) => l,
+        not => {
+            eprintln!("not loaded: {not}");
+            return Err(format!("skill {name}: {not}").into());
         }
     };
     eprintln!("loaded {} from {}", loaded.skill().uri(), loaded.server());
-    let content = loaded.read(file).await?;
+    let content = match loaded.read(file).await? {
+        mcp_runtime::LoadOutcome::Done(c) => c,
+        not => {
+            eprintln!("not read: {not}");
+            return Err(format!("{file} of skill {name}: {not}").into());
+        }
+    };
     eprintln!("read {} ({} bytes)", content.uri, content.bytes().len());
     Ok(())
 }
