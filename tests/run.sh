@@ -29,6 +29,9 @@ bash tests/peers/install.sh
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "imports flow downward: no import circle, at most 3 upward imports (tests/imports.py)"
+python3 tests/imports.py --max-upward 3 --max-circles 0
+
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
