@@ -12,7 +12,7 @@ use mcp_agent::{
 };
 use serde_json::{json, Value};
 
-use super::{filesystem, peers, scratch, FakeModel, PyServer};
+use super::{filesystem, peers, scratch, ModelServer, PyServer};
 
 fn everything() -> Mcp {
     let bin = peers().join("npm/node_modules/.bin/mcp-server-everything");
@@ -22,16 +22,16 @@ fn everything() -> Mcp {
         .unwrap()
 }
 
-fn openai(model: &FakeModel) -> ChatCompletions {
+fn openai(model: &ModelServer) -> ChatCompletions {
     ChatCompletions::new(model.url(), "fake-model").unwrap()
 }
 
-fn anthropic(model: &FakeModel) -> Messages {
+fn anthropic(model: &ModelServer) -> Messages {
     Messages::new(format!("http://127.0.0.1:{}", model.port), "claude-test").unwrap()
 }
 
 /// The texts of the messages of request `n`, by role, as one string per message.
-fn said(model: &FakeModel, n: usize) -> Vec<(String, String)> {
+fn said(model: &ModelServer, n: usize) -> Vec<(String, String)> {
     model.requests()[n]["body"]["messages"]
         .as_array()
         .unwrap()
@@ -55,7 +55,7 @@ async fn a_conversation_goes_on_across_runs_and_processes() {
     let dir = scratch("conversation");
     std::fs::write(dir.join("a.txt"), "alpha").unwrap();
     std::fs::write(dir.join("b.txt"), "beta").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
@@ -225,7 +225,7 @@ async fn mcp_prompts_resources_and_images_are_input() {
     };
 
     for wire in ["openai", "anthropic"] {
-        let model = FakeModel::start(&dir, json!([{"text": "ok"}, {"text": "ok"}]));
+        let model = ModelServer::scripted(&dir, json!([{"text": "ok"}, {"text": "ok"}]));
         let m: Box<dyn Model> = if wire == "openai" {
             Box::new(openai(&model))
         } else {
@@ -283,7 +283,7 @@ async fn every_kind_of_tool_result_reaches_the_model() {
     let dir = scratch("result-kinds");
     let py = PyServer::start();
     for wire in ["openai", "anthropic"] {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"tool_calls": [
@@ -378,7 +378,7 @@ async fn function_tools_are_gated_like_server_tools() {
         b: f64,
     }
     let dir = scratch("function-tools");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -505,7 +505,7 @@ async fn function_tools_are_gated_like_server_tools() {
 async fn context_is_capped_and_trimmed_by_the_hook() {
     let dir = scratch("context-care");
     std::fs::write(dir.join("big.txt"), "z".repeat(5000)).unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("big.txt")}}]},

@@ -11,10 +11,10 @@ use mcp_agent::{
 };
 use serde_json::{json, Value};
 
-use super::{filesystem, scratch, store_for, FakeModel, Postgres};
+use super::{filesystem, scratch, store_for, ModelServer, Postgres};
 
 fn agent(
-    model: &FakeModel,
+    model: &ModelServer,
     dir: &std::path::Path,
     store: Arc<dyn RunStore>,
 ) -> (Agent, Arc<Mutex<Vec<Event>>>) {
@@ -68,7 +68,7 @@ async fn three_calls_decided_in_two_resumes(store_url: &str) {
         dir.join("c.txt"),
         dir.join("edited.txt"),
     );
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [write(&a, "one"), write(&b, "two"), write(&c, "three")]},
@@ -221,7 +221,7 @@ async fn people_deciding_at_once_each_decide_their_own_call_once() {
         dir.join("c.txt"),
         dir.join("d.txt"),
     );
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [write(&a, "a"), write(&b, "b")]},
@@ -287,7 +287,7 @@ async fn people_deciding_at_once_each_decide_their_own_call_once() {
 async fn always_allow_for_the_run_stops_asking_for_that_tool() {
     let dir = scratch("batch-always");
     let (a, b, c) = (dir.join("a.txt"), dir.join("b.txt"), dir.join("c.txt"));
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [write(&a, "a")]},
@@ -336,7 +336,7 @@ async fn always_allow_for_the_run_stops_asking_for_that_tool() {
 async fn always_allow_for_the_agent_is_kept_in_the_store_bound_to_the_tool() {
     let dir = scratch("batch-always-agent");
     let file = |name: &str| dir.join(name);
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [write(&file("a"), "a")]},

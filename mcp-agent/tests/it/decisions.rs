@@ -10,10 +10,10 @@ use mcp_agent::{
 use mcp_runtime::{InputResponse, Mcp};
 use serde_json::json;
 
-use super::{filesystem, scratch, store_for, FakeModel, Postgres};
+use super::{filesystem, scratch, store_for, ModelServer, Postgres};
 
 pub(super) fn agent(
-    model: &FakeModel,
+    model: &ModelServer,
     server: Mcp,
     store: Arc<dyn RunStore>,
 ) -> (Agent, Arc<Mutex<Vec<Event>>>) {
@@ -70,7 +70,7 @@ async fn replayed_and_mismatched_decisions_are_refused(store_url: &str) {
     };
     let dir = scratch(&format!("replays-{tag}"));
     let (a, b) = (dir.join("a.txt"), dir.join("b.txt"));
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": a, "content": "one"}}]},
@@ -196,7 +196,7 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
     };
     let dir = scratch(&format!("stuck-{tag}"));
     let out = dir.join("out.txt");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": out, "content": "once"}}]},
@@ -336,7 +336,7 @@ fn py(name: &str, description: Option<&str>, via_env: bool, tools: Tools) -> Mcp
     b.build().unwrap()
 }
 
-fn py_agent(model: &FakeModel, servers: Vec<Mcp>, store: Arc<dyn RunStore>) -> Agent {
+fn py_agent(model: &ModelServer, servers: Vec<Mcp>, store: Arc<dyn RunStore>) -> Agent {
     let mut b = Agent::builder()
         .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
         .mode(Mode::Approve)
@@ -358,7 +358,7 @@ async fn an_approval_is_bound_to_the_server_and_the_tool_definition() {
     let dir = scratch("rug-pull");
     let echo = json!({"tool_calls": [{"name": "echo", "arguments": {"message": "hi"}}]});
     let echoed = json!({"echo_tools": true});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([echo, echoed, echo, echoed, echo, echoed, echo, echoed]),
     );
@@ -478,7 +478,7 @@ async fn an_approval_is_bound_to_the_server_and_the_tool_definition() {
 async fn a_resume_keeps_the_runs_policy_and_may_only_tighten_it() {
     let dir = scratch("policy");
     let write = |name: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join(name), "content": name}}]});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([write("a"), write("b"), write("c"), {"echo_tools": true}]),
     );

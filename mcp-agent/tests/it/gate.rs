@@ -8,7 +8,7 @@ use super::*;
 async fn read_only_runs_listed_tools_and_denies_the_rest_without_raising() {
     let dir = scratch("read-only");
     std::fs::write(dir.join("notes.txt"), "hello notes").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -71,7 +71,7 @@ async fn read_only_runs_listed_tools_and_denies_the_rest_without_raising() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_step_limit_ends_a_run() {
     let dir = scratch("steps");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([{"tool_calls": [{"name": "list_directory", "arguments": {"path": dir}}]}]),
     );
@@ -98,7 +98,7 @@ async fn the_step_limit_ends_a_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_turns_calls_run_concurrently_in_order() {
     let dir = scratch("parallel");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -186,7 +186,7 @@ async fn one_turns_calls_run_concurrently_in_order() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_progress_is_an_event() {
     let dir = scratch("progress");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "slow", "arguments": {"seconds": 0.3, "steps": 3}}]},

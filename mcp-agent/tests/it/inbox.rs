@@ -6,7 +6,7 @@ use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, RunStatu
 use serde_json::json;
 
 use super::decisions::{agent, approval, status};
-use super::{filesystem, scratch, store_for, FakeModel, Postgres};
+use super::{filesystem, scratch, store_for, ModelServer, Postgres};
 
 /// With an integrity key, a run changed in the store is refused: its arguments
 /// rewritten, or a run kept without the key. The same run untouched resumes (the
@@ -15,7 +15,7 @@ use super::{filesystem, scratch, store_for, FakeModel, Postgres};
 async fn an_integrity_key_refuses_runs_changed_in_the_store() {
     let dir = scratch("integrity");
     let (a, evil) = (dir.join("a.txt"), dir.join("evil.txt"));
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": a, "content": "one"}}]},
@@ -65,7 +65,7 @@ async fn an_integrity_key_refuses_runs_changed_in_the_store() {
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "one");
 
     // A run kept without the key cannot be vouched for: refused.
-    let model_again = FakeModel::start(
+    let model_again = ModelServer::scripted(
         &dir,
         json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": evil, "content": "x"}}]}]),
     );
@@ -133,7 +133,7 @@ async fn an_inbox_lists_describes_cancels_deletes_and_prunes(store_url: &str) {
     let dir = scratch(&format!("inbox-{tag}"));
     let file = |n: &str| dir.join(n);
     let write = |n: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": file(n), "content": n}}]});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([write("a"), write("b"), {"echo_tools": true}, write("c")]),
     );
@@ -248,7 +248,7 @@ async fn an_expired_suspension_refuses_decisions_and_the_run_goes_on_or_ends() {
     use mcp_agent::Expiry;
     let dir = scratch("expiry");
     let write = |n: &str| json!({"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join(n), "content": n}}]});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([write("a"), write("b"), {"echo_tools": true}, write("c")]),
     );

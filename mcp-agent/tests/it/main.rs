@@ -54,7 +54,7 @@ async fn a_spawned_server_gets_no_secret_it_was_not_given() {
     // nextest runs each test in a process of its own: this environment is the test's.
     std::env::set_var("AGENT_CANARY_API_KEY", "sk-canary-5e1f");
     let dir = scratch("clean-env");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "get-env", "arguments": {}}]},
@@ -116,7 +116,7 @@ fn secrets_never_reach_logs_events_or_the_store() {
     let mut shown = String::new();
     let py = PyServer::start_with(&["headers"]);
     let kept = rt.block_on(async {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"tool_calls": [

@@ -6,7 +6,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_errors_are_clear() {
     let dir = scratch("errors");
-    let model = FakeModel::start(&dir, json!([{"status": 429, "error": "slow down"}]));
+    let model = ModelServer::scripted(&dir, json!([{"status": 429, "error": "slow down"}]));
     let agent = Agent::builder()
         .model(ChatCompletions::new(model.url(), "m").unwrap())
         .build()
@@ -20,7 +20,7 @@ async fn provider_errors_are_clear() {
         ),
         "{e}"
     );
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([{"status": 400, "error": "This model's maximum context length is 8192 tokens", "code": "context_length_exceeded"}]),
     );
@@ -38,7 +38,7 @@ async fn provider_errors_are_clear() {
     );
     // Anthropic: a prompt too long is ContextTooLong; another request error that
     // merely says "context" is not.
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"status": 400, "error": "prompt is too long: 208310 tokens > 200000 maximum"},
@@ -73,7 +73,7 @@ async fn provider_errors_are_clear() {
 async fn deferred_tools_are_loaded_by_an_emulated_tool_search() {
     let dir = scratch("defer-emulated");
     std::fs::write(dir.join("notes.txt"), "deferred notes").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "tool_search", "arguments": {"query": "read text"}}]},
@@ -145,7 +145,7 @@ async fn anthropic_round_trip(streamed: bool) {
     let search_use = json!({"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_bm25", "input": {"query": "read file"}});
     let search_result = json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1",
         "content": {"type": "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name": "read_text_file"}]}});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"raw": [search_use, search_result,
@@ -211,7 +211,7 @@ async fn chat_completions_streamed_round_trip() {
     let dir = scratch("openai-stream");
     std::fs::write(dir.join("a.txt"), "alpha").unwrap();
     std::fs::write(dir.join("b.txt"), "beta").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [

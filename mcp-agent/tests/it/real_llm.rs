@@ -2,64 +2,15 @@
 //! (`tests/peers/real-llm/`: llama.cpp's `llama-server` and PyPI `llama-cpp-python`
 //! 0.3.36 with a real small model), chunk for chunk, by `tests/peers/replay_model.py`.
 
-use std::io::BufRead as _;
-use std::process::{Command, Stdio};
-
 use mcp_agent::model::{ChatRequest, Message, Role, ToolSpec};
 use mcp_agent::{Agent, ChatCompletions, Model, ModelError, Outcome};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::{filesystem, free_port, peers, repo_root, scratch, Killed};
+use super::{filesystem, scratch, ModelServer};
 
-/// The replaying server, killed when dropped.
-struct Replay {
-    _child: Killed,
-    port: u16,
-}
-
-impl Replay {
-    fn start(dir: &std::path::Path, script: Value) -> Replay {
-        let path = dir.join("replay.json");
-        std::fs::write(&path, script.to_string()).unwrap();
-        let port = free_port();
-        let mut child = Command::new(peers().join("venv/bin/python"))
-            .arg(repo_root().join("tests/peers/replay_model.py"))
-            .args([port.to_string(), path.display().to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.contains("READY"), "the replay server did not start");
-        Replay {
-            _child: Killed(child),
-            port,
-        }
-    }
-
-    fn model(&self) -> ChatCompletions {
-        ChatCompletions::new(
-            format!("http://127.0.0.1:{}/v1", self.port),
-            "smollm2-135m-instruct",
-        )
-        .unwrap()
-    }
-
-    fn requests(&self) -> Vec<Value> {
-        use std::io::{Read as _, Write as _};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        write!(
-            s,
-            "GET /_requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        serde_json::from_str(&text[text.find("\r\n\r\n").unwrap() + 4..]).unwrap()
-    }
+/// The replayed model behind the OpenAI wire.
+fn model(replay: &ModelServer) -> ChatCompletions {
+    ChatCompletions::new(replay.url(), "smollm2-135m-instruct").unwrap()
 }
 
 fn ask(tools: bool) -> ChatRequest {
@@ -86,11 +37,11 @@ fn ask(tools: bool) -> ChatRequest {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_repeated_in_every_delta_is_taken_once() {
     let dir = scratch("real-llm-name");
-    let replay = Replay::start(
+    let replay = ModelServer::replay(
         &dir,
         json!([{"play": "llama-cpp-python/04-tools-forced-stream"}]),
     );
-    let model = replay.model().streaming(true);
+    let model = model(&replay).streaming(true);
     let answer = model.complete(&ask(true)).await.unwrap();
     let calls = answer.message.tool_calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
@@ -104,14 +55,14 @@ async fn a_name_repeated_in_every_delta_is_taken_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_stream_is_an_error_and_a_dead_connection_is_replaced() {
     let dir = scratch("real-llm-cut");
-    let replay = Replay::start(
+    let replay = ModelServer::replay(
         &dir,
         json!([
             {"play": "llama-cpp-python/06-tools-auto-stream", "then_dead": true},
             {"play": "llama-cpp-python/01-plain"}
         ]),
     );
-    let streamed = replay.model().streaming(true);
+    let streamed = model(&replay).streaming(true);
     let e = streamed.complete(&ask(true)).await.unwrap_err();
     assert!(
         e.to_string().contains("ended before it was complete"),
@@ -141,8 +92,8 @@ async fn both_context_overflows_are_recognised() {
         "llama-server/13-context-too-long",
         "llama-cpp-python/13-context-too-long",
     ] {
-        let replay = Replay::start(&dir, json!([{"play": recorded}]));
-        let e = replay.model().complete(&ask(false)).await.unwrap_err();
+        let replay = ModelServer::replay(&dir, json!([{"play": recorded}]));
+        let e = model(&replay).complete(&ask(false)).await.unwrap_err();
         assert!(
             matches!(e, ModelError::ContextTooLong { .. }),
             "{recorded}: {e}"
@@ -157,7 +108,7 @@ async fn both_context_overflows_are_recognised() {
 async fn the_loop_runs_on_replayed_llama_cpp_answers() {
     let dir = scratch("real-llm-loop");
     for server in ["llama-server", "llama-cpp-python"] {
-        let replay = Replay::start(
+        let replay = ModelServer::replay(
             &dir,
             json!([
                 {"play": format!("{server}/05-tools-auto")},
@@ -165,7 +116,7 @@ async fn the_loop_runs_on_replayed_llama_cpp_answers() {
             ]),
         );
         let agent = Agent::builder()
-            .model(replay.model())
+            .model(model(&replay))
             .allow(["list_directory"])
             .server(filesystem(&dir))
             .build()

@@ -17,7 +17,7 @@ use mcp_agent::{
 };
 use serde_json::{json, Value};
 
-use super::{filesystem, scratch, store_for, FakeModel, Killed, Postgres};
+use super::{filesystem, scratch, store_for, Killed, ModelServer, Postgres};
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -273,7 +273,7 @@ async fn crash_process() {
 }
 
 /// Runs [`crash_process`] on the run until it reaches `at`, and kills it there.
-fn kill_at(dir: &Path, model: &FakeModel, store: &str, run: &str, decision: &str, at: &str) {
+fn kill_at(dir: &Path, model: &ModelServer, store: &str, run: &str, decision: &str, at: &str) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "recovery::crash_process",
@@ -352,7 +352,7 @@ async fn crash_at(
     let dir = scratch(&format!("crash-{tag}-{at}"));
     let file = dir.join("n.txt");
     std::fs::write(&file, "a").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "edit_file", "arguments": {"path": file, "edits": [{"oldText": "a", "newText": "aa"}]}}]},
@@ -473,7 +473,7 @@ async fn a_killed_process_loses_no_decision_and_sends_no_call_twice_postgres() {
 async fn an_idempotent_call_is_sent_again_after_a_crash() {
     let dir = scratch("crash-idempotent");
     let file = dir.join("w.txt");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": file, "content": "written"}}]},

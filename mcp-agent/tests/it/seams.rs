@@ -12,7 +12,7 @@ use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome};
 use mcp_runtime::{mcp, Tool};
 use serde_json::{json, Value};
 
-use super::{filesystem, offered, peers, python_server, scratch, FakeModel, PyServer};
+use super::{filesystem, offered, peers, python_server, scratch, ModelServer, PyServer};
 
 fn fs_bin() -> String {
     peers()
@@ -22,7 +22,7 @@ fn fs_bin() -> String {
 }
 
 /// The content of the tool results the model was sent in request `n`.
-fn results(model: &FakeModel, n: usize) -> Vec<String> {
+fn results(model: &ModelServer, n: usize) -> Vec<String> {
     model.requests()[n]["body"]["messages"]
         .as_array()
         .unwrap()
@@ -73,7 +73,7 @@ async fn a_declared_struct_keeps_its_shaping_and_its_approvals_apply_per_call() 
     let dir = scratch("seams-declared");
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, "alpha").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "ls", "arguments": {}}]},
@@ -157,7 +157,7 @@ async fn a_declared_struct_keeps_its_shaping_and_its_approvals_apply_per_call() 
 async fn app_only_tools_are_never_offered_nor_run() {
     let dir = scratch("seams-app-only");
     let py = PyServer::start();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "chart_data", "arguments": {}}]},
@@ -196,7 +196,7 @@ async fn app_only_tools_are_never_offered_nor_run() {
 async fn ask_mode_asks_the_callback_for_every_call_not_allowed() {
     let dir = scratch("seams-ask");
     let (yes, no) = (dir.join("yes.txt"), dir.join("no.txt"));
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -250,7 +250,7 @@ async fn ask_mode_asks_the_callback_for_every_call_not_allowed() {
 async fn collisions_the_configuration_makes_certain_fail_the_build() {
     let dir = scratch("seams-collide");
     std::fs::write(dir.join("a.txt"), "A").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "b_read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
@@ -304,7 +304,7 @@ async fn collisions_the_configuration_makes_certain_fail_the_build() {
 async fn an_attach_lines_rotating_token_is_reread_and_wins() {
     let dir = scratch("seams-token");
     let py = PyServer::start_with(&["headers"]);
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "request_headers", "arguments": {}}]},
@@ -363,7 +363,7 @@ async fn an_attach_lines_rotating_token_is_reread_and_wins() {
 async fn a_per_server_defer_overrides_only_that_server() {
     let dir = scratch("seams-defer");
     let py = PyServer::start();
-    let model = FakeModel::start(&dir, json!([{"text": "ok"}, {"text": "ok"}]));
+    let model = ModelServer::scripted(&dir, json!([{"text": "ok"}, {"text": "ok"}]));
     let deferring_py = || {
         Mcp::builder("py")
             .url(py.url())
@@ -418,7 +418,7 @@ async fn a_per_server_defer_overrides_only_that_server() {
 async fn a_down_servers_tool_names_are_not_taken_by_another() {
     let dir = scratch("seams-reserved");
     std::fs::write(dir.join("a.txt"), "A").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
@@ -476,7 +476,7 @@ async fn a_tool_added_during_a_run_is_offered_at_the_next_turn() {
         .env("PYSERVER_ERA", "legacy")
         .build()
         .unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "add_tool", "arguments": {}}]},
@@ -519,7 +519,7 @@ async fn a_tool_named_outside_the_rule_is_hidden() {
     let dir = scratch("seams-bad-name");
     let py = PyServer::start_env(&[], &[("PYSERVER_BAD_TOOL_NAME", "1")]);
     let bad = "read\u{202e}file now";
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": bad, "arguments": {}}]},

@@ -8,7 +8,7 @@ use mcp_agent::{
 };
 use serde_json::json;
 
-use super::{filesystem, python_server, scratch, FakeModel, PyServer};
+use super::{filesystem, python_server, scratch, ModelServer, PyServer};
 
 fn mode(path: &std::path::Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -22,7 +22,7 @@ async fn the_sqlite_store_is_private_to_this_user() {
     let dir = scratch("private-store");
     let folder = dir.join("state/runs");
     let file = folder.join("runs.sqlite3");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([{"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("x"), "content": "x"}}]}]),
     );
@@ -91,7 +91,7 @@ async fn postgres_never_takes_a_password_off_this_machine_in_clear() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_model_answer_is_cut_off_at_the_timeout() {
     let dir = scratch("stalled-model");
-    let model = FakeModel::start(&dir, json!([{"trickle": true}]));
+    let model = ModelServer::scripted(&dir, json!([{"trickle": true}]));
     for stream in [false, true] {
         let wire = ChatCompletions::new(model.url(), "fake-model")
             .unwrap()
@@ -117,7 +117,7 @@ async fn calls_in_flight_and_calls_per_turn_are_bounded() {
     let calls: Vec<_> = (0..12)
         .map(|_| json!({"name": "crowd", "arguments": {"group": "g", "until": 3}}))
         .collect();
-    let model = FakeModel::start(&dir, json!([{"tool_calls": calls}, {"echo_tools": true}]));
+    let model = ModelServer::scripted(&dir, json!([{"tool_calls": calls}, {"echo_tools": true}]));
     let server = mcp_agent::runtime::Mcp::builder("rendezvous")
         .command([
             super::peers().join("venv/bin/python").display().to_string(),
@@ -164,7 +164,7 @@ async fn calls_in_flight_and_calls_per_turn_are_bounded() {
 async fn one_server_cannot_stop_the_agent() {
     let dir = scratch("one-server");
     std::fs::write(dir.join("a.txt"), "A").unwrap();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
@@ -231,7 +231,7 @@ async fn one_server_cannot_stop_the_agent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_the_provider_echoes_is_not_in_the_error() {
     let dir = scratch("echoed-key");
-    let model = FakeModel::start(&dir, json!([{"status": 401, "echo_key": true}]));
+    let model = ModelServer::scripted(&dir, json!([{"status": 401, "echo_key": true}]));
     for stream in [false, true] {
         let chat = ChatCompletions::new(model.url(), "m")
             .unwrap()
@@ -339,7 +339,7 @@ async fn secret_input_answers_are_never_stored() {
         {"name": "sign_in", "arguments": {}},
         {"name": "sign_in", "arguments": {}}
     ]});
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([sign_in_twice, {"echo_tools": true}, sign_in_twice, {"echo_tools": true}]),
     );
@@ -579,7 +579,7 @@ async fn a_servers_state_that_may_carry_answers_is_not_stored() {
     );
     direct.close().await.unwrap();
 
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "sign_in_steps", "arguments": {}}]},

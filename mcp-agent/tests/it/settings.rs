@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use mcp_agent::{Agent, ChatCompletions, Event, Messages, Mode, Model, Outcome, ToolChoice, Usage};
 use serde_json::{json, Value};
 
-use super::{filesystem, scratch, FakeModel};
+use super::{filesystem, scratch, ModelServer};
 
-fn body(model: &FakeModel, n: usize) -> Value {
+fn body(model: &ModelServer, n: usize) -> Value {
     model.requests()[n]["body"].clone()
 }
 
@@ -18,7 +18,7 @@ fn body(model: &FakeModel, n: usize) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_reach_both_wires() {
     let dir = scratch("settings-wires");
-    let model = FakeModel::start(&dir, json!([{"text": "ok"}]));
+    let model = ModelServer::scripted(&dir, json!([{"text": "ok"}]));
     let chat = ChatCompletions::new(model.url(), "m")
         .unwrap()
         .temperature(0.2)
@@ -121,7 +121,7 @@ async fn usage_is_reported_per_call_and_per_run() {
         ("anthropic", false),
         ("anthropic", true),
     ] {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"tool_calls": [{"name": "list_directory", "arguments": {"path": dir}}]},
@@ -189,7 +189,7 @@ async fn usage_is_reported_per_call_and_per_run() {
 async fn a_truncated_answer_is_reported_not_taken() {
     let dir = scratch("settings-truncated");
     for wire in ["openai", "anthropic"] {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"text": "The answer is", "finish": "length"},
@@ -236,7 +236,7 @@ async fn a_truncated_answer_is_reported_not_taken() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extra_headers_and_query_reach_the_provider_and_never_an_error() {
     let dir = scratch("settings-azure");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([{"text": "ok"}, {"status": 400, "error": "bad api-key AZURE-KEY-CANARY-77"}]),
     );

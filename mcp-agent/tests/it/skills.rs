@@ -8,7 +8,7 @@ use mcp_agent::{Agent, ChatCompletions, Decision, Event, Mode, Outcome, SkillApp
 use mcp_runtime::Mcp;
 use serde_json::{json, Value};
 
-use super::{offered, peers, repo_root, scratch, store_for, FakeModel};
+use super::{offered, peers, repo_root, scratch, store_for, ModelServer};
 
 fn skillserver(log: &Path) -> Mcp {
     skillserver_variant(log, "")
@@ -41,7 +41,7 @@ fn server_log(log: &Path) -> Vec<String> {
         .collect()
 }
 
-fn agent(model: &FakeModel, server: Mcp, mode: Mode) -> mcp_agent::AgentBuilder {
+fn agent(model: &ModelServer, server: Mcp, mode: Mode) -> mcp_agent::AgentBuilder {
     Agent::builder()
         .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
         .mode(mode)
@@ -66,7 +66,7 @@ fn tool_description(request: &Value, name: &str) -> String {
 async fn skills_load_under_approval_bound_to_their_files() {
     let dir = scratch("skills-approve");
     let log = dir.join("server.log");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_skill", "arguments": {"skill": "docs:pdf-processing"}}]},
@@ -187,7 +187,7 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
     let skills = lister.client().unwrap().list_skills().await.unwrap();
     lister.close().await.unwrap();
     let entry = |name: &str| skills.iter().find(|s| s.name() == name).unwrap().clone();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -267,7 +267,7 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_resumed_after_the_skill_changed_asks_again() {
     let dir = scratch("skills-changed");
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "read_skill", "arguments": {"skill": "docs:pdf-processing"}}]},

@@ -1,15 +1,15 @@
-//! What the agent's tests share: peer locations, free ports, process guards, the
-//! scripted model and the project's PyPI server, a real PostgreSQL, and one log and
-//! trace subscriber per test process.
+//! What the agent's tests share beyond `mcp-test-support` (peer locations, free ports,
+//! process guards, the scripted model servers, a real PostgreSQL): the project's PyPI
+//! server as an attached server, run stores, and one log and trace subscriber per test
+//! process.
 
-use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use mcp_agent::{PostgresRunStore, RunStore, SqliteRunStore};
 use mcp_runtime::Mcp;
 pub(crate) use mcp_test_support::{
-    free_port, peers, repo_root, Captured, HttpServer, Killed, Postgres,
+    free_port, peers, repo_root, Captured, HttpServer, Killed, ModelServer, Postgres,
 };
 use serde_json::{json, Value};
 
@@ -90,54 +90,6 @@ pub(crate) fn observed() -> &'static Observed {
             provider,
         }
     })
-}
-
-/// The scripted model, killed when dropped.
-pub(crate) struct FakeModel {
-    pub(crate) _child: Killed,
-    pub(crate) port: u16,
-}
-
-impl FakeModel {
-    pub(crate) fn start(dir: &Path, script: Value) -> FakeModel {
-        let path = dir.join("script.json");
-        std::fs::write(&path, script.to_string()).unwrap();
-        let port = free_port();
-        let mut child = Command::new(peers().join("venv/bin/python"))
-            .arg(repo_root().join("tests/peers/fake_model.py"))
-            .args([port.to_string(), path.display().to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert!(line.contains("READY"), "the fake model did not start");
-        FakeModel {
-            _child: Killed(child),
-            port,
-        }
-    }
-
-    pub(crate) fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
-    }
-
-    pub(crate) fn requests(&self) -> Vec<Value> {
-        use std::io::{Read as _, Write as _};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        write!(
-            s,
-            "GET /_requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut text = String::new();
-        s.read_to_string(&mut text).unwrap();
-        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
-        serde_json::from_str::<Vec<Value>>(body).unwrap()
-    }
 }
 
 pub(crate) fn filesystem(dir: &Path) -> Mcp {

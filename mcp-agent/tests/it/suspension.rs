@@ -55,7 +55,7 @@ async fn a_run_suspended_in_one_process_resumes_in_another_postgres() {
 
 async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
     let dir = scratch(&format!("resume-{tag}"));
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("out.txt"), "content": "approved write"}}]},
@@ -206,7 +206,7 @@ async fn input_requests_suspend_and_resume_across_processes(store: &str) {
     };
     let dir = scratch(tag);
     let py = PyServer::start();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [
@@ -327,7 +327,7 @@ async fn input_callbacks_answer_and_a_denial_declines() {
     use mcp_runtime::InputResponse;
     let dir = scratch("input-callback");
     let py = PyServer::start();
-    let model = FakeModel::start(
+    let model = ModelServer::scripted(
         &dir,
         json!([
             {"tool_calls": [{"name": "ask_name", "arguments": {}}]},

@@ -9,7 +9,7 @@ use mcp_agent::{Agent, ChatCompletions, Outcome};
 use opentelemetry_sdk::trace::SpanData;
 use serde_json::json;
 
-use super::{filesystem, scratch, FakeModel};
+use super::{filesystem, scratch, ModelServer};
 
 fn attributes(span: &SpanData) -> HashMap<String, String> {
     span.attributes
@@ -51,7 +51,7 @@ fn spans_follow_the_genai_conventions_and_hold_no_secret() {
     let dir = scratch("traces");
     std::fs::write(dir.join("a.txt"), "SECRET-CONTENT-CANARY").unwrap();
     let run_id = rt.block_on(async {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"tool_calls": [
@@ -137,7 +137,7 @@ fn spans_follow_the_genai_conventions_and_hold_no_secret() {
 
     // Asked for, tool spans carry the arguments and the result.
     let run_id = rt.block_on(async {
-        let model = FakeModel::start(
+        let model = ModelServer::scripted(
             &dir,
             json!([
                 {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},

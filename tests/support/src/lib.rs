@@ -1,7 +1,8 @@
 //! What the toolkit's tests share (every crate's integration tests use it): where the
 //! workspace and the pinned peers are, free loopback ports, processes killed when
-//! dropped, real MCP servers on loopback HTTP, a real PostgreSQL, and a writer that
-//! captures logs.
+//! dropped, real MCP servers on loopback HTTP, scripted model servers (an
+//! OpenAI-compatible endpoint that follows a script, or replays a recording chunk for
+//! chunk), a real PostgreSQL, and a writer that captures logs.
 //!
 //! Peers are installed by `tests/peers/install.sh` (pinned, into `.peers/`, idempotent,
 //! under a lock); [`peers`] runs it once per test process and fails loudly when it
@@ -256,5 +257,70 @@ impl Captured {
     /// Everything written so far.
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// A model provider on loopback HTTP that follows a script (`tests/peers/fake_model.py`)
+/// or replays a recorded exchange chunk for chunk (`tests/peers/replay_model.py`); it
+/// keeps every request it was sent. Killed when dropped.
+#[derive(Debug)]
+pub struct ModelServer {
+    _child: Killed,
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+}
+
+impl ModelServer {
+    /// The scripted model: `script` (a JSON list of turns) is written to `dir`.
+    pub fn scripted(dir: &Path, script: serde_json::Value) -> ModelServer {
+        ModelServer::start(dir, "fake_model.py", "script.json", script)
+    }
+
+    /// The replaying model: `script` holds the recorded answers.
+    pub fn replay(dir: &Path, script: serde_json::Value) -> ModelServer {
+        ModelServer::start(dir, "replay_model.py", "replay.json", script)
+    }
+
+    fn start(dir: &Path, program: &str, file: &str, script: serde_json::Value) -> ModelServer {
+        use std::io::BufRead as _;
+        let path = dir.join(file);
+        std::fs::write(&path, script.to_string()).unwrap();
+        let port = free_port();
+        let mut child = Command::new(python())
+            .arg(repo_root().join("tests/peers").join(program))
+            .args([port.to_string(), path.display().to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("READY"), "{program} did not start");
+        ModelServer {
+            _child: Killed(child),
+            port,
+        }
+    }
+
+    /// Its OpenAI-compatible base URL (`…/v1`).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Every request it was sent, in order (method, path, headers, body).
+    pub fn requests(&self) -> Vec<serde_json::Value> {
+        use std::io::{Read as _, Write as _};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        write!(
+            s,
+            "GET /_requests HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let body = &text[text.find("\r\n\r\n").unwrap() + 4..];
+        serde_json::from_str(body).unwrap()
     }
 }
