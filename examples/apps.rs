@@ -26,7 +26,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             json!({"mimeTypes": [MCP_APP_MIME_TYPE]}),
         )
         .stdio(StdioConfig::from_argv(args)?)?;
-    for t in client.list_tools().await? {
+    for t in client.tools().await? {
         let hidden = if t.is_app_only() {
             " (app only: never offered to a model)"
         } else {
@@ -34,7 +34,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         println!("- {}{hidden}", t.name);
     }
-    let result = client.call_tool(&tool, arguments).await?;
+    let result = client.call(&tool, arguments).await?;
     println!("result: {}", result.text());
     let Some(uri) = result.ui_resource.as_deref() else {
         println!("`{tool}` has no UI");

@@ -90,13 +90,13 @@ async fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "{} speaks {:?} {}",
         server.info.name, server.era, server.protocol_version
     );
-    for tool in client.list_tools().await? {
+    for tool in client.tools().await? {
         println!("- {}", tool.name);
     }
     for _ in 0..2 {
-        println!("{}", client.call_tool("count", Value::Null).await?.text());
+        println!("{}", client.call("count", Value::Null).await?.text());
     }
-    match client.call_tool("missing", json!({})).await {
+    match client.call("missing", json!({})).await {
         Err(err) if err.is_protocol() => println!("calling a missing tool: {err}"),
         other => return Err(format!("expected a protocol error, got {other:?}").into()),
     }

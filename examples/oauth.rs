@@ -90,7 +90,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let client = Client::builder().http(HttpConfig::new(url).oauth(oauth))?;
-    for tool in client.list_tools().await? {
+    for tool in client.tools().await? {
         println!("- {}", tool.name);
     }
     client.close().await?;

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !client.skills_supported().await? {
         return Err("the server does not serve skills".into());
     }
-    let skills = client.list_skills().await?;
+    let skills = client.skills().await?;
     for s in &skills {
         println!(
             "- {} ({}): {}",

@@ -35,7 +35,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let client = Client::builder()
         .extension("io.modelcontextprotocol/tasks", json!({}))
-        .on_change(|change| {
+        .after_change(|change| {
             if let Change::Task(status) = change {
                 println!(
                     "  task {}: {:?} {}",
@@ -47,7 +47,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .stdio(StdioConfig::from_argv(argv)?)?;
 
-    let task = match client.start_tool(&tool, arguments).await? {
+    let task = match client.start(&tool, arguments).await? {
         Started::Task(task) => task,
         Started::Done(result) => {
             println!("the server ran `{tool}` at once: {}", result.text());

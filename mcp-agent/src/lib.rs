@@ -60,7 +60,7 @@ pub use error::{Error, Result};
 pub use function::FunctionTool;
 pub use gate::{Gate, Mode, ParseModeError, Verdict};
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):
-/// `mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"])`.
+/// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
 pub use mcp_macros::attach as mcp;
 pub use mcp_runtime as runtime;
 pub use model::{Model, ModelError, ToolChoice, Usage};

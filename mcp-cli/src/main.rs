@@ -196,14 +196,14 @@ fn json_shown(json: &str) -> String {
 async fn capture(name: &str, server: &Value) -> Result<Snapshot, Failure> {
     let c = client(name, server)?;
     let details = c.connect().await?;
-    let tools = c.list_tools().await?;
+    let tools = c.tools().await?;
     let prompts = if details.capabilities.prompts() {
-        c.list_prompts().await?
+        c.prompts().await?
     } else {
         Vec::new()
     };
     let templates = if details.capabilities.resources() {
-        c.list_resource_templates().await?
+        c.resource_templates().await?
     } else {
         Vec::new()
     };
@@ -437,7 +437,7 @@ async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
         .redirect_uri(loopback.redirect_uri())
         .authorizer(loopback);
     let c = client_with(&name, &server, Some(oauth))?;
-    let tools = c.list_tools().await?;
+    let tools = c.tools().await?;
     c.close().await?;
     println!(
         "{name}: authorized ({} tools); credentials in {}",
@@ -449,7 +449,7 @@ async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
 
 async fn tools(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let c = open(m).await?;
-    for t in c.list_tools().await? {
+    for t in c.tools().await? {
         let description = t.description.unwrap_or_default();
         // Names and descriptions come from the server: nothing in them may act on the
         // terminal.
@@ -471,7 +471,7 @@ async fn call(m: &ArgMatches) -> Result<ExitCode, Failure> {
             .map_or("{}", String::as_str),
     )
     .map_err(|e| format!("the arguments are not JSON: {e}"))?;
-    let r = c.call_tool(tool, args).await?;
+    let r = c.call(tool, args).await?;
     println!("{}", json_shown(&serde_json::to_string_pretty(&r)?));
     c.close().await?;
     Ok(if r.is_error() {

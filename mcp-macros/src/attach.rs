@@ -1,17 +1,20 @@
-//! `mcp!(name, key = value, …)`: one line attaches a server to an agent (Nexo's `mcp`
-//! macro), checked at compile time: an unknown key (with a did-you-mean), a key that
-//! does not fit the transport, a missing `command` or `url` — each an error at its
-//! token, all at once. Expands to an expression of type
-//! `Result<mcp_runtime::Mcp, mcp_runtime::Error>`.
+//! `mcp!(name, setting, …)`: one line attaches a server to an agent (Nexo's `mcp`
+//! macro), in the words of `#[mcp]` and `Mcp::builder` — the same key names and
+//! forms for the same settings (docs/declaring-servers.md has the table) — with any
+//! Rust expression as a value. Checked at compile time: an unknown key (with a
+//! did-you-mean), a key in the wrong form, a key that does not fit the transport, a
+//! missing `command` or `url` — each an error at its token, all at once. Expands to
+//! an expression of type `Result<mcp_runtime::Mcp, mcp_runtime::Error>`.
 //!
 //! ```text
-//! mcp!(fs, command = "npx", args = ["-y", "@modelcontextprotocol/server-filesystem", "/data"],
-//!      env = { "LOG" => "warn" }, directory = "/srv")
-//! mcp!(gmail, url = "https://gmail.example.com/mcp", headers = { "X-Org" => org() },
-//!      token = || user.gmail_token())          // re-read for every request
+//! mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", dir.display()),
+//!      env(LOG = "warn"), directory = "/srv", only(read_file, list_directory))
+//! mcp!(gmail, url = "https://gmail.example.com/mcp", header("X-Org", org()),
+//!      bearer_token = || user.gmail_token(),      // re-read for every request
+//!      requires_approval(send_email), timeout = 30)
 //! ```
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
@@ -19,19 +22,60 @@ use syn::{Ident, LitStr, Token};
 
 use crate::ctxt::{hint, Ctxt};
 
-const KEYS: &[&str] = &[
-    "command",
-    "args",
-    "env",
-    "inherit_env",
-    "inherit_all_env",
-    "directory",
-    "url",
-    "headers",
-    "token",
+/// Each key, the form it takes, and what it is for.
+const KEYS: &[(&str, Form, Fits)] = &[
+    ("command", Form::List, Fits::Stdio),
+    ("env", Form::Pairs, Fits::Stdio),
+    ("inherit_env", Form::List, Fits::Stdio),
+    ("inherit_all_env", Form::Flag, Fits::Stdio),
+    ("directory", Form::Value, Fits::Stdio),
+    ("url", Form::Value, Fits::Http),
+    ("header", Form::List, Fits::Http),
+    ("bearer_token", Form::Value, Fits::Http),
+    ("timeout", Form::Value, Fits::Both),
+    ("prefix", Form::Value, Fits::Both),
+    ("only", Form::List, Fits::Both),
+    ("except", Form::List, Fits::Both),
+    ("requires_approval", Form::ListOrFlag, Fits::Both),
+    ("defer", Form::ListOrFlag, Fits::Both),
 ];
-const STDIO_ONLY: &[&str] = &["args", "env", "inherit_env", "inherit_all_env", "directory"];
-const HTTP_ONLY: &[&str] = &["headers", "token"];
+
+/// Keys of an earlier `mcp!` and what they are now.
+const RENAMED: &[(&str, &str)] = &[
+    (
+        "args",
+        "the arguments go inside `command(…)`: `command(\"npx\", \"-y\", \"pkg\")`",
+    ),
+    (
+        "headers",
+        "write each header as `header(\"Name\", value)`, as `#[mcp]` does",
+    ),
+    (
+        "token",
+        "the key is `bearer_token`, as in `#[mcp]` and `McpBuilder::bearer_token`",
+    ),
+];
+
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// `key = value`
+    Value,
+    /// `key(a, b, …)`
+    List,
+    /// `key(NAME = value, …)`
+    Pairs,
+    /// `key`
+    Flag,
+    /// `key(a, b)` or `key` (every tool)
+    ListOrFlag,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fits {
+    Stdio,
+    Http,
+    Both,
+}
 
 /// The tokens of one value: everything up to the next comma outside brackets (so any
 /// Rust expression works without parsing it here).
@@ -47,18 +91,30 @@ fn value_tokens(input: ParseStream) -> syn::Result<TokenStream> {
     Ok(out)
 }
 
-/// `"K" => value`.
-struct Pair {
-    key: LitStr,
+/// One item inside `key(…)`: a value, or `NAME = value`.
+struct Item {
+    name: Option<(String, Span)>,
     value: TokenStream,
 }
 
-impl Parse for Pair {
+impl Parse for Item {
     fn parse(input: ParseStream) -> syn::Result<Self> {
-        let key: LitStr = input.parse()?;
-        input.parse::<Token![=>]>()?;
-        Ok(Pair {
-            key,
+        let named = (input.peek(Ident) || input.peek(LitStr)) && input.peek2(Token![=]);
+        let name = if named {
+            let name = if input.peek(LitStr) {
+                let s: LitStr = input.parse()?;
+                (s.value(), s.span())
+            } else {
+                let i: Ident = input.parse()?;
+                (i.to_string(), i.span())
+            };
+            input.parse::<Token![=]>()?;
+            Some(name)
+        } else {
+            None
+        };
+        Ok(Item {
+            name,
             value: value_tokens(input)?,
         })
     }
@@ -66,7 +122,8 @@ impl Parse for Pair {
 
 enum Value {
     Expr(TokenStream),
-    Map(Vec<Pair>),
+    List(Span, Vec<Item>),
+    Flag,
 }
 
 struct Setting {
@@ -77,15 +134,17 @@ struct Setting {
 impl Parse for Setting {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let key: Ident = input.parse()?;
-        input.parse::<Token![=]>()?;
-        let value = if input.peek(syn::token::Brace) {
-            let content;
-            syn::braced!(content in input);
-            let pairs: Punctuated<Pair, Token![,]> =
-                content.parse_terminated(Pair::parse, Token![,])?;
-            Value::Map(pairs.into_iter().collect())
-        } else {
+        let value = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
             Value::Expr(value_tokens(input)?)
+        } else if input.peek(syn::token::Paren) {
+            let content;
+            let parens = syn::parenthesized!(content in input);
+            let items: Punctuated<Item, Token![,]> =
+                content.parse_terminated(Item::parse, Token![,])?;
+            Value::List(parens.span.join(), items.into_iter().collect())
+        } else {
+            Value::Flag
         };
         Ok(Setting { key, value })
     }
@@ -101,7 +160,7 @@ impl Parse for Attach {
         let name: Ident = input.parse().map_err(|e| {
             syn::Error::new(
                 e.span(),
-                "mcp! starts with the server's name, like `mcp!(fs, command = \"npx\", …)`",
+                "mcp! starts with the server's name, like `mcp!(fs, command(\"npx\", …))`",
             )
         })?;
         let mut settings = Vec::new();
@@ -116,6 +175,23 @@ impl Parse for Attach {
     }
 }
 
+/// How `key` is written in the form it takes.
+fn how(key: &str, form: Form) -> String {
+    match (key, form) {
+        ("command", _) => "`command(\"program\", \"argument\", …)`".into(),
+        ("env", _) => "`env(NAME = value, …)`".into(),
+        ("header", _) => "`header(\"Name\", value)`".into(),
+        ("inherit_all_env", _) => {
+            "`inherit_all_env` (the whole environment, secrets included)".into()
+        }
+        (_, Form::Value) => format!("`{key} = value`"),
+        (_, Form::List) => format!("`{key}(a, b, …)`"),
+        (_, Form::Pairs) => format!("`{key}(NAME = value, …)`"),
+        (_, Form::Flag) => format!("`{key}`"),
+        (_, Form::ListOrFlag) => format!("`{key}(a, b, …)`, or `{key}` for every tool"),
+    }
+}
+
 /// Expands `mcp!(…)`.
 pub fn attach(input: TokenStream) -> TokenStream {
     let a: Attach = match syn::parse2(input) {
@@ -123,31 +199,51 @@ pub fn attach(input: TokenStream) -> TokenStream {
         Err(e) => return as_expression(e),
     };
     let mut cx = Ctxt::default();
+    let names: Vec<&str> = KEYS.iter().map(|(k, _, _)| *k).collect();
     let mut seen: Vec<String> = Vec::new();
     for s in &a.settings {
         let k = s.key.to_string();
-        if !KEYS.contains(&k.as_str()) {
-            cx.error(
-                s.key.span(),
-                format!(
-                    "unknown key `{k}`: mcp! takes {}{}",
-                    KEYS.join(", "),
-                    hint(&k, KEYS)
+        let Some(&(_, form, _)) = KEYS.iter().find(|(name, _, _)| *name == k) else {
+            match RENAMED.iter().find(|(old, _)| *old == k) {
+                Some((_, now)) => cx.error(s.key.span(), format!("`{k}`: {now}")),
+                None => cx.error(
+                    s.key.span(),
+                    format!(
+                        "unknown key `{k}`: mcp! takes {}{}",
+                        names.join(", "),
+                        hint(&k, &names)
+                    ),
                 ),
-            );
-        } else if seen.contains(&k) {
+            }
+            continue;
+        };
+        if seen.contains(&k) && k != "header" {
             cx.error(s.key.span(), format!("`{k}` is given twice"));
         }
-        seen.push(k);
-        let is_map = matches!(s.value, Value::Map(_));
-        let wants_map = matches!(s.key.to_string().as_str(), "env" | "headers");
-        if is_map != wants_map && KEYS.contains(&s.key.to_string().as_str()) {
-            let how = if wants_map {
-                format!("`{} = {{ \"NAME\" => value, … }}`", s.key)
-            } else {
-                format!("`{} = value`", s.key)
-            };
-            cx.error(s.key.span(), format!("write it as {how}"));
+        seen.push(k.clone());
+        let fits = match (&s.value, form) {
+            (Value::Expr(_), Form::Value) | (Value::Flag, Form::Flag | Form::ListOrFlag) => true,
+            (Value::List(_, items), Form::List | Form::ListOrFlag) => {
+                items.iter().all(|i| i.name.is_none())
+            }
+            (Value::List(_, items), Form::Pairs) => items.iter().all(|i| i.name.is_some()),
+            _ => false,
+        };
+        if !fits {
+            cx.error(s.key.span(), format!("write it as {}", how(&k, form)));
+            continue;
+        }
+        if let Value::List(span, items) = &s.value {
+            match k.as_str() {
+                "command" if items.is_empty() => {
+                    cx.error(*span, "`command(…)` names the program to start")
+                }
+                "header" if items.len() != 2 => cx.error(
+                    *span,
+                    "`header` takes a name and a value: `header(\"Name\", value)`",
+                ),
+                _ => {}
+            }
         }
     }
     let find = |k: &str| a.settings.iter().find(|s| s.key == k);
@@ -155,23 +251,29 @@ pub fn attach(input: TokenStream) -> TokenStream {
     match (command, url) {
         (None, None) => cx.error(
             a.name.span(),
-            "a server needs `command = \"…\"` (stdio) or `url = \"…\"` (HTTP)",
+            "a server needs `command(\"program\", …)` (stdio) or `url = \"…\"` (HTTP)",
         ),
         (Some(_), Some(u)) => cx.error(u.key.span(), "give `command` or `url`, not both"),
         _ => {}
     }
-    for s in &a.settings {
+    // What fits the transport, once there is exactly one.
+    for s in a
+        .settings
+        .iter()
+        .filter(|_| command.is_some() != url.is_some())
+    {
         let k = s.key.to_string();
-        if command.is_some() && HTTP_ONLY.contains(&k.as_str()) {
+        let fits = KEYS.iter().find(|(name, _, _)| *name == k).map(|k| k.2);
+        if command.is_some() && fits == Some(Fits::Http) {
             cx.error(
                 s.key.span(),
                 format!("`{k}` is for HTTP servers (`url`); a stdio server takes `env`"),
             );
         }
-        if url.is_some() && STDIO_ONLY.contains(&k.as_str()) {
+        if url.is_some() && fits == Some(Fits::Stdio) {
             cx.error(
                 s.key.span(),
-                format!("`{k}` is for stdio servers (`command`); an HTTP server takes `headers` and `token`"),
+                format!("`{k}` is for stdio servers (`command`); an HTTP server takes `header` and `bearer_token`"),
             );
         }
     }
@@ -185,20 +287,6 @@ pub fn attach(input: TokenStream) -> TokenStream {
             if let Err(e) = crate::url_rule::check(&s.value()) {
                 cx.error(s.span(), e);
             }
-        }
-    }
-    // `inherit_all_env = true` hands the server every secret of this process: it is
-    // written out, never computed.
-    if let Some(s) = find("inherit_all_env") {
-        let literal = match &s.value {
-            Value::Expr(tokens) => syn::parse2::<syn::LitBool>(tokens.clone()).ok(),
-            Value::Map(_) => None,
-        };
-        if literal.is_none() {
-            cx.error(
-                s.key.span(),
-                "write `inherit_all_env = true` (the whole environment, secrets included) or leave it out; a server gets a clean environment by default",
-            );
         }
     }
     if let Err(e) = cx.finish() {
@@ -219,69 +307,111 @@ fn as_expression(e: syn::Error) -> TokenStream {
     }}
 }
 
+/// A closure (`|| …`, `move || …`) is read for every request; anything else is a
+/// value, read once.
+fn is_closure(t: &TokenStream) -> bool {
+    let first = t.clone().into_iter().next().map(|tt| tt.to_string());
+    matches!(first.as_deref(), Some("|" | "||" | "move"))
+}
+
+/// A tool name: an identifier or a string, as in `#[mcp]`.
+fn name_of(t: &TokenStream) -> TokenStream {
+    match syn::parse2::<Ident>(t.clone()) {
+        Ok(i) => {
+            let s = LitStr::new(&i.to_string(), i.span());
+            quote! { ::std::string::String::from(#s) }
+        }
+        Err(_) => quote! { ::std::string::ToString::to_string(&#t) },
+    }
+}
+
 fn expand(a: &Attach) -> TokenStream {
     let krate = quote! { ::mcp_agent::runtime };
     let name = a.name.to_string();
     let mut chain = quote! { #krate::Mcp::builder(#name) };
-    let expr = |s: &Setting| match &s.value {
-        Value::Expr(e) => Some(e.clone()),
-        Value::Map(_) => None,
-    };
-    let pairs = |s: &Setting| match &s.value {
-        Value::Map(p) => p.iter().map(|p| (p.key.clone(), p.value.clone())).collect(),
-        Value::Expr(_) => Vec::new(),
-    };
-    let find = |k: &str| a.settings.iter().find(|s| s.key == k);
-    if let Some(command) = find("command").and_then(expr) {
-        let args = find("args").and_then(expr);
-        let args = match args {
-            Some(args) => {
-                quote! { .chain(::std::iter::IntoIterator::into_iter(#args).map(|a| ::std::string::ToString::to_string(&a))) }
-            }
-            None => quote! {},
+    let string = |t: &TokenStream| quote! { ::std::string::ToString::to_string(&#t) };
+    for s in &a.settings {
+        let key = s.key.to_string();
+        let items: &[Item] = match &s.value {
+            Value::List(_, items) => items,
+            _ => &[],
         };
-        chain.extend(quote! {
-            .command(::std::iter::once(::std::string::ToString::to_string(&#command)) #args)
-        });
-        for (k, v) in find("env").map(pairs).unwrap_or_default() {
-            chain.extend(quote! { .env(#k, ::std::string::ToString::to_string(&#v)) });
-        }
-        if let Some(names) = find("inherit_env").and_then(expr) {
-            chain.extend(quote! {
-                .inherit_env(::std::iter::IntoIterator::into_iter(#names).map(|n| ::std::string::ToString::to_string(&n)))
-            });
-        }
-        let all = find("inherit_all_env")
-            .and_then(expr)
-            .and_then(|t| syn::parse2::<syn::LitBool>(t).ok());
-        if all.is_some_and(|b| b.value) {
-            chain.extend(quote! { .inherit_all_env() });
-        }
-        if let Some(d) = find("directory").and_then(expr) {
-            chain.extend(quote! { .directory(::std::string::ToString::to_string(&#d)) });
-        }
-    }
-    if let Some(url) = find("url").and_then(expr) {
-        chain.extend(quote! { .url(::std::string::ToString::to_string(&#url)) });
-        for (k, v) in find("headers").map(pairs).unwrap_or_default() {
-            chain.extend(quote! { .header(#k, ::std::string::ToString::to_string(&#v)) });
-        }
-        // Authorization from `token` wins over a header of that name (it is set last).
-        // A closure (`|| …`, `move || …`) is read for every request, so a rotated token
-        // needs no reconnect; anything else is a value, read once.
-        if let Some(t) = find("token").and_then(expr) {
-            let first = t.clone().into_iter().next().map(|tt| tt.to_string());
-            if matches!(first.as_deref(), Some("|" | "||" | "move")) {
-                chain.extend(quote! {
-                    .bearer_token_with({
-                        let read = #t;
-                        move || ::core::option::Option::Some(::std::string::ToString::to_string(&read()))
-                    })
-                });
-            } else {
-                chain.extend(quote! { .bearer_token(::std::string::ToString::to_string(&#t)) });
+        let values: Vec<TokenStream> = items.iter().map(|i| string(&i.value)).collect();
+        let tools: Vec<TokenStream> = items.iter().map(|i| name_of(&i.value)).collect();
+        let expr = match &s.value {
+            Value::Expr(e) => Some(e),
+            _ => None,
+        };
+        chain.extend(match (key.as_str(), expr) {
+            ("command", _) => quote! { .command([#(#values),*]) },
+            ("env", _) => {
+                let mut out = TokenStream::new();
+                for i in items {
+                    let (n, span) = i.name.clone().unwrap_or_else(|| (String::new(), Span::call_site()));
+                    let n = LitStr::new(&n, span);
+                    let v = string(&i.value);
+                    out.extend(quote! { .env(#n, #v) });
+                }
+                out
             }
-        }
+            ("inherit_env", _) => quote! { .inherit_env([#(#values),*]) },
+            ("inherit_all_env", _) => quote! { .inherit_all_env() },
+            ("directory", Some(d)) => {
+                let d = string(d);
+                quote! { .directory(#d) }
+            }
+            ("url", Some(u)) => {
+                let u = string(u);
+                quote! { .url(#u) }
+            }
+            ("header", _) => match items {
+                [n, v] if is_closure(&v.value) => {
+                    let (n, v) = (string(&n.value), &v.value);
+                    quote! {
+                        .header_with(#n, {
+                            let read = #v;
+                            move || ::core::option::Option::Some(::std::string::ToString::to_string(&read()))
+                        })
+                    }
+                }
+                [n, v] => {
+                    let (n, v) = (string(&n.value), string(&v.value));
+                    quote! { .header(#n, #v) }
+                }
+                _ => TokenStream::new(),
+            },
+            // Authorization from `bearer_token` wins over a header of that name.
+            ("bearer_token", Some(t)) if is_closure(t) => quote! {
+                .bearer_token_with({
+                    let read = #t;
+                    move || ::core::option::Option::Some(::std::string::ToString::to_string(&read()))
+                })
+            },
+            ("bearer_token", Some(t)) => {
+                let t = string(t);
+                quote! { .bearer_token(#t) }
+            }
+            // Seconds as a number, as in `#[mcp]`; anything else is a `Duration`.
+            ("timeout", Some(t)) => match syn::parse2::<syn::Lit>(t.clone()) {
+                Ok(syn::Lit::Int(_) | syn::Lit::Float(_)) => {
+                    quote! { .timeout(::std::time::Duration::from_secs_f64((#t) as f64)) }
+                }
+                _ => quote! { .timeout(#t) },
+            },
+            ("prefix", Some(p)) => {
+                let p = string(p);
+                quote! { .prefix(#p) }
+            }
+            ("only", _) => quote! { .only([#(#tools),*]) },
+            ("except", _) => quote! { .except([#(#tools),*]) },
+            ("requires_approval", _) => {
+                quote! { .requires_approval(::std::vec::Vec::<::std::string::String>::from([#(#tools),*])) }
+            }
+            ("defer", _) => {
+                quote! { .defer(::std::vec::Vec::<::std::string::String>::from([#(#tools),*])) }
+            }
+            _ => TokenStream::new(),
+        });
     }
     quote! { { #chain.build() } }
 }

@@ -27,10 +27,12 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
     expand::mcp(attr.into(), item.into()).into()
 }
 
-/// Attaches a server in one line (used as `mcp_agent::mcp!`): `mcp!(name, command =
-/// "…", args = [..], env = { "K" => v }, directory = "…")` for stdio, `mcp!(name, url =
-/// "…", headers = { "K" => v }, token = value_or_closure)` for HTTP. Checked at compile
-/// time; evaluates to `Result<Mcp, Error>`.
+/// Attaches a server in one line (used as `mcp_agent::mcp!`), in the words of `#[mcp]`
+/// with any expression as a value: `mcp!(name, command("npx", "-y", "pkg", dir),
+/// env(LOG = "warn"), directory = "…")` for stdio, `mcp!(name, url = "…", header("X-Org",
+/// org), bearer_token = value_or_closure)` for HTTP; `timeout`, `prefix`, `only`,
+/// `except`, `requires_approval` and `defer` for either. Checked at compile time;
+/// evaluates to `Result<Mcp, Error>`.
 #[proc_macro]
 pub fn attach(input: TokenStream) -> TokenStream {
     attach::attach(input.into()).into()

@@ -83,7 +83,7 @@ async fn main() {
     c.connect().await.expect("connect");
     let start = Instant::now();
     for _ in 0..calls {
-        c.call_tool("echo", json!({"message": "hi"}))
+        c.call("echo", json!({"message": "hi"}))
             .await
             .expect("call");
     }
@@ -99,7 +99,7 @@ async fn main() {
         let c = c.clone();
         tasks.push(tokio::spawn(async move {
             for _ in 0..calls / 16 {
-                c.call_tool("echo", json!({"message": "hi"}))
+                c.call("echo", json!({"message": "hi"}))
                     .await
                     .expect("call");
             }

@@ -9,9 +9,9 @@
 //! let files = Client::builder()
 //!     .name("files")
 //!     .stdio(StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-filesystem", "."]))?;
-//! let tools = files.list_tools().await?;
+//! let tools = files.tools().await?;
 //! let listing = files
-//!     .call_tool("list_directory", serde_json::json!({"path": "."}))
+//!     .call("list_directory", serde_json::json!({"path": "."}))
 //!     .await?;
 //! println!("{} tools; {}", tools.len(), listing.text());
 //! files.close().await?;

@@ -3,7 +3,7 @@
 //!
 //! A skill is a directory of files, at least a `SKILL.md` whose YAML frontmatter holds
 //! its `name` and `description`. A server that declares the extension lists
-//! [`Skill`] entries (`skills/list`, [`Client::list_skills`](crate::Client::list_skills)),
+//! [`Skill`] entries (`skills/list`, [`Client::skills`](crate::Client::skills)),
 //! each a complete manifest of the skill's files with their sizes and SHA-256 digests.
 //! Nothing is fetched ahead of need: [`Client::load_skill`](crate::Client::load_skill)
 //! reads `SKILL.md` when the skill is loaded, and [`LoadedSkill::read`] a supporting

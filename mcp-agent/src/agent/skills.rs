@@ -72,7 +72,7 @@ impl Agent {
                 if !client.skills_supported().await? {
                     return Ok(Vec::new());
                 }
-                client.list_skills().await
+                client.skills().await
             };
             let skills: Vec<Skill> = match listed.await {
                 Ok(s) => s,

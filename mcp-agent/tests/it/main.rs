@@ -33,7 +33,7 @@ async fn an_attach_line_attaches_a_real_server() {
     let dir = scratch("attach");
     std::fs::write(dir.join("a.txt"), "A").unwrap();
     let bin = peers().join("npm/node_modules/.bin/mcp-server-filesystem");
-    let fs = mcp_agent::mcp!(fs, command = bin.display(), args = [dir.display()]).unwrap();
+    let fs = mcp_agent::mcp!(fs, command(bin.display(), dir.display())).unwrap();
     let names: Vec<String> = fs
         .tools()
         .await
@@ -43,6 +43,28 @@ async fn an_attach_line_attaches_a_real_server() {
         .collect();
     assert!(names.contains(&"read_text_file".to_owned()), "{names:?}");
     fs.close().await.unwrap();
+
+    // The shaping and policy keys of `#[mcp]` work on the line too.
+    let shaped = mcp_agent::mcp!(
+        files,
+        command(bin.display(), dir.display()),
+        prefix = "fs",
+        only(read_text_file, "list_directory"),
+        requires_approval(list_directory),
+        timeout = 20,
+    )
+    .unwrap();
+    let tools = shaped.tools().await.unwrap();
+    let mut names: Vec<(&str, bool)> = tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.requires_approval()))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [("fs_list_directory", true), ("fs_read_text_file", false)]
+    );
+    shaped.close().await.unwrap();
 }
 
 /// A server attached with `mcp!` and called by the agent sees none of this process's
@@ -80,7 +102,7 @@ async fn a_spawned_server_gets_no_secret_it_was_not_given() {
             }
         }
     };
-    let plain = mcp_agent::mcp!(everything, command = bin.display(), args = ["stdio"]).unwrap();
+    let plain = mcp_agent::mcp!(everything, command(bin.display(), "stdio")).unwrap();
     let seen = run(plain).await;
     assert!(
         seen.contains("PATH"),
@@ -89,9 +111,8 @@ async fn a_spawned_server_gets_no_secret_it_was_not_given() {
     assert!(!seen.contains("sk-canary-5e1f"), "{seen}");
     let named = mcp_agent::mcp!(
         everything,
-        command = bin.display(),
-        args = ["stdio"],
-        inherit_env = ["AGENT_CANARY_API_KEY"]
+        command(bin.display(), "stdio"),
+        inherit_env("AGENT_CANARY_API_KEY")
     )
     .unwrap();
     let seen = run(named).await;
@@ -128,12 +149,13 @@ fn secrets_never_reach_logs_events_or_the_store() {
         );
         // A server that is reached: the token goes with every request to it.
         let py_url = py.url();
-        let reached = mcp_agent::mcp!(py, url = py_url, token = "HTTP-TOKEN-CANARY").unwrap();
+        let reached =
+            mcp_agent::mcp!(py, url = py_url, bearer_token = "HTTP-TOKEN-CANARY").unwrap();
         let store = dir.join("runs.sqlite3");
         let http = mcp_agent::mcp!(
             web,
             url = "http://127.0.0.1:9/mcp",
-            token = "HTTP-TOKEN-CANARY"
+            bearer_token = "HTTP-TOKEN-CANARY"
         )
         .unwrap();
         let agent = Agent::builder()
@@ -199,7 +221,7 @@ fn secrets_never_reach_logs_events_or_the_store() {
     // after the logs were taken: the server's answer quotes it).
     let sent = rt.block_on(async {
         let url = py.url();
-        let probe = mcp_agent::mcp!(py, url = url, token = "HTTP-TOKEN-CANARY").unwrap();
+        let probe = mcp_agent::mcp!(py, url = url, bearer_token = "HTTP-TOKEN-CANARY").unwrap();
         let seen = probe
             .call("request_headers", json!({}))
             .await

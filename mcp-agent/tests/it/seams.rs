@@ -318,8 +318,9 @@ async fn an_attach_lines_rotating_token_is_reread_and_wins() {
     let server = mcp_agent::mcp!(
         py,
         url = url,
-        headers = { "Authorization" => "Bearer static-header", "X-Team" => "blue" },
-        token = move || format!("rotating-{}", mint.fetch_add(1, Ordering::SeqCst)),
+        header("Authorization", "Bearer static-header"),
+        header("X-Team", "blue"),
+        bearer_token = move || format!("rotating-{}", mint.fetch_add(1, Ordering::SeqCst)),
     )
     .unwrap();
     let agent = Agent::builder()

@@ -184,7 +184,7 @@ async fn approvals_are_bound_to_files_and_grant_no_tools_by_themselves() {
     let log = dir.join("server.log");
     // The entries as an application approved them earlier.
     let lister = skillserver(&dir.join("lister.log"));
-    let skills = lister.client().unwrap().list_skills().await.unwrap();
+    let skills = lister.client().unwrap().skills().await.unwrap();
     lister.close().await.unwrap();
     let entry = |name: &str| skills.iter().find(|s| s.name() == name).unwrap().clone();
     let model = ModelServer::scripted(

@@ -126,7 +126,7 @@ impl ClientBuilder {
     }
     /// Which kinds of input requests to accept (default: all, once a handler is set).
     /// [`InputKinds::NONE`] declares none and declines anything asked at once.
-    pub fn input_kinds(mut self, kinds: InputKinds) -> Self {
+    pub fn input_requests(mut self, kinds: InputKinds) -> Self {
         self.input_kinds = Some(kinds);
         self
     }
@@ -171,12 +171,12 @@ impl ClientBuilder {
     }
     /// Called when the server announces a change. It runs on the connection's reading
     /// task: keep it short, spawn for long work.
-    pub fn on_change(mut self, f: impl Fn(&Change) + Send + Sync + 'static) -> Self {
+    pub fn after_change(mut self, f: impl Fn(&Change) + Send + Sync + 'static) -> Self {
         self.on_change.push(Arc::new(f));
         self
     }
     /// Called with every progress report, of any request.
-    pub fn on_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
+    pub fn after_progress(mut self, f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         self.on_progress.push(Arc::new(f));
         self
     }

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 /// # async fn run(client: mcp_runtime::Client) -> mcp_runtime::Result<()> {
 /// use std::time::Duration;
 /// let result = client
-///     .call_tool("trigger-long-running-operation", serde_json::json!({"duration": 5, "steps": 5}))
+///     .call("trigger-long-running-operation", serde_json::json!({"duration": 5, "steps": 5}))
 ///     .timeout(Duration::from_secs(10))
 ///     .on_progress(|p| println!("{} of {:?}", p.progress, p.total))
 ///     .await?;
@@ -132,7 +132,7 @@ impl CallTool<'_> {
         if details.era == Era::Legacy && runs_tasks {
             let support = inner.task_support(&name).await?;
             if support == TaskSupport::Required {
-                return match self.client.start_tool(&name, arguments).await? {
+                return match self.client.start(&name, arguments).await? {
                     Started::Task(task) => task.outcome(&options).await,
                     Started::Done(result) => Ok(CallOutcome::Done(*result)),
                 };

@@ -70,7 +70,7 @@ impl Client {
     }
 
     /// The version the server reports for itself (starts the session if needed).
-    pub async fn server_version(&self) -> Result<Option<String>> {
+    pub async fn version(&self) -> Result<Option<String>> {
         let d = self.connect().await?;
         Ok(Some(d.info.version.clone()).filter(|v| !v.is_empty()))
     }
@@ -80,13 +80,13 @@ impl Client {
     ///
     /// Over HTTP, a tool whose `x-mcp-header` annotations are invalid is left out, with
     /// a warning: the server could not be called correctly with it.
-    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+    pub async fn tools(&self) -> Result<Vec<Tool>> {
         self.inner.list_tools().await
     }
 
     /// Calls a tool. `arguments` is a JSON object (or `Value::Null` for none). Await the
     /// result, or set options on it first (timeout, progress, cancellation).
-    pub fn call_tool(&self, name: impl Into<String>, arguments: Value) -> CallTool<'_> {
+    pub fn call(&self, name: impl Into<String>, arguments: Value) -> CallTool<'_> {
         CallTool {
             client: self,
             name: name.into(),
@@ -96,7 +96,7 @@ impl Client {
     }
 
     /// Every prompt the server offers (all pages).
-    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+    pub async fn prompts(&self) -> Result<Vec<Prompt>> {
         let items = self
             .inner
             .list(Method::PromptsList.as_str(), "prompts")
@@ -105,7 +105,7 @@ impl Client {
     }
 
     /// Fills in a prompt with arguments and returns its messages.
-    pub async fn get_prompt<I, K, V>(&self, name: &str, arguments: I) -> Result<GetPromptResult>
+    pub async fn prompt<I, K, V>(&self, name: &str, arguments: I) -> Result<GetPromptResult>
     where
         I: IntoIterator<Item = (K, V)>,
         K: Into<String>,
@@ -132,7 +132,7 @@ impl Client {
     }
 
     /// Every resource the server lists (all pages).
-    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+    pub async fn resources(&self) -> Result<Vec<Resource>> {
         let items = self
             .inner
             .list(Method::ResourcesList.as_str(), "resources")
@@ -141,7 +141,7 @@ impl Client {
     }
 
     /// Every resource template the server offers (all pages).
-    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+    pub async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         let items = self
             .inner
             .list(Method::ResourceTemplatesList.as_str(), "resourceTemplates")
@@ -151,7 +151,7 @@ impl Client {
 
     /// Reads a resource. Cached while the server's `ttlMs` allows, until the server
     /// says it changed.
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+    pub async fn resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let key = format!("resources/read {uri}");
         if let Some(hit) = self.inner.cached(&key) {
             if let Some(v) = hit.first() {
@@ -181,7 +181,7 @@ impl Client {
     /// [`CallToolResult::ui_resource`]) in one call: its HTML and how to frame it.
     /// Fails when the resource holds no HTML.
     pub async fn read_ui(&self, uri: &str) -> Result<crate::model::UiResource> {
-        let read = self.read_resource(uri).await?;
+        let read = self.resource(uri).await?;
         crate::model::UiResource::from_read(uri, &read).ok_or_else(|| {
             Error::invalid_response(format!(
                 "{uri} holds no HTML ({} expected)",
@@ -440,5 +440,5 @@ impl Inner {
 
 #[allow(dead_code)]
 fn _assert_send(c: &Client) -> impl Future<Output = Result<Vec<Tool>>> + Send + '_ {
-    c.list_tools()
+    c.tools()
 }

@@ -82,10 +82,10 @@ pub struct ServerDetails {
 /// let client = Client::builder().stdio(
 ///     StdioConfig::new("npx").args(["-y", "@modelcontextprotocol/server-everything"]),
 /// )?;
-/// for tool in client.list_tools().await? {
+/// for tool in client.tools().await? {
 ///     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
 /// }
-/// let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+/// let result = client.call("echo", serde_json::json!({"message": "hi"})).await?;
 /// println!("{}", result.text());
 /// client.close().await?;
 /// # Ok(()) }

@@ -37,11 +37,11 @@ impl Client {
     /// entry (no `resources`, a path that does not end in its name, a malformed
     /// digest, …) is left out with a warning. Nothing else is fetched. A listing may
     /// be partial: a skill named elsewhere (the server's instructions, another skill)
-    /// is found with [`get_skill`](Self::get_skill).
+    /// is found with [`skill`](Self::skill).
     ///
     /// Fails with [`Error::is_unsupported`] when the server does not declare the
     /// skills extension.
-    pub async fn list_skills(&self) -> Result<Vec<Skill>> {
+    pub async fn skills(&self) -> Result<Vec<Skill>> {
         self.require_skills().await?;
         let items = self.inner.list("skills/list", "skills").await?;
         let mut skills: Vec<Skill> = Vec::with_capacity(items.len());
@@ -66,7 +66,7 @@ impl Client {
     /// The current entry of one skill, by the URI of its `SKILL.md` (`skills/get`):
     /// also for skills the listing leaves out. An unknown URI is
     /// [`Error::is_not_found`].
-    pub async fn get_skill(&self, uri: &str) -> Result<Skill> {
+    pub async fn skill(&self, uri: &str) -> Result<Skill> {
         self.require_skills().await?;
         let mut params = Map::new();
         params.insert("uri".into(), uri.into());
@@ -128,7 +128,7 @@ impl Client {
     /// On a failed check nothing is used, the entry is refreshed with `skills/get`,
     /// and the outcome is [`LoadOutcome::Changed`] (with the refreshed entry): the
     /// skill changed and needs re-approval. A protocol or transport failure is an
-    /// error. Reading a `SKILL.md` with [`read_resource`](Self::read_resource) is not
+    /// error. Reading a `SKILL.md` with [`resource`](Self::resource) is not
     /// a load.
     pub async fn load_skill(&self, skill: &Skill) -> Result<LoadOutcome> {
         self.require_skills().await?;
@@ -226,7 +226,7 @@ impl Client {
         );
         // The listing may hold the old entry: the next one asks the server again.
         self.inner.invalidate("skills/list");
-        let refreshed = match self.get_skill(entry.uri()).await {
+        let refreshed = match self.skill(entry.uri()).await {
             Ok(s) => Some(s),
             Err(e) => {
                 tracing::debug!(server = %self.inner.name, error = %e, "could not refresh the skill's entry");

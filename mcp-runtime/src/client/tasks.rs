@@ -83,7 +83,7 @@ impl std::fmt::Debug for Task {
     }
 }
 
-/// What [`Client::start_tool`] started.
+/// What [`Client::start`] started.
 #[derive(Debug)]
 pub enum Started {
     /// The server runs the call in the background.
@@ -192,7 +192,7 @@ impl Client {
     /// (`.extension("io.modelcontextprotocol/tasks", json!({}))`); servers of
     /// 2025-11-25 that run tools as tasks need nothing. Keep the task's id to pick it
     /// up later with [`Client::task`].
-    pub async fn start_tool(&self, name: &str, arguments: Value) -> Result<Started> {
+    pub async fn start(&self, name: &str, arguments: Value) -> Result<Started> {
         let inner = &self.inner;
         let details = inner.ensure().await?;
         let mut params = Map::new();

@@ -272,13 +272,13 @@ async fn result_types() {
         }
         _ => Step::Reply(json!({})),
     });
-    let e = c.call_tool("weird", json!({})).await.unwrap_err();
+    let e = c.call("weird", json!({})).await.unwrap_err();
     assert!(
         e.is_invalid_response() && e.to_string().contains("task"),
         "{e}"
     );
     assert_eq!(
-        c.call_tool("plain", json!({})).await.unwrap().text(),
+        c.call("plain", json!({})).await.unwrap().text(),
         "no resultType"
     );
 }
@@ -302,7 +302,7 @@ async fn input_rounds_are_bounded_and_state_only_retries_at_once() {
                 "requestState": "again"})),
         },
     );
-    let e = c.call_tool("loop", json!({})).await.unwrap_err();
+    let e = c.call("loop", json!({})).await.unwrap_err();
     assert!(
         e.is_invalid_response() && e.to_string().contains("3 rounds"),
         "{e}"
@@ -313,7 +313,7 @@ async fn input_rounds_are_bounded_and_state_only_retries_at_once() {
         .count();
     assert_eq!(calls, 4, "the first request and 3 retries");
     lock(&seen).clear();
-    c.call_tool("shed", json!({})).await.unwrap();
+    c.call("shed", json!({})).await.unwrap();
     let seen = lock(&seen);
     assert_eq!(seen[1].params["requestState"], "s\u{e9}1");
     assert!(seen[1].params.get("inputResponses").is_none());
@@ -350,7 +350,7 @@ async fn tasks_are_polled_answered_and_finished() {
             _ => Step::Reply(json!({"resultType": "complete"})),
         },
     );
-    let r = c.call_tool("long", json!({})).await.unwrap();
+    let r = c.call("long", json!({})).await.unwrap();
     assert_eq!(r.text(), "done");
     let seen = lock(&seen);
     let updates: Vec<&Request> = seen.iter().filter(|r| r.method == "tasks/update").collect();
@@ -377,7 +377,7 @@ async fn a_failed_task_is_an_error_and_a_cancelled_wait_cancels_the_task() {
             _ => Step::Reply(json!({})),
         },
     );
-    let e = c.call_tool("x", json!({})).await.unwrap_err();
+    let e = c.call("x", json!({})).await.unwrap_err();
     assert!(e.is_protocol() && e.message() == Some("disk full"), "{e}");
 
     let (c, seen) = scripted(
@@ -397,11 +397,7 @@ async fn a_failed_task_is_an_error_and_a_cancelled_wait_cancels_the_task() {
         tokio::time::sleep(Duration::from_millis(50)).await;
         t.cancel();
     });
-    let e = c
-        .call_tool("x", json!({}))
-        .cancel_on(token)
-        .await
-        .unwrap_err();
+    let e = c.call("x", json!({})).cancel_on(token).await.unwrap_err();
     assert!(e.is_cancelled(), "{e}");
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert!(lock(&seen)
@@ -414,7 +410,7 @@ async fn a_failed_task_is_an_error_and_a_cancelled_wait_cancels_the_task() {
         _ => Step::Reply(json!({"resultType": "task", "taskId": "t4"})),
     });
     assert!(c
-        .call_tool("x", json!({}))
+        .call("x", json!({}))
         .await
         .unwrap_err()
         .is_invalid_response());
@@ -473,8 +469,8 @@ async fn lists_follow_every_page_and_are_cached_for_their_ttl() {
         _ => Step::Reply(json!({})),
     });
     let names = |tools: Vec<Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
-    assert_eq!(names(c.list_tools().await.unwrap()), ["a", "b"]);
-    assert_eq!(names(c.list_tools().await.unwrap()), ["a", "b"]);
+    assert_eq!(names(c.tools().await.unwrap()), ["a", "b"]);
+    assert_eq!(names(c.tools().await.unwrap()), ["a", "b"]);
     let lists = lock(&seen)
         .iter()
         .filter(|r| r.method == "tools/list")
@@ -499,7 +495,7 @@ async fn paused_input_is_returned_unanswered_and_checked_when_read() {
                     "llm": {"method": "sampling/createMessage", "params": {}}}})),
         },
     );
-    let outcome = c.call_tool("t", json!({})).pause_on_input().await.unwrap();
+    let outcome = c.call("t", json!({})).pause_on_input().await.unwrap();
     let pending = outcome.needs_input().unwrap();
     assert_eq!(pending.keys().collect::<Vec<_>>(), ["form", "llm"]);
     assert!(pending.task_id().is_none());
@@ -535,7 +531,7 @@ async fn a_call_the_tool_index_cannot_complete_is_retried_after_a_header_mismatc
             _ => Step::Fail(-32601, Value::Null),
         }
     });
-    let r = c.call_tool("query", json!({"region": "eu"})).await.unwrap();
+    let r = c.call("query", json!({"region": "eu"})).await.unwrap();
     assert_eq!(r.text(), "ok");
     assert_eq!(
         *log.lock().unwrap(),
@@ -547,7 +543,7 @@ async fn a_call_the_tool_index_cannot_complete_is_retried_after_a_header_mismatc
         assert!(!seen[1].contains(&region), "the first call knew nothing");
         assert!(seen[3].contains(&region), "the retry mirrors the argument");
     }
-    c.call_tool("query", json!({"region": "eu"})).await.unwrap();
+    c.call("query", json!({"region": "eu"})).await.unwrap();
     assert_eq!(log.lock().unwrap().len(), 5, "the index knows the tool now");
     assert!(headers.lock().unwrap()[4].contains(&region));
 }

@@ -401,13 +401,13 @@ impl McpBuilder {
             });
         }
         if let Some(k) = self.input_kinds {
-            client = client.input_kinds(k);
+            client = client.input_requests(k);
         }
         let tools_cache: Arc<Mutex<Option<Arc<super::ToolMap>>>> = Arc::new(Mutex::new(None));
         {
             let cache = tools_cache.clone();
             let callbacks = self.after_change;
-            client = client.on_change(move |change| {
+            client = client.after_change(move |change| {
                 if *change == Change::Tools {
                     *lock(&cache) = None;
                 }
@@ -417,7 +417,7 @@ impl McpBuilder {
             });
         }
         for cb in self.after_progress {
-            client = client.on_progress(move |p| cb(p));
+            client = client.after_progress(move |p| cb(p));
         }
         // Settings of one kind of connection on another are mistakes, not no-ops.
         let is_stdio = self.connect.is_stdio();

@@ -60,10 +60,10 @@ impl Mcp {
         self.call_resolved(tool, arguments, options).await
     }
 
-    /// Starts a server tool in the background (see [`Client::start_tool`]), with the
+    /// Starts a server tool in the background (see [`Client::start`]), with the
     /// declaration's fixed arguments; `name` is the model-facing name or the server's.
     ///
-    /// [`Client::start_tool`]: crate::Client::start_tool
+    /// [`Client::start`]: crate::Client::start
     pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
         let map = self.tool_map().await?;
         let tool = self.find(&map, name)?;
@@ -71,7 +71,7 @@ impl Mcp {
             Error::config(format!("`{name}` is a local tool: it runs in this process"))
         })?;
         let args = self.with_fixed(server_name, arguments)?;
-        self.client()?.start_tool(server_name, args).await
+        self.client()?.start(server_name, args).await
     }
 
     /// Calls the server's tool `server_name` (its own name, not a model-facing one)
@@ -207,7 +207,7 @@ impl Mcp {
         let kept = wrap.as_ref().map(|_| args.clone());
         let result = match self
             .client()?
-            .call_tool(server_name, args)
+            .call(server_name, args)
             .options(options)
             .outcome()
             .await

@@ -155,7 +155,7 @@ impl Mcp {
         if let Some(t) = lock(&self.tools).clone() {
             return Ok(t);
         }
-        let server_tools = self.client()?.list_tools().await?;
+        let server_tools = self.client()?.tools().await?;
         self.check_declarations(&server_tools)?;
         self.check_drift(&server_tools)?;
         let list = self.shape(server_tools)?;
@@ -396,7 +396,7 @@ impl Mcp {
 
     /// The prompts the server offers.
     pub async fn prompts(&self) -> Result<Vec<Prompt>> {
-        self.client()?.list_prompts().await
+        self.client()?.prompts().await
     }
 
     /// Fills in a prompt; its messages are ready for a chat.
@@ -406,17 +406,17 @@ impl Mcp {
         K: Into<String>,
         V: Into<String>,
     {
-        self.client()?.get_prompt(name, arguments).await
+        self.client()?.prompt(name, arguments).await
     }
 
     /// The resources the server lists.
     pub async fn resources(&self) -> Result<Vec<Resource>> {
-        self.client()?.list_resources().await
+        self.client()?.resources().await
     }
 
     /// Reads a resource.
     pub async fn resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        let read = self.client()?.read_resource(uri).await?;
+        let read = self.client()?.resource(uri).await?;
         if read.contents.is_empty() {
             return Err(Error::invalid_response(format!(
                 "{} returned no content for {uri}",
@@ -438,7 +438,7 @@ impl Mcp {
 
     /// The server's resource templates.
     pub async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
-        self.client()?.list_resource_templates().await
+        self.client()?.resource_templates().await
     }
 
     /// Suggests values for an argument of a prompt or resource template.
@@ -461,7 +461,7 @@ impl Mcp {
 
     /// The version the server reports for itself, if any.
     pub async fn version(&self) -> Result<Option<String>> {
-        self.client()?.server_version().await
+        self.client()?.version().await
     }
 
     /// Listens for the server's changes (see [`Client::listen`]).

@@ -68,7 +68,7 @@ async fn orphan_client_process() {
     let client = Client::builder()
         .stdio(StdioConfig::from_argv(argv).unwrap())
         .unwrap();
-    let never = client.call_tool("slow", json!({})).await;
+    let never = client.call("slow", json!({})).await;
     panic!("the slow tool answered: {never:?}");
 }
 
@@ -120,7 +120,7 @@ fn a_sigkilled_client_leaves_no_server() {
 
 async fn env_seen(config: StdioConfig) -> Value {
     let client = Client::builder().stdio(config).unwrap();
-    let r = client.call_tool("get-env", json!({})).await.unwrap();
+    let r = client.call("get-env", json!({})).await.unwrap();
     client.close().await.unwrap();
     serde_json::from_str(&r.text()).unwrap_or_else(|e| panic!("get-env: {e}: {}", r.text()))
 }

@@ -222,7 +222,7 @@ async fn a_dual_era_server_30_s_late_is_modern() {
     let d = client.connect().await.unwrap();
     eprintln!("detected {:?} in {:.1?}", d.era, started.elapsed());
     assert_eq!(d.era, Era::Modern);
-    let tools = client.list_tools().await.unwrap();
+    let tools = client.tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"));
     client.close().await.unwrap();
 }
@@ -245,7 +245,7 @@ async fn a_server_that_never_answers_discover_still_works() {
     let d = client.connect().await.unwrap();
     assert_eq!(d.era, Era::Legacy);
     let r = client
-        .call_tool("echo", serde_json::json!({"message": "hi"}))
+        .call("echo", serde_json::json!({"message": "hi"}))
         .await
         .unwrap();
     assert!(r.text().contains("hi"), "{}", r.text());
@@ -336,12 +336,7 @@ async fn initialize_refused_for_2026_moves_to_modern() {
     let c = Client::builder().http(HttpConfig::new(&url)).unwrap();
     let d = c.connect().await.unwrap();
     assert_eq!(d.era, Era::Modern);
-    assert!(c
-        .list_tools()
-        .await
-        .unwrap()
-        .iter()
-        .any(|t| t.name == "echo"));
+    assert!(c.tools().await.unwrap().iter().any(|t| t.name == "echo"));
 }
 
 /// No handshake request (`server/discover`, `initialize`) reaches a server process
@@ -509,7 +504,7 @@ async fn servers_six_seconds_late_get_one_handshake_at_a_time() {
         let changes = Arc::new(Mutex::new(Vec::new()));
         let ch = changes.clone();
         let c = Client::builder()
-            .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+            .after_change(move |change| ch.lock().unwrap().push(change.clone()))
             .stdio(config)
             .unwrap();
         let d = c
@@ -526,7 +521,7 @@ async fn servers_six_seconds_late_get_one_handshake_at_a_time() {
         c.listen(&uris)
             .await
             .map_err(|e| format!("{}: listen: {e}", case.name))?;
-        c.call_tool(case.trigger.0, case.trigger.1)
+        c.call(case.trigger.0, case.trigger.1)
             .await
             .map_err(|e| format!("{}: {}: {e}", case.name, case.trigger.0))?;
         let deadline = Instant::now() + Duration::from_secs(60);

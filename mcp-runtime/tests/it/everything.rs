@@ -44,7 +44,7 @@ async fn negotiates_legacy_era_after_probe() {
 #[tokio::test]
 async fn tools_list_and_call() {
     let c = client();
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     for want in [
         "echo",
@@ -65,31 +65,28 @@ async fn tools_list_and_call() {
         "unknown fields are kept"
     );
 
-    let r = c.call_tool("echo", json!({"message": "hi"})).await.unwrap();
+    let r = c.call("echo", json!({"message": "hi"})).await.unwrap();
     assert!(!r.is_error());
     assert_eq!(r.text(), "Echo: hi");
 
-    let r = c
-        .call_tool("get-sum", json!({"a": 1, "b": 2}))
-        .await
-        .unwrap();
+    let r = c.call("get-sum", json!({"a": 1, "b": 2})).await.unwrap();
     assert_eq!(r.text(), "The sum of 1 and 2 is 3.");
 
     let r = c
-        .call_tool("get-structured-content", json!({"location": "New York"}))
+        .call("get-structured-content", json!({"location": "New York"}))
         .await
         .unwrap();
     let s = r.structured_content.expect("structuredContent");
     assert!(s["temperature"].is_number(), "{s}");
 
-    let r = c.call_tool("get-tiny-image", json!({})).await.unwrap();
+    let r = c.call("get-tiny-image", json!({})).await.unwrap();
     assert!(r
         .content
         .iter()
         .any(|b| matches!(b, Content::Image { mime_type, .. } if mime_type == "image/png")));
 
     // A protocol error (unknown tool) is an Err, distinguishable from a tool failure.
-    let e = c.call_tool("no-such-tool", json!({})).await;
+    let e = c.call("no-such-tool", json!({})).await;
     match e {
         Err(e) => assert!(e.is_protocol(), "{e}"),
         Ok(r) => assert!(r.is_error(), "unknown tool must fail one way or the other"),
@@ -105,7 +102,7 @@ async fn pipelines_many_requests_on_one_connection() {
         let c = c.clone();
         async move {
             let r = c
-                .call_tool("echo", json!({"message": format!("m{i}")}))
+                .call("echo", json!({"message": format!("m{i}")}))
                 .await
                 .unwrap();
             assert_eq!(r.text(), format!("Echo: m{i}"));
@@ -116,7 +113,7 @@ async fn pipelines_many_requests_on_one_connection() {
     let slow = (0..5).map(|_| {
         let c = c.clone();
         async move {
-            c.call_tool(
+            c.call(
                 "trigger-long-running-operation",
                 json!({"duration": 1, "steps": 1}),
             )
@@ -146,7 +143,7 @@ async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(
 #[tokio::test]
 async fn prompts_resources_templates_completion() {
     let c = client();
-    let prompts = c.list_prompts().await.unwrap();
+    let prompts = c.prompts().await.unwrap();
     assert!(prompts.iter().any(|p| p.name == "simple-prompt"));
     let args = prompts.iter().find(|p| p.name == "args-prompt").unwrap();
     assert!(args
@@ -154,31 +151,28 @@ async fn prompts_resources_templates_completion() {
         .iter()
         .any(|a| a.name == "city" && a.required));
 
-    let p = c
-        .get_prompt("args-prompt", [("city", "Lisbon")])
-        .await
-        .unwrap();
+    let p = c.prompt("args-prompt", [("city", "Lisbon")]).await.unwrap();
     assert!(!p.messages.is_empty());
     assert!(
         matches!(&p.messages[0].content, Content::Text { text, .. } if text.contains("Lisbon"))
     );
 
-    let resources = c.list_resources().await.unwrap();
+    let resources = c.resources().await.unwrap();
     assert!(resources.len() >= 7, "{}", resources.len());
     let doc = &resources[0];
-    let read = c.read_resource(&doc.uri).await.unwrap();
+    let read = c.resource(&doc.uri).await.unwrap();
     assert!(read.contents[0]
         .text
         .as_deref()
         .is_some_and(|t| !t.is_empty()));
 
-    let templates = c.list_resource_templates().await.unwrap();
+    let templates = c.resource_templates().await.unwrap();
     let blob = templates
         .iter()
         .find(|t| t.uri_template.contains("/blob/"))
         .expect("blob template");
     let uri = blob.uri_template.replace("{resourceId}", "3");
-    let read = c.read_resource(&uri).await.unwrap();
+    let read = c.resource(&uri).await.unwrap();
     let bytes = read.contents[0].blob_bytes().expect("a base64 blob");
     assert!(!bytes.is_empty());
 
@@ -216,7 +210,7 @@ async fn progress_reaches_the_call_and_resets_its_timeout() {
     let s = seen.clone();
     // 2s of work in 5 steps with a 1s timeout: progress keeps the call alive.
     let r = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 2, "steps": 5}),
         )
@@ -231,7 +225,7 @@ async fn progress_reaches_the_call_and_resets_its_timeout() {
 
     // The hard maximum holds whatever the progress.
     let e = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 3, "steps": 10}),
         )
@@ -244,7 +238,7 @@ async fn progress_reaches_the_call_and_resets_its_timeout() {
     // Without progress the plain timeout applies.
     let start = Instant::now();
     let e = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 5, "steps": 1}),
         )
@@ -255,7 +249,7 @@ async fn progress_reaches_the_call_and_resets_its_timeout() {
     assert!(start.elapsed() < Duration::from_secs(2));
     // The connection is still good.
     assert_eq!(
-        c.call_tool("echo", json!({"message": "x"}))
+        c.call("echo", json!({"message": "x"}))
             .await
             .unwrap()
             .text(),
@@ -278,7 +272,7 @@ async fn cancellation_sends_notifications_cancelled() {
         t.cancel();
     });
     let e = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
         )
@@ -290,7 +284,7 @@ async fn cancellation_sends_notifications_cancelled() {
     // Dropping the future cancels too.
     let dropped = tokio::time::timeout(
         Duration::from_millis(200),
-        c.call_tool(
+        c.call(
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
         )
@@ -318,7 +312,7 @@ async fn cancellation_sends_notifications_cancelled() {
     }
     drop(log_now);
     assert_eq!(
-        c.call_tool("echo", json!({"message": "after"}))
+        c.call("echo", json!({"message": "after"}))
             .await
             .unwrap()
             .text(),
@@ -347,7 +341,7 @@ async fn legacy_elicitation_goes_to_the_input_handler() {
         })
         .stdio(support::everything())
         .unwrap();
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert!(
         tools
             .iter()
@@ -355,7 +349,7 @@ async fn legacy_elicitation_goes_to_the_input_handler() {
         "declaring elicitation makes the server offer its elicitation tool"
     );
     let r = c
-        .call_tool("trigger-elicitation-request", json!({}))
+        .call("trigger-elicitation-request", json!({}))
         .await
         .unwrap();
     assert_eq!(asked.load(Ordering::SeqCst), 1);
@@ -372,11 +366,11 @@ async fn list_changed_invalidates_and_notifies() {
     let changes = Arc::new(Mutex::new(Vec::new()));
     let ch = changes.clone();
     let c = Client::builder()
-        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .after_change(move |change| ch.lock().unwrap().push(change.clone()))
         .stdio(support::everything())
         .unwrap();
     c.connect().await.unwrap();
-    c.list_tools().await.unwrap();
+    c.tools().await.unwrap();
     // server-everything announces its tool list right after the handshake.
     let deadline = Instant::now() + Duration::from_secs(5);
     while changes.lock().unwrap().is_empty() && Instant::now() < deadline {
@@ -401,7 +395,7 @@ async fn url_elicitation_and_input_kinds() {
         .stdio(support::everything())
         .unwrap();
     let r = c
-        .call_tool(
+        .call(
             "trigger-url-elicitation",
             json!({"url": "https://example.com/consent", "message": "Please consent", "elicitationId": "e-1"}),
         )
@@ -421,10 +415,10 @@ async fn url_elicitation_and_input_kinds() {
     // Forms only: the URL tool is not even offered (no url capability declared).
     let c = Client::builder()
         .input_handler(|_req: mcp_runtime::InputRequest| async { InputResponse::Decline })
-        .input_kinds(mcp_runtime::InputKinds::FORM)
+        .input_requests(mcp_runtime::InputKinds::FORM)
         .stdio(support::everything())
         .unwrap();
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert!(tools
         .iter()
         .any(|t| t.name == "trigger-elicitation-request"));
@@ -437,12 +431,12 @@ async fn legacy_listen_subscribes_to_resources() {
     let changes = Arc::new(Mutex::new(Vec::new()));
     let ch = changes.clone();
     let c = Client::builder()
-        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .after_change(move |change| ch.lock().unwrap().push(change.clone()))
         .stdio(support::everything())
         .unwrap();
     let uri = "demo://resource/static/document/architecture.md";
     c.listen(&[uri]).await.unwrap();
-    c.call_tool("toggle-subscriber-updates", json!({}))
+    c.call("toggle-subscriber-updates", json!({}))
         .await
         .unwrap();
     let want = mcp_runtime::Change::Resource(uri.into());

@@ -23,7 +23,7 @@ async fn reads_writes_and_lists_files() {
                 .env("MCP_TEST_MARKER", "1"),
         )
         .unwrap();
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert_eq!(
         tools.len(),
         14,
@@ -36,7 +36,7 @@ async fn reads_writes_and_lists_files() {
 
     let path = dir.join("hello.txt").display().to_string();
     let r = c
-        .call_tool("read_text_file", json!({"path": path}))
+        .call("read_text_file", json!({"path": path}))
         .await
         .unwrap();
     assert!(!r.is_error());
@@ -45,7 +45,7 @@ async fn reads_writes_and_lists_files() {
 
     let new = dir.join("new.txt").display().to_string();
     let r = c
-        .call_tool("write_file", json!({"path": new, "content": "written"}))
+        .call("write_file", json!({"path": new, "content": "written"}))
         .await
         .unwrap();
     assert!(!r.is_error(), "{}", r.text());
@@ -55,14 +55,14 @@ async fn reads_writes_and_lists_files() {
     );
 
     let r = c
-        .call_tool("list_directory", json!({"path": dir.display().to_string()}))
+        .call("list_directory", json!({"path": dir.display().to_string()}))
         .await
         .unwrap();
     assert!(r.text().contains("hello.txt") && r.text().contains("new.txt"));
 
     // Outside the allowed directory: the tool fails, which is a value, not an Err.
     let r = c
-        .call_tool("read_text_file", json!({"path": "/etc/hostname"}))
+        .call("read_text_file", json!({"path": "/etc/hostname"}))
         .await
         .unwrap();
     assert!(r.is_error(), "{}", r.text());
@@ -76,7 +76,7 @@ async fn env_is_merged_over_the_parent_environment() {
     let c = Client::builder()
         .stdio(support::everything().env("MCP_TEST_SECRETISH", "value-1"))
         .unwrap();
-    let r = c.call_tool("get-env", json!({})).await.unwrap();
+    let r = c.call("get-env", json!({})).await.unwrap();
     let text = r.text();
     assert!(
         text.contains("MCP_TEST_SECRETISH"),
@@ -94,7 +94,7 @@ async fn a_missing_program_says_what_to_fix() {
     let c = Client::builder()
         .stdio(mcp_runtime::StdioConfig::new("/nonexistent/mcp-server"))
         .unwrap();
-    let e = c.list_tools().await.unwrap_err();
+    let e = c.tools().await.unwrap_err();
     assert!(e.is_transport(), "{e}");
     let msg = e.to_string();
     assert!(
@@ -110,7 +110,7 @@ async fn server_stderr_goes_to_tracing_and_env_values_stay_out_of_logs() {
     let config = support::filesystem(&dir).env("MCP_TEST_TOKEN", "s3cr3t-value");
     assert!(!format!("{config:?}").contains("s3cr3t-value"));
     let c = Client::builder().stdio(config).unwrap();
-    c.list_tools().await.unwrap();
+    c.tools().await.unwrap();
     c.close().await.unwrap();
     let out = captured.text();
     let line = out

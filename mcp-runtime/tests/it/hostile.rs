@@ -35,12 +35,12 @@ async fn a_flood_without_newline_on_stdout_is_cut_at_the_limit() {
     let client = Client::builder()
         .stdio(support::hostile(&["stdio", "flood-stdout", "300"]))
         .unwrap();
-    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    let e = client.call("flood", json!({})).await.unwrap_err();
     check_too_large(&e, "StdioConfig::max_message_size");
     check_peak("stdio stdout");
     // The connection was dropped; the next request starts the server again.
     let r = client
-        .call_tool("echo", json!({"message": "after"}))
+        .call("echo", json!({"message": "after"}))
         .await
         .unwrap();
     assert!(r.text().contains("after"), "{}", r.text());
@@ -52,7 +52,7 @@ async fn a_smaller_limit_is_honoured_and_named() {
     let client = Client::builder()
         .stdio(support::hostile(&["stdio", "flood-stdout", "5"]).max_message_size(1 << 20))
         .unwrap();
-    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    let e = client.call("flood", json!({})).await.unwrap_err();
     assert!(e.is_too_large() && e.to_string().contains("1 MiB"), "{e}");
 }
 
@@ -71,7 +71,7 @@ async fn a_flood_on_stderr_is_drained_and_bounded() {
     // Calls work while the server floods its stderr, and after.
     for i in 0..20 {
         let r = client
-            .call_tool("echo", json!({"message": format!("m{i}")}))
+            .call("echo", json!({"message": format!("m{i}")}))
             .await
             .unwrap();
         assert!(r.text().contains(&format!("m{i}")));
@@ -92,7 +92,7 @@ async fn a_flood_on_stderr_is_drained_and_bounded() {
         "the server died (its stderr broke)"
     );
     let r = client
-        .call_tool("echo", json!({"message": "end"}))
+        .call("echo", json!({"message": "end"}))
         .await
         .unwrap();
     assert!(r.text().contains("end"));
@@ -115,7 +115,7 @@ async fn invalid_utf8_on_stderr_does_not_stop_the_reader() {
     // a write to stderr fails: every call working means stderr is still being read.
     for i in 0..30 {
         let r = client
-            .call_tool("echo", json!({"message": format!("m{i}")}))
+            .call("echo", json!({"message": format!("m{i}")}))
             .await
             .unwrap();
         assert!(r.text().contains(&format!("m{i}")));
@@ -140,12 +140,12 @@ async fn http_flood(mode: &str, what: &str) {
     let client = Client::builder()
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
-    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    let e = client.call("flood", json!({})).await.unwrap_err();
     check_too_large(&e, "HttpConfig::max_message_size");
     check_peak(what);
     // The next request works on a new connection.
     assert!(client
-        .list_tools()
+        .tools()
         .await
         .unwrap()
         .iter()
@@ -180,7 +180,7 @@ async fn an_endless_event_stream_stays_bounded_and_times_out() {
         .timeout(Duration::from_secs(4))
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
-    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    let e = client.call("flood", json!({})).await.unwrap_err();
     assert!(e.is_timeout(), "{e}");
     assert!(
         support::peak_rss_mib() < 100,
@@ -213,7 +213,7 @@ async fn a_flood_on_the_get_stream_is_dropped_and_the_stream_reopened() {
     }
     check_peak("HTTP GET stream");
     // Requests still work meanwhile.
-    client.list_tools().await.unwrap();
+    client.tools().await.unwrap();
     client.close().await.unwrap();
 }
 
@@ -224,12 +224,12 @@ async fn a_flood_on_the_2024_event_stream_fails_the_call() {
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
     assert!(client
-        .list_tools()
+        .tools()
         .await
         .unwrap()
         .iter()
         .any(|t| t.name == "flood"));
-    let e = client.call_tool("flood", json!({})).await.unwrap_err();
+    let e = client.call("flood", json!({})).await.unwrap_err();
     check_too_large(&e, "HttpConfig::max_message_size");
     check_peak("HTTP+SSE 2024 stream");
 }
@@ -265,10 +265,7 @@ async fn listen_on_a_server_that_cannot_stream_says_so() {
     assert!(e.is_unsupported(), "{e}");
     assert!(e.to_string().contains("405"), "{e}");
     // Requests work all the same.
-    let r = client
-        .call_tool("echo", json!({"message": "x"}))
-        .await
-        .unwrap();
+    let r = client.call("echo", json!({"message": "x"})).await.unwrap();
     assert!(r.text().contains('x'));
 }
 

@@ -27,35 +27,29 @@ async fn everything_suite(c: &Client, version: &str) {
     let d = c.connect().await.unwrap();
     assert_eq!(d.era, Era::Legacy);
     assert_eq!(d.protocol_version, version);
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "echo"));
     assert_eq!(
-        c.call_tool("echo", json!({"message": "over http"}))
+        c.call("echo", json!({"message": "over http"}))
             .await
             .unwrap()
             .text(),
         "Echo: over http"
     );
     let s = c
-        .call_tool("get-structured-content", json!({"location": "Chicago"}))
+        .call("get-structured-content", json!({"location": "Chicago"}))
         .await
         .unwrap();
     assert!(s.structured_content.is_some());
-    let p = c
-        .get_prompt("args-prompt", [("city", "Porto")])
-        .await
-        .unwrap();
+    let p = c.prompt("args-prompt", [("city", "Porto")]).await.unwrap();
     assert!(!p.messages.is_empty());
-    let resources = c.list_resources().await.unwrap();
+    let resources = c.resources().await.unwrap();
     assert!(resources.len() >= 7);
-    let r = c.read_resource(&resources[0].uri).await.unwrap();
+    let r = c.resource(&resources[0].uri).await.unwrap();
     assert!(r.contents[0].text.is_some());
-    let blob = c
-        .read_resource("demo://resource/dynamic/blob/2")
-        .await
-        .unwrap();
+    let blob = c.resource("demo://resource/dynamic/blob/2").await.unwrap();
     assert!(blob.contents[0].blob_bytes().is_some());
-    let templates = c.list_resource_templates().await.unwrap();
+    let templates = c.resource_templates().await.unwrap();
     assert_eq!(templates.len(), 2);
     let done = c
         .complete(
@@ -72,7 +66,7 @@ async fn everything_suite(c: &Client, version: &str) {
     let seen = Arc::new(AtomicUsize::new(0));
     let s2 = seen.clone();
     let r = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 1, "steps": 3}),
         )
@@ -90,7 +84,7 @@ async fn everything_suite(c: &Client, version: &str) {
 
     // Elicitation: a server request on the reply stream, answered by POST.
     let r = c
-        .call_tool("trigger-elicitation-request", json!({}))
+        .call("trigger-elicitation-request", json!({}))
         .await
         .unwrap();
     assert!(
@@ -107,7 +101,7 @@ async fn everything_suite(c: &Client, version: &str) {
         t.cancel();
     });
     let e = c
-        .call_tool(
+        .call(
             "trigger-long-running-operation",
             json!({"duration": 20, "steps": 20}),
         )
@@ -116,7 +110,7 @@ async fn everything_suite(c: &Client, version: &str) {
         .unwrap_err();
     assert!(e.is_cancelled(), "{e}");
     assert_eq!(
-        c.call_tool("echo", json!({"message": "still here"}))
+        c.call("echo", json!({"message": "still here"}))
             .await
             .unwrap()
             .text(),
@@ -148,39 +142,39 @@ async fn python_suite(c: &Client, era: Era) {
     let d = c.connect().await.unwrap();
     assert_eq!(d.era, era);
     assert_eq!(d.info.name, "pyserver");
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert!(tools.iter().any(|t| t.name == "add"));
     assert_eq!(
-        c.call_tool("echo", json!({"message": "hi"}))
+        c.call("echo", json!({"message": "hi"}))
             .await
             .unwrap()
             .text(),
         "Echo: hi"
     );
-    let r = c.call_tool("add", json!({"a": 2, "b": 0.5})).await.unwrap();
+    let r = c.call("add", json!({"a": 2, "b": 0.5})).await.unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": 2.5})));
-    assert!(c.call_tool("fail", json!({})).await.unwrap().is_error());
-    let p = c.get_prompt("greet", [("name", "Zoe")]).await.unwrap();
+    assert!(c.call("fail", json!({})).await.unwrap().is_error());
+    let p = c.prompt("greet", [("name", "Zoe")]).await.unwrap();
     assert!(!p.messages.is_empty());
-    let all = c.list_resources().await.unwrap();
+    let all = c.resources().await.unwrap();
     assert_eq!(all.len(), 28, "every page, through the empty-string cursor");
-    let blob = c.read_resource("py://blob").await.unwrap();
+    let blob = c.resource("py://blob").await.unwrap();
     assert_eq!(blob.contents[0].blob_bytes().unwrap().len(), 256);
     let progress = Arc::new(Mutex::new(Vec::new()));
     let pr = progress.clone();
     let r = c
-        .call_tool("slow", json!({"seconds": 0.3, "steps": 3}))
+        .call("slow", json!({"seconds": 0.3, "steps": 3}))
         .on_progress(move |p| pr.lock().unwrap().push(p.progress))
         .await
         .unwrap();
     assert_eq!(r.text(), "done");
     assert_eq!(progress.lock().unwrap().as_slice(), [1.0, 2.0, 3.0]);
     assert_eq!(
-        c.call_tool("ask_name", json!({})).await.unwrap().text(),
+        c.call("ask_name", json!({})).await.unwrap().text(),
         "Hello, Ann"
     );
     let e = c
-        .call_tool("sleep_forever", json!({}))
+        .call("sleep_forever", json!({}))
         .timeout(Duration::from_millis(300))
         .await
         .unwrap_err();
@@ -226,7 +220,7 @@ async fn a_restarted_server_is_recovered_on_the_next_call() {
         .http(HttpConfig::new(format!("http://127.0.0.1:{port}/mcp")))
         .unwrap();
     assert_eq!(
-        c.call_tool("echo", json!({"message": "1"}))
+        c.call("echo", json!({"message": "1"}))
             .await
             .unwrap()
             .text(),
@@ -235,7 +229,7 @@ async fn a_restarted_server_is_recovered_on_the_next_call() {
     server.stop();
     let _server = HttpServer::python_on(port, &[]);
     assert_eq!(
-        c.call_tool("echo", json!({"message": "2"}))
+        c.call("echo", json!({"message": "2"}))
             .await
             .unwrap()
             .text(),
@@ -250,7 +244,7 @@ async fn a_restarted_server_is_recovered_on_the_next_call() {
         .http(HttpConfig::new(format!("http://127.0.0.1:{port}/mcp")))
         .unwrap();
     assert_eq!(
-        c.call_tool("echo", json!({"message": "3"}))
+        c.call("echo", json!({"message": "3"}))
             .await
             .unwrap()
             .text(),
@@ -258,13 +252,13 @@ async fn a_restarted_server_is_recovered_on_the_next_call() {
     );
     server.stop();
     let e = c
-        .call_tool("echo", json!({"message": "down"}))
+        .call("echo", json!({"message": "down"}))
         .await
         .unwrap_err();
     assert!(e.is_transport(), "{e}");
     let _server = HttpServer::python_on(port, &["stateless"]);
     assert_eq!(
-        c.call_tool("echo", json!({"message": "4"}))
+        c.call("echo", json!({"message": "4"}))
             .await
             .unwrap()
             .text(),
@@ -298,7 +292,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     let c = Client::builder()
         .http(HttpConfig::new(format!("http://127.0.0.1:{port}/mcp")))
         .unwrap();
-    let e = c.list_tools().await.unwrap_err();
+    let e = c.tools().await.unwrap_err();
     let _ = child.kill();
     let _ = child.wait();
     assert!(e.is_unauthorized() && e.status() == Some(401), "{e:?}");
@@ -321,7 +315,7 @@ async fn the_token_provider_runs_per_request_and_the_token_is_never_logged() {
     c.connect().await.unwrap();
     let after_connect = calls.load(Ordering::SeqCst);
     for i in 0..3 {
-        c.call_tool("echo", json!({"message": format!("{i}")}))
+        c.call("echo", json!({"message": format!("{i}")}))
             .await
             .unwrap();
     }
@@ -333,7 +327,7 @@ async fn the_token_provider_runs_per_request_and_the_token_is_never_logged() {
     );
     // Errors do not carry it either.
     let e = c
-        .call_tool("sleep_forever", json!({}))
+        .call("sleep_forever", json!({}))
         .timeout(Duration::from_millis(100))
         .await
         .unwrap_err();
@@ -373,7 +367,7 @@ async fn a_response_on_the_standalone_stream_reaches_its_caller() {
         .http(HttpConfig::new(server.url("/mcp")))
         .unwrap();
     let r = c
-        .call_tool("echo", json!({}))
+        .call("echo", json!({}))
         .timeout(Duration::from_secs(60))
         .await
         .unwrap();

@@ -28,7 +28,7 @@ async fn starts_lazily_and_close_stops_the_whole_process_group() {
         None,
         "nothing starts before the first request"
     );
-    c.list_tools().await.unwrap();
+    c.tools().await.unwrap();
     let pid = transport.pid().expect("running");
     assert!(support::process_exists(pid));
     c.close().await.unwrap();
@@ -41,7 +41,7 @@ async fn starts_lazily_and_close_stops_the_whole_process_group() {
         "and the process was reaped (no zombie)"
     );
     // The next request starts it again.
-    c.list_tools().await.unwrap();
+    c.tools().await.unwrap();
     let pid2 = transport.pid().expect("running again");
     assert_ne!(pid, pid2);
     c.close().await.unwrap();
@@ -102,14 +102,11 @@ async fn a_crash_fails_calls_in_flight_fast_and_the_next_request_restarts() {
 
     let slow = {
         let c = c.clone();
-        tokio::spawn(async move {
-            c.call_tool("slow", json!({"seconds": 20, "steps": 2}))
-                .await
-        })
+        tokio::spawn(async move { c.call("slow", json!({"seconds": 20, "steps": 2})).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = Instant::now();
-    let crash = c.call_tool("crash", json!({})).await.unwrap_err();
+    let crash = c.call("crash", json!({})).await.unwrap_err();
     assert!(crash.is_closed(), "{crash}");
     let in_flight = slow.await.unwrap().unwrap_err();
     assert!(in_flight.is_closed(), "{in_flight}");
@@ -122,10 +119,7 @@ async fn a_crash_fails_calls_in_flight_fast_and_the_next_request_restarts() {
     assert!(wait_gone(pid).await);
 
     // The next request starts a new process and a new session.
-    let r = c
-        .call_tool("echo", json!({"message": "again"}))
-        .await
-        .unwrap();
+    let r = c.call("echo", json!({"message": "again"})).await.unwrap();
     assert_eq!(r.text(), "Echo: again");
     assert_ne!(transport.pid(), Some(pid));
     c.close().await.unwrap();

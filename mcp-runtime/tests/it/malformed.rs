@@ -55,14 +55,14 @@ async fn malformed_messages_are_skipped() {
     let d = c.connect().await.unwrap();
     assert_eq!(d.era, Era::Legacy);
     assert_eq!(d.protocol_version, "2025-03-26");
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     assert_eq!(
         tools.len(),
         1,
         "the nameless tool is skipped, the other kept"
     );
     assert_eq!(tools[0].extra["futureField"], json!(1));
-    let r = c.call_tool("ok", json!({})).await.unwrap();
+    let r = c.call("ok", json!({})).await.unwrap();
     assert_eq!(r.text(), "fine");
     assert!(matches!(r.content[1], mcp_runtime::Content::Unknown(_)));
     c.close().await.unwrap();

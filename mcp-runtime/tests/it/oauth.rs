@@ -227,7 +227,7 @@ pub(super) fn whoami(text: &str) -> Value {
 }
 
 pub(super) async fn call_whoami(c: &Client) -> mcp_runtime::Result<Value> {
-    Ok(whoami(&c.call_tool("whoami", json!({})).await?.text()))
+    Ok(whoami(&c.call("whoami", json!({})).await?.text()))
 }
 
 /// Expires the stored token of `key` so the next request refreshes it.
@@ -272,7 +272,7 @@ async fn code_flow_dpop_refresh_rotation_and_single_flight() {
         .unwrap();
     let calls = (0..20).map(|_| {
         let c2 = c2.clone();
-        tokio::spawn(async move { c2.call_tool("whoami", json!({})).await })
+        tokio::spawn(async move { c2.call("whoami", json!({})).await })
     });
     for call in calls.collect::<Vec<_>>() {
         let r = call.await.unwrap().unwrap();
@@ -323,7 +323,7 @@ async fn a_token_never_reaches_a_server_it_was_not_issued_for() {
         let c = Client::builder()
             .http(HttpConfig::new(m.url("/mcp")).oauth(oauth))
             .unwrap();
-        let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+        let e = c.call("whoami", json!({})).await.unwrap_err();
         let seen = m.seen();
         assert!(
             !seen.contains(token.expose()),
@@ -357,7 +357,7 @@ async fn refresh_tokens_never_reach_a_spoofed_token_endpoint() {
     let c = Client::builder()
         .http(HttpConfig::new(spoof.url("/mcp")).oauth(carol()))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(e.to_string().contains("refused"), "{e}");
     let seen = spoof.seen();
     let refresh = before.refresh_token.clone().unwrap();
@@ -393,7 +393,7 @@ async fn the_applications_secrets_go_only_to_their_authorization_server() {
     let c = Client::builder()
         .http(HttpConfig::new(m.url("/mcp")).oauth(code_client(store.clone())))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(e.is_config() && e.to_string().contains("bound"), "{e}");
     assert_eq!(evil_as.posts(), 0, "{}", evil_as.seen());
     // Pinned: the other authorization server is not even asked for its metadata.
@@ -403,7 +403,7 @@ async fn the_applications_secrets_go_only_to_their_authorization_server() {
     let c = Client::builder()
         .http(HttpConfig::new(m2.url("/mcp")).oauth(pinned))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(e.to_string().contains("may use"), "{e}");
     assert_eq!(evil_as2.seen(), "[]");
     // A private key (private_key_jwt), first used with the real server.
@@ -422,7 +422,7 @@ async fn the_applications_secrets_go_only_to_their_authorization_server() {
     let c = Client::builder()
         .http(HttpConfig::new(m.url("/mcp")).oauth(cc()))
         .unwrap();
-    assert!(c.call_tool("whoami", json!({})).await.is_err());
+    assert!(c.call("whoami", json!({})).await.is_err());
     assert!(
         !evil_as.seen().contains("client_assertion"),
         "{}",
@@ -445,7 +445,7 @@ async fn the_applications_secrets_go_only_to_their_authorization_server() {
         let c = Client::builder()
             .http(HttpConfig::new(m.url("/mcp")).oauth(wif()))
             .unwrap();
-        assert!(c.call_tool("whoami", json!({})).await.is_err());
+        assert!(c.call("whoami", json!({})).await.is_err());
     }
     assert!(first_as.seen().contains("WORKLOAD-JWT-CANARY"));
     assert!(
@@ -494,7 +494,7 @@ async fn lookalike_endpoints_are_refused() {
     let c = Client::builder()
         .http(HttpConfig::new(m.url("/mcp")).oauth(oauth))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(e.is_config() && e.to_string().contains("refused"), "{e}");
     assert!(!e.to_string().contains("LOOKALIKE-SECRET"));
     assert_eq!(evil_as.posts(), 0);
@@ -527,7 +527,7 @@ async fn a_failed_authorization_is_reported_once_and_registers_once() {
     let c = Client::builder()
         .http(HttpConfig::new(&peers.mcp_url).oauth(dcr().authorizer(counting)))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(e.to_string().contains("closed the browser"), "{e}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     assert_eq!(peers.stats()["registrations"], 1, "{}", peers.stats());
@@ -562,7 +562,7 @@ async fn authorization_runs_under_its_own_deadline() {
     let c = Client::builder()
         .http(HttpConfig::new(&peers.mcp_url).oauth(oauth))
         .unwrap();
-    let e = c.call_tool("whoami", json!({})).await.unwrap_err();
+    let e = c.call("whoami", json!({})).await.unwrap_err();
     assert!(
         e.is_timeout() && e.to_string().contains("OAuth::authorization_timeout"),
         "{e}"
@@ -656,7 +656,7 @@ fn secrets_never_reach_logs_errors_or_debug() {
         let config = HttpConfig::new(&url).bearer_token("BEARER-CANARY");
         shown.push_str(&format!("{config:?}"));
         let c = Client::builder().http(config).unwrap();
-        shown.push_str(&c.list_tools().await.unwrap_err().to_string());
+        shown.push_str(&c.tools().await.unwrap_err().to_string());
         store.load(&peers.key("default")).await.unwrap().unwrap()
     });
     shown.push_str(&format!("{creds:?}"));

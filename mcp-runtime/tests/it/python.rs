@@ -54,32 +54,32 @@ async fn tools_prompts_resources(era: Era) {
         Some("Test peer for the Rust MCP client.")
     );
 
-    let tools = c.list_tools().await.unwrap();
+    let tools = c.tools().await.unwrap();
     let add = tools.iter().find(|t| t.name == "add").unwrap();
     assert!(add.output_schema.is_some());
-    let r = c.call_tool("echo", json!({"message": "hi"})).await.unwrap();
+    let r = c.call("echo", json!({"message": "hi"})).await.unwrap();
     assert_eq!(r.text(), "Echo: hi");
-    let r = c.call_tool("add", json!({"a": 1.5, "b": 2})).await.unwrap();
+    let r = c.call("add", json!({"a": 1.5, "b": 2})).await.unwrap();
     assert_eq!(r.structured_content, Some(json!({"sum": 3.5})));
-    let r = c.call_tool("fail", json!({})).await.unwrap();
+    let r = c.call("fail", json!({})).await.unwrap();
     assert!(r.is_error());
     assert!(r.text().contains("always fails"));
 
-    let p = c.get_prompt("greet", [("name", "Ann")]).await.unwrap();
+    let p = c.prompt("greet", [("name", "Ann")]).await.unwrap();
     assert!(
         matches!(&p.messages[0].content, mcp_runtime::Content::Text { text, .. } if text.contains("Ann"))
     );
-    let read = c.read_resource("py://readme").await.unwrap();
+    let read = c.resource("py://readme").await.unwrap();
     assert!(read.contents[0]
         .text
         .as_deref()
         .unwrap()
         .contains("pyserver readme"));
-    let templates = c.list_resource_templates().await.unwrap();
+    let templates = c.resource_templates().await.unwrap();
     assert!(templates
         .iter()
         .any(|t| t.uri_template == "py://items/{id}"));
-    let read = c.read_resource("py://items/42").await.unwrap();
+    let read = c.resource("py://items/42").await.unwrap();
     assert_eq!(read.contents[0].text.as_deref(), Some("item 42"));
 
     // Every modern request carries the 2026-07-28 envelope; legacy ones do not.
@@ -120,20 +120,20 @@ async fn legacy_tools_prompts_resources() {
 
 async fn elicitation_round(era: Era) {
     let (c, asked) = answering(era, InputResponse::accept(json!({"name": "Ann"})));
-    let r = c.call_tool("ask_name", json!({})).await.unwrap();
+    let r = c.call("ask_name", json!({})).await.unwrap();
     assert_eq!(r.text(), "Hello, Ann");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
     c.close().await.unwrap();
 
     let (c, _) = answering(era, InputResponse::Decline);
     assert_eq!(
-        c.call_tool("ask_name", json!({})).await.unwrap().text(),
+        c.call("ask_name", json!({})).await.unwrap().text(),
         "declined"
     );
     c.close().await.unwrap();
     let (c, _) = answering(era, InputResponse::Cancel);
     assert_eq!(
-        c.call_tool("ask_name", json!({})).await.unwrap().text(),
+        c.call("ask_name", json!({})).await.unwrap().text(),
         "cancelled"
     );
     c.close().await.unwrap();
@@ -156,7 +156,7 @@ async fn modern_input_required_retry_echoes_request_state_on_a_new_id() {
         .input_handler(|_req: InputRequest| async { InputResponse::accept(json!({"name": "Bo"})) })
         .build(rec)
         .unwrap();
-    let r = c.call_tool("ask_name", json!({})).await.unwrap();
+    let r = c.call("ask_name", json!({})).await.unwrap();
     assert_eq!(r.text(), "Hello, Bo");
     let log = log.lock().unwrap();
     let calls: Vec<_> = log
@@ -184,7 +184,7 @@ async fn no_input_never_waits(era: Era) {
     // No handler: no elicitation capability; the server says so at once.
     let c = builder(era).stdio(support::pyserver()).unwrap();
     let start = Instant::now();
-    let e = c.call_tool("ask_name", json!({})).await.unwrap_err();
+    let e = c.call("ask_name", json!({})).await.unwrap_err();
     assert!(e.is_protocol(), "{e}");
     assert_eq!(e.code(), Some(-32021), "{e}");
     assert!(start.elapsed() < Duration::from_secs(10));
@@ -193,10 +193,10 @@ async fn no_input_never_waits(era: Era) {
     // A handler, but input requests switched off: the same.
     let c = builder(era)
         .input_handler(|_r: InputRequest| async { panic!("must not be asked") })
-        .input_kinds(InputKinds::NONE)
+        .input_requests(InputKinds::NONE)
         .stdio(support::pyserver())
         .unwrap();
-    let e = c.call_tool("ask_name", json!({})).await.unwrap_err();
+    let e = c.call("ask_name", json!({})).await.unwrap_err();
     assert_eq!(e.code(), Some(-32021), "{e}");
     c.close().await.unwrap();
 }
@@ -216,7 +216,7 @@ async fn progress(era: Era) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s = seen.clone();
     let r = c
-        .call_tool("slow", json!({"seconds": 0.4, "steps": 4}))
+        .call("slow", json!({"seconds": 0.4, "steps": 4}))
         .on_progress(move |p| {
             s.lock()
                 .unwrap()
@@ -248,7 +248,7 @@ async fn server_logs_reach_tracing(era: Era) {
         .stdio(support::pyserver())
         .unwrap();
     let r = c
-        .call_tool("log", json!({"message": "disk almost full"}))
+        .call("log", json!({"message": "disk almost full"}))
         .await
         .unwrap();
     assert_eq!(r.text(), "logged");
@@ -277,7 +277,7 @@ async fn legacy_server_logs_reach_tracing() {
 async fn pagination_blob_completion(era: Era) {
     let (rec, log, _) = Recording::new(support::pyserver());
     let c = builder(era).build(rec).unwrap();
-    let resources = c.list_resources().await.unwrap();
+    let resources = c.resources().await.unwrap();
     let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
     assert_eq!(uris.len(), 28, "{uris:?}");
     assert_eq!(uris[0], "py://readme");
@@ -293,7 +293,7 @@ async fn pagination_blob_completion(era: Era) {
         .collect();
     assert_eq!(cursors, [None, Some(json!("")), Some(json!("p3"))]);
 
-    let blob = c.read_resource("py://blob").await.unwrap();
+    let blob = c.resource("py://blob").await.unwrap();
     assert_eq!(
         blob.contents[0].mime_type.as_deref(),
         Some("application/octet-stream")
@@ -302,9 +302,9 @@ async fn pagination_blob_completion(era: Era) {
         blob.contents[0].blob_bytes().unwrap(),
         (0..=255u8).collect::<Vec<_>>()
     );
-    let generated = c.read_resource("py://gen/7").await.unwrap();
+    let generated = c.resource("py://gen/7").await.unwrap();
     assert_eq!(generated.contents[0].text.as_deref(), Some("generated 7"));
-    let missing = c.read_resource("py://gen/99").await.unwrap_err();
+    let missing = c.resource("py://gen/99").await.unwrap_err();
     assert!(missing.is_protocol() && missing.is_not_found(), "{missing}");
 
     let names = c
@@ -330,8 +330,8 @@ async fn legacy_pagination_blob_completion() {
 async fn modern_tool_list_is_cached_for_its_ttl() {
     let (rec, log, _) = Recording::new(support::pyserver());
     let c = Client::builder().build(rec).unwrap();
-    let first = c.list_tools().await.unwrap();
-    let second = c.list_tools().await.unwrap();
+    let first = c.tools().await.unwrap();
+    let second = c.tools().await.unwrap();
     assert_eq!(first, second);
     let lists = |log: &Mutex<support::Log>| {
         log.lock()
@@ -347,8 +347,8 @@ async fn modern_tool_list_is_cached_for_its_ttl() {
         "ttlMs 60000: the second list comes from the cache"
     );
     // Other lists have ttlMs 0 and are fetched every time.
-    c.list_prompts().await.unwrap();
-    c.list_prompts().await.unwrap();
+    c.prompts().await.unwrap();
+    c.prompts().await.unwrap();
     let prompts = log
         .lock()
         .unwrap()
@@ -359,7 +359,7 @@ async fn modern_tool_list_is_cached_for_its_ttl() {
     assert_eq!(prompts, 2);
     // Closing forgets the cache.
     c.close().await.unwrap();
-    c.list_tools().await.unwrap();
+    c.tools().await.unwrap();
     assert_eq!(lists(&log), 2);
     c.close().await.unwrap();
 }
@@ -369,21 +369,21 @@ async fn legacy_list_changed_refreshes_tools() {
     let changes = Arc::new(Mutex::new(Vec::new()));
     let ch = changes.clone();
     let c = builder(Era::Legacy)
-        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .after_change(move |change| ch.lock().unwrap().push(change.clone()))
         .stdio(support::pyserver())
         .unwrap();
-    let before = c.list_tools().await.unwrap();
+    let before = c.tools().await.unwrap();
     assert!(!before.iter().any(|t| t.name == "extra_tool"));
-    c.call_tool("add_tool", json!({})).await.unwrap();
+    c.call("add_tool", json!({})).await.unwrap();
     // The notification arrives before the call's result.
     assert_eq!(
         changes.lock().unwrap().as_slice(),
         [mcp_runtime::Change::Tools]
     );
-    let after = c.list_tools().await.unwrap();
+    let after = c.tools().await.unwrap();
     assert!(after.iter().any(|t| t.name == "extra_tool"));
     assert_eq!(
-        c.call_tool("extra_tool", json!({})).await.unwrap().text(),
+        c.call("extra_tool", json!({})).await.unwrap().text(),
         "extra"
     );
     c.close().await.unwrap();
@@ -395,7 +395,7 @@ async fn timeout_and_cancel(era: Era) {
     c.connect().await.unwrap();
     let start = Instant::now();
     let e = c
-        .call_tool("sleep_forever", json!({}))
+        .call("sleep_forever", json!({}))
         .timeout(Duration::from_millis(300))
         .await
         .unwrap_err();
@@ -405,7 +405,7 @@ async fn timeout_and_cancel(era: Era) {
     let t = token.clone();
     let call = tokio::spawn({
         let c = c.clone();
-        async move { c.call_tool("sleep_forever", json!({})).cancel_on(t).await }
+        async move { c.call("sleep_forever", json!({})).cancel_on(t).await }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     token.cancel();
@@ -416,7 +416,7 @@ async fn timeout_and_cancel(era: Era) {
     assert_eq!(cancels, 2);
     // The session carries on.
     assert_eq!(
-        c.call_tool("echo", json!({"message": "on"}))
+        c.call("echo", json!({"message": "on"}))
             .await
             .unwrap()
             .text(),
@@ -440,7 +440,7 @@ async fn ten_megabyte_messages_pass_both_ways() {
     let c = Client::builder().stdio(support::pyserver()).unwrap();
     let big: String = "x".repeat(10 * 1024 * 1024);
     let r = c
-        .call_tool("echo", json!({"message": big}))
+        .call("echo", json!({"message": big}))
         .timeout(Duration::from_secs(60))
         .await
         .unwrap();
@@ -449,7 +449,7 @@ async fn ten_megabyte_messages_pass_both_ways() {
     assert!(text.starts_with("Echo: xxx") && text.ends_with("xxx"));
     // And the connection is fine afterwards.
     assert_eq!(
-        c.call_tool("echo", json!({"message": "small"}))
+        c.call("echo", json!({"message": "small"}))
             .await
             .unwrap()
             .text(),
@@ -476,10 +476,10 @@ async fn modern_listen_hears_list_changes_and_reopens_after_a_restart() {
     let ch = changes.clone();
     let (rec, log, _) = Recording::new(support::pyserver());
     let c = Client::builder()
-        .on_change(move |change| ch.lock().unwrap().push(change.clone()))
+        .after_change(move |change| ch.lock().unwrap().push(change.clone()))
         .build(rec)
         .unwrap();
-    let before = c.list_tools().await.unwrap();
+    let before = c.tools().await.unwrap();
     c.listen(&["py://readme"]).await.unwrap();
     let listen = log
         .lock()
@@ -495,15 +495,15 @@ async fn modern_listen_hears_list_changes_and_reopens_after_a_restart() {
         json!(["py://readme"])
     );
 
-    c.call_tool("add_tool", json!({})).await.unwrap();
+    c.call("add_tool", json!({})).await.unwrap();
     wait_for(&changes, &mcp_runtime::Change::Tools).await;
-    let after = c.list_tools().await.unwrap();
+    let after = c.tools().await.unwrap();
     assert_eq!(after.len(), before.len() + 1, "the cached list was dropped");
 
     // The server dies; the listener reopens the stream on a new process, and then
     // reports everything it listens to as changed.
     changes.lock().unwrap().clear();
-    let _ = c.call_tool("crash", json!({})).await;
+    let _ = c.call("crash", json!({})).await;
     wait_for(
         &changes,
         &mcp_runtime::Change::Resource("py://readme".into()),

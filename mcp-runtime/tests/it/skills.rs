@@ -67,7 +67,7 @@ fn reads(log: &Arc<Mutex<Log>>) -> Vec<String> {
 }
 
 async fn skill(c: &Client, name: &str) -> mcp_runtime::Skill {
-    c.list_skills()
+    c.skills()
         .await
         .unwrap()
         .into_iter()
@@ -78,7 +78,7 @@ async fn skill(c: &Client, name: &str) -> mcp_runtime::Skill {
 async fn lazy_listing_and_honest_loading(era: Era) {
     let (c, log) = client(era, skillserver());
     assert!(c.skills_supported().await.unwrap());
-    let skills = c.list_skills().await.unwrap();
+    let skills = c.skills().await.unwrap();
     let names: Vec<&str> = skills.iter().map(|s| s.name()).collect();
     // Every page (3 a page), the invalid entry left out, the hidden skill not listed.
     assert_eq!(
@@ -248,9 +248,9 @@ async fn limits_dynamic_hidden_nested_and_directories() {
     assert!(done(dynamic.read("notes.md").await).text().is_some());
     assert!(dynamic.read("../pdf-processing/SKILL.md").await.is_err());
 
-    let hidden = c.get_skill("skill://hidden/SKILL.md").await.unwrap();
+    let hidden = c.skill("skill://hidden/SKILL.md").await.unwrap();
     done(c.load_skill(&hidden).await);
-    let e = c.get_skill("skill://nope/SKILL.md").await.unwrap_err();
+    let e = c.skill("skill://nope/SKILL.md").await.unwrap_err();
     assert!(e.is_not_found(), "{e}");
 
     let deep = done(
@@ -295,7 +295,7 @@ async fn limits_dynamic_hidden_nested_and_directories() {
 async fn servers_without_the_extension_are_not_asked() {
     let (c, log) = client(Era::Modern, support::pyserver());
     assert!(!c.skills_supported().await.unwrap());
-    assert!(c.list_skills().await.unwrap_err().is_unsupported());
+    assert!(c.skills().await.unwrap_err().is_unsupported());
     assert!(!sent(&log).iter().any(|m| m.starts_with("skills/")));
     c.close().await.unwrap();
 }
@@ -313,7 +313,7 @@ async fn over_http() {
         .name("skills-http")
         .http(mcp_runtime::HttpConfig::new(server.url("/mcp")))
         .unwrap();
-    let skills = c.list_skills().await.unwrap();
+    let skills = c.skills().await.unwrap();
     let pdf = skills
         .iter()
         .find(|s| s.name() == "pdf-processing")

@@ -31,15 +31,11 @@ fn task(started: Started) -> Task {
 }
 
 /// One era, one transport: start, status, input mid-way, result, failure, cancel, and
-/// the transparent wait of `call_tool`.
+/// the transparent wait of `call`.
 async fn the_whole_life_of_a_task(c: &Client, era: Era) {
     assert_eq!(c.connect().await.unwrap().era, era);
     // Started, then waited for.
-    let t = task(
-        c.start_tool("long_task", json!({"seconds": 0.5}))
-            .await
-            .unwrap(),
-    );
+    let t = task(c.start("long_task", json!({"seconds": 0.5})).await.unwrap());
     assert_eq!(t.last_status().unwrap().state, TaskState::Working);
     assert!(!t.id().is_empty());
     assert!(t.result().await.unwrap().is_none(), "still running");
@@ -49,33 +45,29 @@ async fn the_whole_life_of_a_task(c: &Client, era: Era) {
     assert_eq!(t.result().await.unwrap().unwrap().text(), "done after 0.5s");
     // Input asked half-way: answered by the input handler.
     let t = task(
-        c.start_tool("long_task", json!({"seconds": 0.4, "ask": true}))
+        c.start("long_task", json!({"seconds": 0.4, "ask": true}))
             .await
             .unwrap(),
     );
     assert_eq!(t.wait().await.unwrap().text(), "done after 0.4s for Ann");
     // A failed task is a protocol error.
     let t = task(
-        c.start_tool("long_task", json!({"seconds": 0.2, "fail": true}))
+        c.start("long_task", json!({"seconds": 0.2, "fail": true}))
             .await
             .unwrap(),
     );
     let e = t.wait().await.unwrap_err();
     assert!(e.is_protocol() && e.code() == Some(-32603), "{e}");
     // Cancelled.
-    let t = task(
-        c.start_tool("long_task", json!({"seconds": 60}))
-            .await
-            .unwrap(),
-    );
+    let t = task(c.start("long_task", json!({"seconds": 60})).await.unwrap());
     t.cancel().await.unwrap();
     let e = t.wait().await.unwrap_err();
     assert!(e.is_cancelled(), "{e}");
     assert_eq!(t.status().await.unwrap().state, TaskState::Cancelled);
-    // `call_tool` waits for a task transparently (2026: the server answers with one;
+    // `call` waits for a task transparently (2026: the server answers with one;
     // 2025-11-25: a plain call, since the tool only optionally runs as a task).
     let r = c
-        .call_tool("long_task", json!({"seconds": 0.2, "ask": true}))
+        .call("long_task", json!({"seconds": 0.2, "ask": true}))
         .await
         .unwrap();
     assert_eq!(r.text(), "done after 0.2s for Ann");
@@ -109,13 +101,9 @@ async fn tasks_over_http_in_both_eras_and_picked_up_by_another_client() {
             .unwrap();
         the_whole_life_of_a_task(&c, era).await;
         // Started by one client, finished by another that only knows the id.
-        let id = task(
-            c.start_tool("long_task", json!({"seconds": 0.5}))
-                .await
-                .unwrap(),
-        )
-        .id()
-        .to_owned();
+        let id = task(c.start("long_task", json!({"seconds": 0.5})).await.unwrap())
+            .id()
+            .to_owned();
         c.close().await.unwrap();
         let other = builder()
             .protocol(mode)
@@ -135,11 +123,7 @@ async fn task_starter_process() {
     let url = std::env::var("MCP_TEST_URL").expect("set by the test that runs this");
     let out = std::env::var("MCP_TEST_TASK_FILE").expect("set by the test that runs this");
     let c = builder().http(HttpConfig::new(url)).unwrap();
-    let t = task(
-        c.start_tool("long_task", json!({"seconds": 3}))
-            .await
-            .unwrap(),
-    );
+    let t = task(c.start("long_task", json!({"seconds": 3})).await.unwrap());
     std::fs::write(format!("{out}.tmp"), t.id()).unwrap();
     std::fs::rename(format!("{out}.tmp"), &out).unwrap();
     std::future::pending::<()>().await;
@@ -188,7 +172,7 @@ async fn listened_tasks_report_their_changes() {
         let s = seen.clone();
         let c = builder()
             .protocol(mode)
-            .on_change(move |change| {
+            .after_change(move |change| {
                 if let Change::Task(status) = change {
                     s.lock().unwrap().push(status.state.clone());
                 }
@@ -196,7 +180,7 @@ async fn listened_tasks_report_their_changes() {
             .stdio(support::pyserver())
             .unwrap();
         let t = task(
-            c.start_tool("long_task", json!({"seconds": 1, "ask": true}))
+            c.start("long_task", json!({"seconds": 1, "ask": true}))
                 .await
                 .unwrap(),
         );
@@ -228,7 +212,7 @@ async fn listened_tasks_are_reported_again_after_a_reconnect() {
     let r = reported.clone();
     let c = builder()
         .protocol(ProtocolMode::Modern)
-        .on_change(move |change| {
+        .after_change(move |change| {
             if let Change::Task(s) = change {
                 if s.state == TaskState::Completed {
                     *r.lock().unwrap() += 1;
@@ -237,11 +221,7 @@ async fn listened_tasks_are_reported_again_after_a_reconnect() {
         })
         .http(HttpConfig::new(proxy.url("/mcp")))
         .unwrap();
-    let t = task(
-        c.start_tool("long_task", json!({"seconds": 0.3}))
-            .await
-            .unwrap(),
-    );
+    let t = task(c.start("long_task", json!({"seconds": 0.3})).await.unwrap());
     t.wait().await.unwrap();
     c.listen_for(&[], &[t.id()]).await.unwrap();
     let wait_for = |n: usize| {
@@ -265,7 +245,7 @@ async fn listened_tasks_are_reported_again_after_a_reconnect() {
 }
 
 /// server-everything runs `simulate-research-query` only as a task (2025-11-25
-/// `taskSupport: required`): `call_tool` starts it and waits, `start_tool` returns it.
+/// `taskSupport: required`): `call` starts it and waits, `start` returns it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_only_tool_of_server_everything() {
     let asked = Arc::new(Mutex::new(0));
@@ -280,13 +260,13 @@ async fn a_task_only_tool_of_server_everything() {
         .stdio(support::everything())
         .unwrap();
     let r = c
-        .call_tool("simulate-research-query", json!({"topic": "tides"}))
+        .call("simulate-research-query", json!({"topic": "tides"}))
         .await
         .unwrap();
     assert!(!r.is_error(), "{}", r.text());
     assert!(r.text().to_lowercase().contains("tides"), "{}", r.text());
     let t = task(
-        c.start_tool(
+        c.start(
             "simulate-research-query",
             json!({"topic": "moons", "ambiguous": true}),
         )
@@ -313,7 +293,7 @@ async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
             .stdio(support::pyserver())
             .unwrap();
         let r = c
-            .call_tool("show_chart", json!({"title": "Tides"}))
+            .call("show_chart", json!({"title": "Tides"}))
             .await
             .unwrap();
         let uri = r.ui_resource.clone().expect("the tool's UI resource");
@@ -329,7 +309,7 @@ async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
         assert!(app.permissions.is_some());
         assert_eq!(app.prefers_border, Some(true));
         // A tool without a UI has none.
-        let r = c.call_tool("echo", json!({"message": "x"})).await.unwrap();
+        let r = c.call("echo", json!({"message": "x"})).await.unwrap();
         assert_eq!(r.ui_resource, None);
         c.close().await.unwrap();
     }
@@ -405,11 +385,7 @@ async fn paused_input_is_answered_later_by_another_client() {
         ),
     ] {
         let a = client();
-        let o = a
-            .call_tool(tool, args.clone())
-            .pause_on_input()
-            .await
-            .unwrap();
+        let o = a.call(tool, args.clone()).pause_on_input().await.unwrap();
         let kept = paused(o);
         a.close().await.unwrap();
 
@@ -425,7 +401,7 @@ async fn paused_input_is_answered_later_by_another_client() {
         assert!(matches!(request.kind, InputKind::Form { .. }));
         let b = client();
         let r = b
-            .call_tool(tool, args)
+            .call(tool, args)
             .options(RequestOptions::default().with_input_answers(
                 pending,
                 [(key.clone(), InputResponse::accept(json!({"name": "Ann"})))],
@@ -441,14 +417,14 @@ async fn paused_input_is_answered_later_by_another_client() {
     // A declined answer reaches the tool as such.
     let a = client();
     let o = a
-        .call_tool("ask_name", json!({}))
+        .call("ask_name", json!({}))
         .pause_on_input()
         .await
         .unwrap();
     let pending = o.needs_input().unwrap().clone();
     let key = pending.keys().next().unwrap().to_owned();
     let r = a
-        .call_tool("ask_name", json!({}))
+        .call("ask_name", json!({}))
         .options(
             RequestOptions::default().with_input_answers(pending, [(key, InputResponse::Decline)]),
         )

@@ -147,7 +147,7 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
             Kind::Seq => {
                 let (t0, c0) = (Instant::now(), cpu());
                 for _ in 0..s.seq {
-                    c.call_tool("echo", echo.clone()).await?;
+                    c.call("echo", echo.clone()).await?;
                 }
                 report(kind, s.seq, t0.elapsed(), cpu() - c0)
             }
@@ -159,7 +159,7 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
                     let (c, echo) = (c.clone(), echo.clone());
                     tasks.push(tokio::spawn(async move {
                         for _ in 0..per {
-                            c.call_tool("echo", echo.clone()).await?;
+                            c.call("echo", echo.clone()).await?;
                         }
                         Ok::<_, mcp_runtime::Error>(())
                     }));
@@ -170,12 +170,12 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
                 report(kind, per * IN_FLIGHT, t0.elapsed(), cpu() - c0)
             }
             Kind::Cold => {
-                c.call_tool("echo", echo).await?;
+                c.call("echo", echo).await?;
                 report(kind, 1, start.elapsed(), Duration::ZERO)
             }
             Kind::Big => {
                 let t0 = Instant::now();
-                let r = c.call_tool("big", json!({"bytes": s.big})).await?;
+                let r = c.call("big", json!({"bytes": s.big})).await?;
                 // Measured without copying it again.
                 let got: usize = r
                     .content

@@ -72,54 +72,52 @@ async fn run() -> Result<(), Failure> {
     match scenario.as_str() {
         "initialize" | "request-metadata" => {
             client.connect().await?;
-            client.list_tools().await?;
+            client.tools().await?;
         }
         "tools_call" => {
-            let tools = client.list_tools().await?;
+            let tools = client.tools().await?;
             for tool in tools.iter().filter(|t| t.name == "add_numbers") {
-                let r = client
-                    .call_tool(&tool.name, json!({"a": 2, "b": 3}))
-                    .await?;
+                let r = client.call(&tool.name, json!({"a": 2, "b": 3})).await?;
                 eprintln!("{}: {}", tool.name, r.text());
             }
         }
         "elicitation-sep1034-client-defaults" => {
-            client.list_tools().await?;
+            client.tools().await?;
             let r = client
-                .call_tool("test_client_elicitation_defaults", json!({}))
+                .call("test_client_elicitation_defaults", json!({}))
                 .await?;
             eprintln!("{}", r.text());
         }
         "sse-retry" => {
-            client.list_tools().await?;
-            let r = client.call_tool("test_reconnection", json!({})).await?;
+            client.tools().await?;
+            let r = client.call("test_reconnection", json!({})).await?;
             eprintln!("{}", r.text());
         }
         "sep-2322-client-request-state" => {
-            let tools = client.list_tools().await?;
+            let tools = client.tools().await?;
             for tool in tools.iter().filter(|t| t.name.starts_with("test_mrtr")) {
-                let r = client.call_tool(&tool.name, json!({})).await?;
+                let r = client.call(&tool.name, json!({})).await?;
                 eprintln!("{}: {}", tool.name, r.text());
             }
         }
         "http-standard-headers" => {
-            let tools = client.list_tools().await?;
+            let tools = client.tools().await?;
             if let Some(t) = tools.first() {
-                client.call_tool(&t.name, json!({})).await?;
+                client.call(&t.name, json!({})).await?;
             }
-            let resources = client.list_resources().await?;
+            let resources = client.resources().await?;
             if let Some(r) = resources.first() {
-                client.read_resource(&r.uri).await?;
+                client.resource(&r.uri).await?;
             }
-            let prompts = client.list_prompts().await?;
+            let prompts = client.prompts().await?;
             if let Some(p) = prompts.first() {
                 client
-                    .get_prompt(&p.name, Vec::<(String, String)>::new())
+                    .prompt(&p.name, Vec::<(String, String)>::new())
                     .await?;
             }
         }
         "http-custom-headers" => {
-            client.list_tools().await?;
+            client.tools().await?;
             let calls = context
                 .get("toolCalls")
                 .and_then(Value::as_array)
@@ -130,28 +128,28 @@ async fn run() -> Result<(), Failure> {
                     .and_then(Value::as_str)
                     .ok_or("a tool call without a name")?;
                 let args = call.get("arguments").cloned().unwrap_or(json!({}));
-                let r = client.call_tool(name, args).await?;
+                let r = client.call(name, args).await?;
                 eprintln!("{name}: {}", r.text());
             }
         }
         "http-invalid-tool-headers" => {
             // Tools with invalid x-mcp-header annotations are left out of the list.
-            for tool in client.list_tools().await? {
-                let r = client.call_tool(&tool.name, json!({})).await?;
+            for tool in client.tools().await? {
+                let r = client.call(&tool.name, json!({})).await?;
                 eprintln!("{}: {}", tool.name, r.text());
             }
         }
         "json-schema-ref-no-deref" => {
-            client.list_tools().await?;
+            client.tools().await?;
         }
         "json-schema-2020-12-preservation" => {
-            let tools = client.list_tools().await?;
+            let tools = client.tools().await?;
             let focal = tools
                 .iter()
                 .find(|t| t.name == "json_schema_2020_12_tool")
                 .ok_or("no json_schema_2020_12_tool")?;
             client
-                .call_tool("json_schema_echo", json!({"schema": focal.input_schema}))
+                .call("json_schema_echo", json!({"schema": focal.input_schema}))
                 .await?;
         }
         "auth/metadata-var1" => {
@@ -162,15 +160,15 @@ async fn run() -> Result<(), Failure> {
             let callback = follow_without_redirects(url).await?;
             auth.complete(callback).await?;
             assert!(auth.is_authorized());
-            for tool in client.list_tools().await? {
-                client.call_tool(&tool.name, json!({})).await?;
+            for tool in client.tools().await? {
+                client.call(&tool.name, json!({})).await?;
             }
         }
         s if s.starts_with("auth/") => {
             // Authorization happens when the server first answers 401.
-            let tools = client.list_tools().await?;
+            let tools = client.tools().await?;
             for tool in &tools {
-                client.call_tool(&tool.name, json!({})).await?;
+                client.call(&tool.name, json!({})).await?;
             }
         }
         "sep-2640-client-no-prefetch"
@@ -182,7 +180,7 @@ async fn run() -> Result<(), Failure> {
         }
         "sep-2640-client-no-prefetch" => {
             // Connect and list: the registry is built from the listing alone.
-            let skills = client.list_skills().await?;
+            let skills = client.skills().await?;
             for s in &skills {
                 eprintln!(
                     "skill {} ({}): {}",
@@ -214,16 +212,16 @@ async fn run() -> Result<(), Failure> {
 /// read as plain resources, without the checks a load makes: the `verify-*`
 /// scenarios must then fail, which shows that their passing comes from the checks.
 async fn skill_then_file(client: &Client, name: &str, file: &str) -> Result<(), Failure> {
-    let skills = client.list_skills().await?;
+    let skills = client.skills().await?;
     let skill = skills
         .iter()
         .find(|s| s.name() == name)
         .ok_or_else(|| format!("the server lists no `{name}` skill"))?;
     if std::env::var("MCP_CONFORMANCE_SKILLS_VERIFY").as_deref() == Ok("off") {
         eprintln!("NEGATIVE CONTROL: reading {name} without verification");
-        client.read_resource(skill.uri()).await?;
+        client.resource(skill.uri()).await?;
         let uri = skill.resolve(file).ok_or("the file is outside the skill")?;
-        client.read_resource(&uri).await?;
+        client.resource(&uri).await?;
         return Ok(());
     }
     let loaded = match client.load_skill(skill).await? {
