@@ -61,6 +61,6 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(w) = weather.output {
         println!("{}°, {}", w.temperature, w.conditions);
     }
-    everything.close().await?;
+    everything.mcp().close().await?;
     Ok(())
 }

@@ -26,7 +26,7 @@ impl Files {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = Files::new(".".into());
-    for tool in files.tools().await? {
+    for tool in files.mcp().tools().await? {
         let mut notes = Vec::new();
         if tool.requires_approval() {
             notes.push("needs approval");
@@ -37,7 +37,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:<32} {}", tool.name, notes.join(", "));
     }
     // The model sees `ls` without a `path`: it is always the root.
-    println!("{}", files.call("ls", serde_json::json!({})).await?.text());
+    println!(
+        "{}",
+        files.mcp().call("ls", serde_json::json!({})).await?.text()
+    );
     // Typed: arguments and structured output from the snapshot `.mcp/files.json`.
     let readme = files
         .fs_read_text_file(files_tools::FsReadTextFile {
@@ -49,6 +52,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(out) = readme.output {
         println!("{}", out.content);
     }
-    files.close().await?;
+    files.mcp().close().await?;
     Ok(())
 }

@@ -25,7 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
 
     let everything = Everything::new();
-    for tool in everything.tools().await? {
+    for tool in everything.mcp().tools().await? {
         println!("- {}: {}", tool.name, tool.description.unwrap_or_default());
     }
     let result = everything
@@ -34,6 +34,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .await?;
     println!("echo says: {}", result.text());
-    everything.close().await?;
+    everything.mcp().close().await?;
     Ok(())
 }

@@ -291,43 +291,6 @@ pub fn did_you_mean<'a>(
         .map(|(_, c)| c)
 }
 
-/// The methods every declared server handle (`Mcp`, and the struct `#[mcp]` declares)
-/// has: a tool's typed method may not take one of these names. The runtime's tests
-/// check this list against the handle's real methods.
-pub const HANDLE_METHODS: &[&str] = &[
-    "name",
-    "config_fingerprint",
-    "client",
-    "tools",
-    "declared_tool_names",
-    "builder",
-    "call",
-    "call_with",
-    "call_typed",
-    "prompts",
-    "prompt",
-    "resources",
-    "resource",
-    "resource_from_template",
-    "resource_templates",
-    "complete",
-    "instructions",
-    "version",
-    "listen",
-    "listen_for",
-    "start",
-    "task",
-    "model_tools",
-    "read_ui",
-    "close",
-    "new",
-    "with_context",
-    "authorization_url",
-    "authorize",
-    "is_authorized",
-    "deauthorize",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -307,10 +307,10 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
                 ),
             );
         }
-        if crate::snapshot::HANDLE_METHODS.contains(&method.as_str()) {
+        if GENERATED.contains(&method.as_str()) {
             cx.error(
                 span,
-                format!("tool `{name}` would become the method `{method}`, which every server handle already has; rename it with `tool(\"{name}\", as = …)` or set a `prefix`"),
+                format!("tool `{name}` would become the method `{method}`, which the declaration itself has; rename it with `tool(\"{name}\", as = …)` or set a `prefix`"),
             );
         }
         planned.push(Planned {
@@ -325,6 +325,10 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
     }
     planned
 }
+
+/// The methods the macro gives every declared struct besides the typed ones (the
+/// server's handle is behind `mcp()`, so its methods never meet a tool's).
+pub const GENERATED: &[&str] = &["new", "with_context", "mcp"];
 
 /// Where a value was written.
 fn source_span(s: &crate::parse::Source) -> proc_macro2::Span {

@@ -117,7 +117,7 @@ fn with_this(
     default: TokenStream,
     map: impl FnOnce(TokenStream) -> TokenStream,
 ) -> TokenStream {
-    let call = quote_spanned! { path.span()=> #path(&*__mcp_this #args) };
+    let call = quote_spanned! { path.span()=> #path(&__mcp_this #args) };
     let mapped = map(call);
     quote! {{
         let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
@@ -305,7 +305,7 @@ fn generate(
                         let __mcp_this = __mcp_w.upgrade();
                         async move {
                             match __mcp_this {
-                                ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_result, __mcp_args).await,
+                                ::core::option::Option::Some(__mcp_this) => #p(&__mcp_this, __mcp_result, __mcp_args).await,
                                 ::core::option::Option::None => ::core::result::Result::Ok(__mcp_result),
                             }
                         }
@@ -346,7 +346,7 @@ fn generate(
                     .requires_approval_if(#names, {
                         let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
                         move |__mcp_tool: &#krate::Tool| match __mcp_w.upgrade() {
-                            ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_tool),
+                            ::core::option::Option::Some(__mcp_this) => #p(&__mcp_this, __mcp_tool),
                             ::core::option::Option::None => true,
                         }
                     })
@@ -363,7 +363,7 @@ fn generate(
             .after_change({
                 let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
                 move |__mcp_change: &#krate::Change| {
-                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&*__mcp_this, __mcp_change) }
+                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&__mcp_this, __mcp_change) }
                 }
             })
         });
@@ -373,7 +373,7 @@ fn generate(
             .after_progress({
                 let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
                 move |__mcp_progress: &#krate::Progress| {
-                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&*__mcp_this, __mcp_progress) }
+                    if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&__mcp_this, __mcp_progress) }
                 }
             })
         });
@@ -386,7 +386,7 @@ fn generate(
                     let __mcp_this = __mcp_w.upgrade();
                     async move {
                         match __mcp_this {
-                            ::core::option::Option::Some(__mcp_this) => #p(&*__mcp_this, __mcp_request).await,
+                            ::core::option::Option::Some(__mcp_this) => #p(&__mcp_this, __mcp_request).await,
                             ::core::option::Option::None => ::core::option::Option::None,
                         }
                     }
@@ -405,7 +405,7 @@ fn generate(
                         quote! { ::std::string::ToString::to_string(&__mcp_this.#field) }
                     }
                     None => {
-                        quote_spanned! { p.span()=> ::std::string::ToString::to_string(&#p(&*__mcp_this)) }
+                        quote_spanned! { p.span()=> ::std::string::ToString::to_string(&#p(&__mcp_this)) }
                     }
                 },
             }
@@ -520,8 +520,9 @@ fn generate(
     let mut methods = Vec::new();
     let mut emitted: Vec<&str> = Vec::new();
     for p in planned {
-        // Two tools on one method name is reported by the check; emit one of them.
-        if emitted.contains(&p.method.as_str()) {
+        // Two tools on one method name, or a tool on a method the declaration itself
+        // has, is reported by the check; emit one of them, or none.
+        if emitted.contains(&p.method.as_str()) || check::GENERATED.contains(&p.method.as_str()) {
             continue;
         }
         emitted.push(&p.method);
@@ -566,7 +567,7 @@ fn generate(
             Some(out) => quote_spanned! { span=>
                 #( #[doc = #doc] )*
                 pub async fn #method(&self #param) -> #krate::Result<#krate::Typed<#out>> {
-                    self.__mcp.call_declared_typed(#server_name, #args).await
+                    self.__mcp_inner.__mcp.call_declared_typed(#server_name, #args).await
                 }
             },
             None => quote_spanned! { span=>
@@ -574,7 +575,7 @@ fn generate(
                 pub async fn #method(&self #param) -> #krate::Result<#krate::CallToolResult> {
                     let __mcp_args = #krate::__private::serde_json::to_value(#args)
                         .unwrap_or(#krate::__private::serde_json::Value::Null);
-                    self.__mcp.call_declared(#server_name, __mcp_args).await
+                    self.__mcp_inner.__mcp.call_declared(#server_name, __mcp_args).await
                 }
             },
         });
@@ -690,7 +691,7 @@ fn generate(
     };
     let _ = field_defs;
     let new_doc = format!(
-        " Declares the `{name}` server with these inputs. Nothing connects until it is first used."
+        " Declares the `{name}` server with these inputs. Nothing connects until it is first used. Cheap to clone: clones share the inputs and the connection."
     );
     // A declaration with errors never runs (the crate does not compile): its handle is
     // a placeholder that keeps the rest of the program checking cleanly.
@@ -701,13 +702,97 @@ fn generate(
     } else {
         quote! { let __mcp = #chain; }
     };
+    // The struct the user wrote becomes a cheap handle: its inputs and the server's
+    // handle live behind one `Arc` (the fields struct), which callbacks reach weakly.
+    // Derives apply to the fields struct; `Debug` is forwarded when derived, `Clone`
+    // is the handle's own.
+    let fields_ty = format_ident!("__{}Fields", ty);
+    let weak_ty = format_ident!("__{}Weak", ty);
+    let is_derive = |a: &&syn::Attribute| a.path().is_ident("derive");
+    let derives: Vec<&syn::Attribute> = attrs.iter().filter(is_derive).collect();
+    let others: Vec<&syn::Attribute> = attrs.iter().filter(|a| !is_derive(a)).collect();
+    let derived = |name: &str| {
+        derives.iter().any(|a| {
+            a.parse_args_with(
+                syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+            )
+            .is_ok_and(|paths| {
+                paths
+                    .iter()
+                    .any(|p| p.segments.last().is_some_and(|s| s.ident == name))
+            })
+        })
+    };
+    let debug = derived("Debug").then(|| {
+        quote! {
+            #[automatically_derived]
+            impl ::core::fmt::Debug for #ty {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    ::core::fmt::Debug::fmt(&*self.__mcp_inner, f)
+                }
+            }
+        }
+    });
     let span = Span::call_site();
     quote_spanned! { span=>
-        #(#attrs)*
+        #(#others)*
         #vis struct #ty {
+            #[doc(hidden)]
+            __mcp_inner: ::std::sync::Arc<#fields_ty>,
+        }
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, missing_docs, dead_code)]
+        #(#derives)*
+        #vis struct #fields_ty {
             #struct_fields
             #[doc(hidden)]
             __mcp: #krate::Mcp,
+        }
+
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, missing_docs, dead_code)]
+        #[derive(Clone)]
+        #vis struct #weak_ty(::std::sync::Weak<#fields_ty>);
+
+        #[automatically_derived]
+        #[allow(dead_code)]
+        impl #weak_ty {
+            fn upgrade(&self) -> ::core::option::Option<#ty> {
+                self.0.upgrade().map(|__mcp_inner| #ty { __mcp_inner })
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::clone::Clone for #ty {
+            fn clone(&self) -> Self {
+                #ty { __mcp_inner: ::std::clone::Clone::clone(&self.__mcp_inner) }
+            }
+        }
+
+        #debug
+
+        /// The inputs, as fields (`self.input` in the struct's own methods).
+        #[automatically_derived]
+        impl ::core::ops::Deref for #ty {
+            type Target = #fields_ty;
+            fn deref(&self) -> &#fields_ty {
+                &self.__mcp_inner
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<#ty> for #krate::Mcp {
+            fn from(declared: #ty) -> #krate::Mcp {
+                ::std::clone::Clone::clone(&declared.__mcp_inner.__mcp)
+            }
+        }
+
+        #[automatically_derived]
+        impl ::core::convert::From<&#ty> for #krate::Mcp {
+            fn from(declared: &#ty) -> #krate::Mcp {
+                ::std::clone::Clone::clone(&declared.__mcp_inner.__mcp)
+            }
         }
 
         #[automatically_derived]
@@ -715,30 +800,31 @@ fn generate(
         impl #ty {
             #[doc = #new_doc]
             #[allow(clippy::new_ret_no_self, clippy::too_many_arguments)]
-            pub fn new(#(#field_params),*) -> ::std::sync::Arc<Self> {
+            pub fn new(#(#field_params),*) -> Self {
                 Self::with_context(#krate::Context::default() #(, #field_names)*)
             }
 
             /// Like `new`, with per-connection configuration (HTTP proxy, request timeout).
             #[allow(clippy::too_many_arguments, unreachable_code, unused_variables, unused_assignments)]
-            pub fn with_context(__mcp_context: #krate::Context #(, #field_params)*) -> ::std::sync::Arc<Self> {
-                ::std::sync::Arc::new_cyclic(|__mcp_weak: &::std::sync::Weak<Self>| {
+            pub fn with_context(__mcp_context: #krate::Context #(, #field_params)*) -> Self {
+                let __mcp_inner = ::std::sync::Arc::new_cyclic(|__mcp_weak_inner: &::std::sync::Weak<#fields_ty>| {
+                    let __mcp_weak = &#weak_ty(::std::clone::Clone::clone(__mcp_weak_inner));
                     #make
-                    Self { #(#field_names,)* __mcp }
-                })
+                    #fields_ty { #(#field_names,)* __mcp }
+                });
+                #ty { __mcp_inner }
+            }
+
+            /// The server's handle: its tools (shaped as declared), calls by name,
+            /// prompts, resources, change listening, authorization and `close`. The
+            /// typed methods of the snapshot's tools are this struct's own.
+            pub fn mcp(&self) -> &#krate::Mcp {
+                &self.__mcp_inner.__mcp
             }
 
             #declaration
 
             #(#methods)*
-        }
-
-        #[automatically_derived]
-        impl ::core::ops::Deref for #ty {
-            type Target = #krate::Mcp;
-            fn deref(&self) -> &#krate::Mcp {
-                &self.__mcp
-            }
         }
 
         #types_module

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// The snapshot format (`mcp-core`), the runtime's own.
 use mcp_core::snapshot as format;
 
-pub use format::{did_you_mean, Snapshot, HANDLE_METHODS};
+pub use format::{did_you_mean, Snapshot};
 
 /// The file a declaration's build depends on when its server has no snapshot, so that
 /// adding one rebuilds it: the nearest `.mcp/.index` (which `mcp snapshot` rewrites on

@@ -11,5 +11,5 @@ pub struct Remote;
 
 fn main() {
     let remote = Remote::new();
-    println!("declared `{}`", remote.name());
+    println!("declared `{}`", remote.mcp().name());
 }

@@ -12,5 +12,5 @@ pub struct Echo;
 
 fn main() {
     let echo = Echo::new();
-    println!("declared `{}`", echo.name());
+    println!("declared `{}`", echo.mcp().name());
 }

@@ -81,9 +81,10 @@ impl AgentBuilder {
         self.policy_stated = true;
         self
     }
-    /// Attaches a server (a declared struct derefs to its `Mcp`; clone it in).
-    pub fn server(mut self, server: Mcp) -> Self {
-        self.servers.push(server);
+    /// Attaches a server: a `Mcp`, or a struct `#[mcp]` declares (by value or by
+    /// reference; the agent holds a clone of its handle).
+    pub fn server(mut self, server: impl Into<Mcp>) -> Self {
+        self.servers.push(server.into());
         self
     }
     /// Gives the model a tool implemented in Rust ([`FunctionTool`](crate::FunctionTool)),

@@ -88,7 +88,7 @@ async fn a_declared_struct_keeps_its_shaping_and_its_approvals_apply_per_call() 
     let agent = Agent::builder()
         .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
         .mode(Mode::Auto)
-        .server(Mcp::clone(&files))
+        .server(&files)
         .on_event(move |_, e| {
             // The application locks down after the first read.
             if matches!(e, Event::AfterToolResult { tool, .. } if tool == "files_read_text_file") {

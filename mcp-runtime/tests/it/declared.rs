@@ -81,7 +81,7 @@ impl Everything {
 #[tokio::test]
 async fn a_declared_server_is_an_object() {
     let ev = Everything::new(40, Arc::default(), Arc::default());
-    assert_eq!(ev.name(), "everything");
+    assert_eq!(ev.mcp().name(), "everything");
     // The declaration, readable without connecting.
     let d = Everything::DECLARATION;
     assert_eq!(d.name, "everything");
@@ -97,7 +97,7 @@ async fn a_declared_server_is_an_object() {
         d.snapshot.is_some_and(|p| p.ends_with("everything.json")),
         "{d:?}"
     );
-    let tools = ev.tools().await.unwrap();
+    let tools = ev.mcp().tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert!(
         names.contains(&"add"),
@@ -134,7 +134,7 @@ async fn a_declared_server_is_an_object() {
     );
 
     // Rename + fixed argument + wrap, round trip through the server.
-    let r = ev.call("add", json!({"a": 2})).await.unwrap();
+    let r = ev.mcp().call("add", json!({"a": 2})).await.unwrap();
     assert_eq!(r.text(), "The sum of 2 and 40 is 42.\n(b was 40)");
     // The typed method does the same.
     let r = ev.add(everything_tools::Add { a: 1.0 }).await.unwrap();
@@ -147,25 +147,31 @@ async fn a_declared_server_is_an_object() {
     let r = ev.ev_echo().await.unwrap();
     assert_eq!(r.text(), "Echo: fixed message");
 
-    let p = ev.prompt("args-prompt", [("city", "Oslo")]).await.unwrap();
+    let p = ev
+        .mcp()
+        .prompt("args-prompt", [("city", "Oslo")])
+        .await
+        .unwrap();
     assert!(!p.messages.is_empty());
-    assert!(ev.prompts().await.unwrap().len() >= 3);
-    assert!(ev.resources().await.unwrap().len() >= 7);
-    let templates = ev.resource_templates().await.unwrap();
+    assert!(ev.mcp().prompts().await.unwrap().len() >= 3);
+    assert!(ev.mcp().resources().await.unwrap().len() >= 7);
+    let templates = ev.mcp().resource_templates().await.unwrap();
     let text = templates
         .iter()
         .find(|t| t.uri_template.contains("/text/"))
         .unwrap();
     let read = ev
+        .mcp()
         .resource_from_template(&text.uri_template, &[("resourceId", "5")])
         .await
         .unwrap();
     assert!(read.contents[0].text.as_deref().unwrap().contains('5'));
-    assert!(ev.instructions().await.unwrap().is_some());
-    assert_eq!(ev.version().await.unwrap().as_deref(), Some("2.0.0"));
+    assert!(ev.mcp().instructions().await.unwrap().is_some());
+    assert_eq!(ev.mcp().version().await.unwrap().as_deref(), Some("2.0.0"));
 
     // Completion through the handle.
     let c = ev
+        .mcp()
         .complete(
             mcp_runtime::CompletionRef::Prompt("completable-prompt".into()),
             "department",
@@ -179,12 +185,14 @@ async fn a_declared_server_is_an_object() {
     // after_change method heard it.
     assert!(ev.changes.lock().unwrap().contains(&Change::Tools));
     // Listening (legacy server: list changes come anyway; resources are subscribed).
-    ev.listen(&["demo://resource/static/document/architecture.md"])
+    ev.mcp()
+        .listen(&["demo://resource/static/document/architecture.md"])
         .await
         .unwrap();
 
     // Progress and input requests go to the instance's methods.
     let r = ev
+        .mcp()
         .call(
             "ev_trigger-long-running-operation",
             json!({"duration": 1, "steps": 2}),
@@ -193,7 +201,7 @@ async fn a_declared_server_is_an_object() {
         .unwrap();
     assert!(r.text().contains("completed"));
     assert!(ev.progress.load(Ordering::SeqCst) >= 2);
-    ev.close().await.unwrap();
+    ev.mcp().close().await.unwrap();
 }
 
 /// The project's PyPI `mcp` server over HTTP, stateless 2026-07-28: headers and the
@@ -264,8 +272,9 @@ async fn settings_from_the_instance_typed_output_and_a_local_tool() {
     let _server = support::HttpServer::python_on(29417, &["stateless"]);
     let tokens = Arc::new(AtomicUsize::new(0));
     let py = Py::new(tokens.clone());
-    assert_eq!(py.name(), "py");
+    assert_eq!(py.mcp().name(), "py");
     let names: Vec<String> = py
+        .mcp()
         .tools()
         .await
         .unwrap()
@@ -295,11 +304,12 @@ async fn settings_from_the_instance_typed_output_and_a_local_tool() {
     assert_eq!(py.ask_name().await.unwrap().text(), "Hello, Ada");
     // A tool of our own calling the server.
     let bold = py
+        .mcp()
         .call("markdown_echo", json!({"message": "hi"}))
         .await
         .unwrap();
     assert_eq!(bold.text(), "**Echo: hi**");
-    py.close().await.unwrap();
+    py.mcp().close().await.unwrap();
 }
 
 #[tokio::test]
@@ -377,7 +387,7 @@ impl Files {
 #[tokio::test]
 async fn filesystem_via_npx_with_typed_structured_output() {
     let files = Files::new("ann".into());
-    let tools = files.tools().await.unwrap();
+    let tools = files.mcp().tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["read", "list_allowed_directories"]);
     assert!(
@@ -397,7 +407,7 @@ async fn filesystem_via_npx_with_typed_structured_output() {
         .await
         .unwrap();
     assert_eq!(r.output.unwrap().content, "typed");
-    files.close().await.unwrap();
+    files.mcp().close().await.unwrap();
 }
 
 /// server-everything through npx, with environment values from the instance.
@@ -431,7 +441,7 @@ async fn environment_values_come_from_the_declaration_and_the_instance() {
         env.contains("\"PATH\""),
         "merged over the parent environment"
     );
-    ev.close().await.unwrap();
+    ev.mcp().close().await.unwrap();
 }
 
 /// A fixed loopback port (a declaration's `url` is a literal), below the ephemeral range
@@ -479,24 +489,26 @@ async fn declared_headers_token_timeout_and_context_reach_the_server() {
     );
     assert_eq!(Bare::DECLARATION.snapshot, None);
     let h = WithHeaders::new("ann".into(), "tok-1".into());
-    let r = h.call("request_headers", json!({})).await.unwrap();
+    let r = h.mcp().call("request_headers", json!({})).await.unwrap();
     let seen: Value = serde_json::from_str(&r.text()).unwrap();
     assert_eq!(seen["x-team"], "core", "{seen}");
     assert_eq!(seen["x-user"], "ann", "{seen}");
     assert_eq!(seen["authorization"], "Bearer tok-1", "{seen}");
     // The declared timeout (1 s, no progress until the end): the call gives up.
     let e = h
+        .mcp()
         .call("slow", json!({"seconds": 30, "steps": 1}))
         .await
         .unwrap_err();
     assert!(e.is_timeout(), "{e}");
-    h.close().await.unwrap();
+    h.mcp().close().await.unwrap();
 
     // `with_context`: a request timeout for a server that declares none.
     let b = Bare::with_context(
         mcp_runtime::Context::new().request_timeout(std::time::Duration::from_millis(300)),
     );
     let e = b
+        .mcp()
         .call("slow", json!({"seconds": 30, "steps": 1}))
         .await
         .unwrap_err();
@@ -504,7 +516,7 @@ async fn declared_headers_token_timeout_and_context_reach_the_server() {
         e.is_timeout() && e.to_string().contains("HttpConfig::request_timeout"),
         "{e}"
     );
-    b.close().await.unwrap();
+    b.mcp().close().await.unwrap();
 }
 
 /// server-everything (2025-11-25) behind a wiretap, declared with its snapshot.
@@ -555,7 +567,7 @@ async fn a_typed_call_on_a_fresh_handle_sends_only_the_call_and_the_handshake() 
     })
     .await
     .unwrap();
-    ev.close().await.unwrap();
+    ev.mcp().close().await.unwrap();
     let sent = support::sent(&support::read_wire(&log));
     // Positive control: the reader sees the calls it counts.
     assert_eq!(
@@ -584,7 +596,7 @@ async fn a_typed_call_on_a_fresh_handle_sends_only_the_call_and_the_handshake() 
         .await
         .unwrap();
     assert_eq!(typed.output, Some(tapped_py_tools::AddOutput { sum: 3.5 }));
-    py.close().await.unwrap();
+    py.mcp().close().await.unwrap();
     let sent = support::sent(&support::read_wire(&log));
     assert_eq!(sent, ["start", "server/discover", "tools/call"], "{sent:?}");
 }

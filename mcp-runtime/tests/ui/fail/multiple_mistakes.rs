@@ -15,7 +15,7 @@ pub struct Everything;
 
 async fn use_it() -> mcp_runtime::Result<()> {
     let e = Everything::new();
-    let _ = e.name();
+    let _ = e.mcp().name();
     let r = e
         .echo(everything_tools::Echo {
             message: "hi".into(),

@@ -1,6 +1,5 @@
 //! Every setting of `#[mcp(...)]`, in the forms it takes. Nothing connects: servers
 //! connect on first use.
-use std::sync::Arc;
 
 use mcp_runtime::{mcp, CallToolResult, Change, InputRequest, InputResponse, Progress, Tool};
 
@@ -145,14 +144,16 @@ impl Tunneled {
 }
 
 fn main() {
-    let linear: Arc<Linear> = Linear::new("ann".into());
-    assert_eq!(linear.name(), "linear");
+    let linear: Linear = Linear::new("ann".into());
+    let _shared: Linear = linear.clone(); // cheap: clones share the inputs and the connection
+    assert_eq!(linear.mcp().name(), "linear");
+    let _attached: mcp_runtime::Mcp = (&linear).into();
     let files = Files::with_context(mcp_runtime::Context::new().request_timeout(std::time::Duration::from_secs(5)), "k".into());
-    assert_eq!(files.name(), "files");
+    assert_eq!(files.mcp().name(), "files");
     // Typed methods from the `files` snapshot exist and take typed arguments.
     let _ = files_tools::ReadTextFile { path: "README.md".into(), head: None, tail: None };
     let _ = Tunneled::new();
     let wiki = Wiki::new("ann".into());
-    assert!(!wiki.is_authorized());
+    assert!(!wiki.mcp().is_authorized());
     let _ = (Reports::new(), Ci::new());
 }

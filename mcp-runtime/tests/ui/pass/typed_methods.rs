@@ -26,4 +26,24 @@ async fn calls(ev: &Everything) -> mcp_runtime::Result<()> {
     Ok(())
 }
 
+/// A tool may take the name of one of the handle's methods: the handle is behind
+/// `mcp()`, so the typed method and the handle's method never meet.
+#[mcp(
+    snapshot = "everything",
+    command("npx", "-y", "@modelcontextprotocol/server-everything@2026.8.31", "stdio"),
+    only(echo, "get-sum"),
+    tool(echo, as = close),
+    tool("get-sum", as = tools),
+)]
+pub struct Shadowless;
+
+#[allow(dead_code)]
+async fn both(s: Shadowless) -> mcp_runtime::Result<()> {
+    let _: mcp_runtime::CallToolResult = s.close(shadowless_tools::Close { message: "hi".into() }).await?;
+    let _ = s.tools(shadowless_tools::Tools { a: 1.0, b: 2.0 }).await?;
+    let listed: Vec<mcp_runtime::McpTool> = s.mcp().tools().await?;
+    let _ = listed;
+    s.mcp().close().await
+}
+
 fn main() {}
