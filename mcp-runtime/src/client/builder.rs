@@ -2,18 +2,19 @@
 
 use super::inbox::Inbox;
 use super::index::ToolIndex;
+use super::inner::*;
+use super::parts::{
+    InputRouting, ListCache, Listeners, ProgressRegistry, Session, Settings, TaskWatch,
+};
 use super::shared::*;
 use crate::error::{Error, Result};
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
 use crate::model::{Implementation, LogLevel, Progress};
 use crate::transport::{Incoming, Transport};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {
@@ -264,33 +265,29 @@ impl ClientBuilder {
             transport: Box::new(transport),
             #[cfg(feature = "oauth")]
             oauth: self.oauth,
-            name: self.name,
-            client_info,
-            capabilities: Value::Object(caps),
-            timeout: self.timeout,
-            max_timeout: self.max_timeout.max(self.timeout),
-            connect_timeout: self.connect_timeout.unwrap_or(self.timeout),
-            ignores_discover: AtomicBool::new(false),
-            log_level: self.log_level,
-            input: self.input_handler,
-            input_kinds: kinds,
-            sampling: self.sampling,
-            roots: self.roots,
-            max_input_rounds: self.max_input_rounds,
-            on_change: self.on_change,
-            on_progress: self.on_progress,
-            protocol: self.protocol,
-            next_id: AtomicI64::new(1),
-            connect_lock: tokio::sync::Mutex::new(()),
-            state: Mutex::new(None),
-            progress: Mutex::new(HashMap::new()),
-            cache: Mutex::new(HashMap::new()),
-            cache_generation: AtomicU64::new(0),
-            listens: Mutex::new(HashMap::new()),
-            session_reset: Notify::new(),
+            settings: Settings {
+                name: self.name,
+                client_info,
+                capabilities: Value::Object(caps),
+                timeout: self.timeout,
+                max_timeout: self.max_timeout.max(self.timeout),
+                connect_timeout: self.connect_timeout.unwrap_or(self.timeout),
+                log_level: self.log_level,
+                protocol: self.protocol,
+            },
+            session: Session::new(),
+            input_routing: InputRouting {
+                input: self.input_handler,
+                kinds,
+                sampling: self.sampling,
+                roots: self.roots,
+                max_rounds: self.max_input_rounds,
+            },
+            lists: ListCache::default(),
+            progress: ProgressRegistry::new(self.on_progress),
+            listeners: Listeners::new(self.on_change),
             tool_index: ToolIndex::default(),
-            task_waiters: Mutex::new(HashMap::new()),
-            task_reported: Mutex::new(HashMap::new()),
+            tasks: TaskWatch::default(),
             skill_files: Mutex::new(crate::skills::FileCache::default()),
         });
         Ok(Client {

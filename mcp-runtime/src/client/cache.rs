@@ -1,17 +1,13 @@
 //! Lists (all pages), their cache under the server's `ttlMs`, invalidation on list
 //! changes, and per-tool facts (headers, UI resources).
 
+use super::inner::*;
 use super::options::RequestOptions;
-use super::shared::*;
 use crate::error::{Error, Result};
 use crate::model::Tool;
 use crate::protocol::{Method, APPS_EXTENSION};
-use mcp_core::lock;
 use serde_json::{Map, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
-use tokio::time::Instant;
 
 pub(super) fn typed_items<T: serde::de::DeserializeOwned>(
     server: &str,
@@ -37,10 +33,12 @@ pub(super) fn ttl_of(v: &Value) -> u64 {
 impl Inner {
     pub(super) async fn list_tools(self: &Arc<Self>) -> Result<Vec<Tool>> {
         let items = self.list(Method::ToolsList.as_str(), "tools").await?;
-        let tools: Vec<Tool> = typed_items(&self.name, "tool", &items);
-        Ok(self
-            .tool_index
-            .fill(&self.name, tools, self.transport.mirrors_param_headers()))
+        let tools: Vec<Tool> = typed_items(&self.settings.name, "tool", &items);
+        Ok(self.tool_index.fill(
+            &self.settings.name,
+            tools,
+            self.transport.mirrors_param_headers(),
+        ))
     }
 
     /// The `Mcp-Param-*` headers for a call, from the tool index: never listed here
@@ -54,43 +52,17 @@ impl Inner {
     }
 
     pub(super) fn reset(&self) {
-        *lock(&self.state) = None;
+        self.session.reset();
         self.invalidate_all();
-        self.session_reset.notify_waiters();
     }
 
     pub(super) fn invalidate_all(&self) {
-        self.cache_generation.fetch_add(1, Ordering::AcqRel);
-        lock(&self.cache).clear();
+        self.lists.clear();
         self.tool_index.stale();
     }
 
     pub(super) fn invalidate(&self, prefix: &str) {
-        self.cache_generation.fetch_add(1, Ordering::AcqRel);
-        lock(&self.cache).retain(|k, _| !k.starts_with(prefix));
-    }
-
-    pub(super) fn cached(&self, key: &str) -> Option<Arc<Vec<Value>>> {
-        let cache = lock(&self.cache);
-        cache
-            .get(key)
-            .filter(|e| e.expires > Instant::now())
-            .map(|e| e.value.clone())
-    }
-
-    pub(super) fn store(&self, key: String, generation: u64, ttl_ms: u64, value: Arc<Vec<Value>>) {
-        let mut cache = lock(&self.cache);
-        // A change announced while the request ran makes its answer stale already.
-        if self.cache_generation.load(Ordering::Acquire) != generation {
-            return;
-        }
-        cache.insert(
-            key,
-            CacheEntry {
-                expires: Instant::now() + Duration::from_millis(ttl_ms),
-                value,
-            },
-        );
+        self.lists.forget(prefix);
     }
 
     /// The UI resource (MCP Apps) of a tool, from the last tool list.
@@ -103,21 +75,22 @@ impl Inner {
     pub(super) async fn ui_resource_for(self: &Arc<Self>, tool: &str) -> Option<String> {
         if self.declares(APPS_EXTENSION) && self.tool_index.is_empty() {
             if let Err(e) = self.list_tools().await {
-                tracing::debug!(server = %self.name, error = %e, "could not list tools for their UI resources");
+                tracing::debug!(server = %self.settings.name, error = %e, "could not list tools for their UI resources");
             }
         }
         self.ui_resource_of(tool)
     }
 
     pub(super) async fn list(self: &Arc<Self>, method: &str, key: &str) -> Result<Arc<Vec<Value>>> {
-        if let Some(hit) = self.cached(method) {
+        if let Some(hit) = self.lists.get(method) {
             return Ok(hit);
         }
-        let generation = self.cache_generation.load(Ordering::Acquire);
+        let generation = self.lists.mark();
         let (items, ttl) = self.pages(method, Map::new(), key).await?;
         let items = Arc::new(items);
         if ttl > 0 {
-            self.store(method.to_owned(), generation, ttl, items.clone());
+            self.lists
+                .put(method.to_owned(), generation, ttl, items.clone());
         }
         Ok(items)
     }

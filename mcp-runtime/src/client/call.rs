@@ -1,7 +1,7 @@
 //! `tools/call` in the making ([`CallTool`]): options first, then await it.
 
+use super::inner::*;
 use super::options::RequestOptions;
-use super::shared::*;
 use super::tasks::Started;
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome};
@@ -167,7 +167,7 @@ impl CallTool<'_> {
                 match inner.list_tools().await {
                     Ok(_) => {}
                     Err(e) if e.is_protocol() || e.is_invalid_response() => {
-                        tracing::debug!(server = %inner.name, error = %e, "could not list tools to find their header arguments")
+                        tracing::debug!(server = %inner.settings.name, error = %e, "could not list tools to find their header arguments")
                     }
                     Err(e) => return Err(e),
                 }
@@ -196,7 +196,7 @@ impl<'a> IntoFuture for CallTool<'a> {
         Box::pin(async move {
             let client = self.client;
             ended(
-                &client.inner.name,
+                &client.inner.settings.name,
                 Method::ToolsCall.as_str(),
                 self.outcome().await?,
             )

@@ -2,7 +2,9 @@
 //! rounds (`input_required` and legacy `elicitation/create`), and tasks answered in
 //! place of a result.
 
+use super::inner::*;
 use super::options::RequestOptions;
+use super::parts::CallProgress;
 use super::shared::*;
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome, InputRequest, InputResponse, PendingInput};
@@ -13,7 +15,6 @@ use crate::transport::RequestContext;
 use mcp_core::lock;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -106,7 +107,7 @@ pub(super) struct ProgressGuard<'a> {
 impl Drop for ProgressGuard<'_> {
     fn drop(&mut self) {
         if let Some(t) = self.token.take() {
-            lock(&self.inner.progress).remove(&t);
+            self.inner.progress.forget(&t);
         }
     }
 }
@@ -123,8 +124,11 @@ impl Inner {
         cancellable: bool,
     ) -> Result<Value> {
         let method = request.method.clone();
-        let timeout = opts.timeout.unwrap_or(self.timeout);
-        let max = opts.max_timeout.unwrap_or(self.max_timeout).max(timeout);
+        let timeout = opts.timeout.unwrap_or(self.settings.timeout);
+        let max = opts
+            .max_timeout
+            .unwrap_or(self.settings.max_timeout)
+            .max(timeout);
         let hold = crate::transport::Hold::default();
         let cx = RequestContext {
             version: version.to_owned(),
@@ -209,7 +213,7 @@ impl Inner {
         opts: &RequestOptions,
     ) -> Result<Value> {
         ended(
-            &self.name,
+            &self.settings.name,
             method,
             self.call_pausing(method, params, opts).await?,
         )
@@ -234,16 +238,11 @@ impl Inner {
             _ => None,
         };
         let wants_progress =
-            always_progress || opts.on_progress.is_some() || !self.on_progress.is_empty();
+            always_progress || opts.on_progress.is_some() || self.progress.wants_every();
         let token = wants_progress.then(|| Id::Number(self.next_id()));
-        let progress = token.as_ref().map(|t| {
-            let p = Arc::new(CallProgress {
-                callback: opts.on_progress.clone(),
-                notify: Notify::new(),
-            });
-            lock(&self.progress).insert(t.clone(), p.clone());
-            p
-        });
+        let progress = token
+            .as_ref()
+            .map(|t| self.progress.register(t.clone(), opts.on_progress.clone()));
         let _progress_guard = ProgressGuard {
             inner: self,
             token: token.clone(),
@@ -258,8 +257,10 @@ impl Inner {
             };
             let mut meta = match details.era {
                 Era::Modern => {
-                    let mut m = self
-                        .modern_meta(&details.protocol_version, opts.log_level.or(self.log_level));
+                    let mut m = self.modern_meta(
+                        &details.protocol_version,
+                        opts.log_level.or(self.settings.log_level),
+                    );
                     if opts.pause_input || opts.answers.is_some() {
                         declare_elicitation(&mut m);
                     }
@@ -302,10 +303,10 @@ impl Inner {
                 None | Some("complete") => return Ok(CallOutcome::Done(v)),
                 Some("input_required") if mrtr => {
                     rounds += 1;
-                    if rounds > self.max_input_rounds {
+                    if rounds > self.input_routing.max_rounds {
                         return Err(Error::invalid_response(format!(
                             "`{method}` still asked for input after {} rounds; giving up",
-                            self.max_input_rounds
+                            self.input_routing.max_rounds
                         )));
                     }
                     let requests = v
@@ -315,7 +316,10 @@ impl Inner {
                     let state = v.get_mut("requestState").map(Value::take);
                     if opts.pause_input {
                         return Ok(CallOutcome::NeedsInput(PendingInput::new(
-                            &self.name, requests, state, None,
+                            &self.settings.name,
+                            requests,
+                            state,
+                            None,
                         )));
                     }
                     let responses = self.answer_all(requests, &[]).await?;
@@ -362,7 +366,7 @@ impl Inner {
                 let answer = self.answer_input(&m, params).await.map_err(|e| {
                     Error::unsupported(format!(
                         "{} asked for `{m}` input: {}",
-                        self.name, e.message
+                        self.settings.name, e.message
                     ))
                 })?;
                 responses.insert(key, answer);
@@ -372,7 +376,8 @@ impl Inner {
     }
 
     pub(super) fn declares(&self, extension: &str) -> bool {
-        self.capabilities
+        self.settings
+            .capabilities
             .get("extensions")
             .and_then(|e| e.get(extension))
             .is_some()
@@ -414,18 +419,18 @@ impl Inner {
     ) -> std::result::Result<Value, ErrorObject> {
         match Method::of(method) {
             Some(Method::ElicitationCreate) => {
-                let Some(handler) = &self.input else {
+                let Some(handler) = &self.input_routing.input else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
                         "this client takes no input requests (no input handler is set)",
                     ));
                 };
-                let request = InputRequest::from_params(&self.name, &params)
+                let request = InputRequest::from_params(&self.settings.name, &params)
                     .map_err(|e| ErrorObject::new(code::INVALID_PARAMS, e))?;
                 let accepted = if request.is_form() {
-                    self.input_kinds.form
+                    self.input_routing.kinds.form
                 } else {
-                    self.input_kinds.url
+                    self.input_routing.kinds.url
                 };
                 if !accepted {
                     return Ok(InputResponse::Decline.to_value());
@@ -433,7 +438,7 @@ impl Inner {
                 Ok(handler.handle(request).await.to_value())
             }
             Some(Method::SamplingCreateMessage) => {
-                let Some(handler) = &self.sampling else {
+                let Some(handler) = &self.input_routing.sampling else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
                         "this client does not do sampling (no sampling handler is set)",
@@ -450,7 +455,7 @@ impl Inner {
                 handler.create_message(params).await
             }
             Some(Method::RootsList) => {
-                let Some(handler) = &self.roots else {
+                let Some(handler) = &self.input_routing.roots else {
                     return Err(ErrorObject::new(
                         code::METHOD_NOT_FOUND,
                         "this client exposes no roots (no roots handler is set)",

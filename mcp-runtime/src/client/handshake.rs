@@ -2,6 +2,7 @@
 //! the probe's answer is not modern), the legacy handshake, and what the server says
 //! about itself.
 
+use super::inner::*;
 use super::negotiate;
 use super::negotiate::{Handshake, Probe};
 use super::options::RequestOptions;
@@ -12,9 +13,7 @@ use crate::model::{LogLevel, ServerCapabilities};
 use crate::protocol::Era;
 use crate::protocol::{meta, Method};
 use crate::protocol::{LEGACY_VERSIONS, MODERN_VERSIONS};
-use mcp_core::lock;
 use serde_json::{json, Map, Value};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub(super) fn discovered(mut v: Value, version: String) -> ServerDetails {
@@ -42,11 +41,11 @@ pub(super) fn discovered(mut v: Value, version: String) -> ServerDetails {
 
 impl Inner {
     pub(super) async fn ensure(self: &Arc<Self>) -> Result<Arc<ServerDetails>> {
-        if let Some(d) = lock(&self.state).clone() {
+        if let Some(d) = self.session.details() {
             return Ok(d);
         }
-        let _connecting = self.connect_lock.lock().await;
-        if let Some(d) = lock(&self.state).clone() {
+        let _connecting = self.session.connecting().await;
+        if let Some(d) = self.session.details() {
             return Ok(d);
         }
         let d = match self.negotiate().await {
@@ -61,8 +60,8 @@ impl Inner {
                 return Err(e);
             }
         };
-        tracing::debug!(server = %self.name, era = ?d.era, version = %d.protocol_version, "session started");
-        *lock(&self.state) = Some(d.clone());
+        tracing::debug!(server = %self.settings.name, era = ?d.era, version = %d.protocol_version, "session started");
+        self.session.set(d.clone());
         Ok(d)
     }
 
@@ -73,8 +72,11 @@ impl Inner {
     ) -> Map<String, Value> {
         let mut meta = Map::new();
         meta.insert(meta::VERSION.into(), version.into());
-        meta.insert(meta::CLIENT_CAPABILITIES.into(), self.capabilities.clone());
-        meta.insert(meta::CLIENT_INFO.into(), self.client_info.clone());
+        meta.insert(
+            meta::CLIENT_CAPABILITIES.into(),
+            self.settings.capabilities.clone(),
+        );
+        meta.insert(meta::CLIENT_INFO.into(), self.settings.client_info.clone());
         if let Some(l) = log_level {
             meta.insert(meta::LOG_LEVEL.into(), l.as_str().into());
         }
@@ -85,24 +87,22 @@ impl Inner {
     pub(super) async fn negotiate(self: &Arc<Self>) -> Result<ServerDetails> {
         // Start the server (a stdio process) before any clock of the connect runs.
         self.transport.connect(&self.incoming).await?;
-        match self.protocol {
+        match self.settings.protocol {
             ProtocolMode::Legacy => return self.handshake(false).await,
             ProtocolMode::Modern => return self.probe(false).await,
             ProtocolMode::Auto => {}
         }
-        if self.transport.era_hint() == Some(Era::Legacy)
-            || self.ignores_discover.load(Ordering::Relaxed)
-        {
+        if self.transport.era_hint() == Some(Era::Legacy) || self.session.ignores_discover() {
             // Known to be an older server: skip the probe, unless that is no longer so.
             match negotiate::handshake(
-                &self.name,
+                &self.settings.name,
                 self.initialize_request(LEGACY_VERSIONS[0]).await,
                 LEGACY_VERSIONS[0],
             ) {
                 Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
                 Handshake::Modern(version, _) => return self.discover_at(version).await,
                 other => {
-                    tracing::debug!(server = %self.name, outcome = ?other, "initialize failed where it worked before; probing again");
+                    tracing::debug!(server = %self.settings.name, outcome = ?other, "initialize failed where it worked before; probing again");
                     // The server read one handshake already: start afresh, so it never
                     // reads two.
                     if !self.transport.answers_every_request() {
@@ -127,7 +127,7 @@ impl Inner {
                 self.after_silence(e).await
             }
             answer => {
-                let outcome = negotiate::probe(&self.name, answer, version);
+                let outcome = negotiate::probe(&self.settings.name, answer, version);
                 self.after_probe(outcome, fallback).await
             }
         }
@@ -140,17 +140,17 @@ impl Inner {
     /// (a stdio server stopped) and `initialize` goes alone to a fresh one. Either way
     /// the server then reads exactly one handshake, and the era is the one it answers.
     async fn after_silence(self: &Arc<Self>, silence: Error) -> Result<ServerDetails> {
-        tracing::debug!(server = %self.name, error = %silence, "server/discover went unanswered; restarting the server and sending initialize alone");
+        tracing::debug!(server = %self.settings.name, error = %silence, "server/discover went unanswered; restarting the server and sending initialize alone");
         let _ = self.transport.close().await;
         self.transport.connect(&self.incoming).await?;
         match self.handshake(true).await {
             Ok(d) => {
-                self.ignores_discover.store(true, Ordering::Relaxed);
+                self.session.note_ignores_discover();
                 Ok(d)
             }
             Err(e) if e.is_timeout() => Err(Error::timeout_of(
                 "server/discover, then initialize to the restarted server",
-                self.connect_timeout,
+                self.settings.connect_timeout,
                 "ClientBuilder::connect_timeout",
             )
             .with_source(e)),
@@ -167,14 +167,14 @@ impl Inner {
             Probe::Modern(v, version) => Ok(discovered(v, version)),
             Probe::Retry(version, _) => self.discover_at(version).await,
             Probe::NotModern(e) if fallback => {
-                tracing::debug!(server = %self.name, error = %e, "server/discover did not find a 2026-07-28 server; trying the initialize handshake");
+                tracing::debug!(server = %self.settings.name, error = %e, "server/discover did not find a 2026-07-28 server; trying the initialize handshake");
                 self.handshake(true).await
             }
             // No answer, or no connection: say that, not that the server is old.
             Probe::NotModern(e) if e.is_timeout() || e.is_transport() => Err(e),
             Probe::NotModern(e) => Err(Error::unsupported(format!(
                 "{} does not speak the 2026-07-28 protocol (ProtocolMode::Modern): {e}",
-                self.name
+                self.settings.name
             ))
             .with_source(e)),
             Probe::Fail(e) => Err(e),
@@ -189,7 +189,7 @@ impl Inner {
     ) -> Result<ServerDetails> {
         let mut last = None;
         for _ in 0..3 {
-            match negotiate::probe(&self.name, self.discover(&version).await, &version) {
+            match negotiate::probe(&self.settings.name, self.discover(&version).await, &version) {
                 Probe::Modern(v, version) => return Ok(discovered(v, version)),
                 Probe::Retry(next, e) => {
                     version = next;
@@ -199,7 +199,10 @@ impl Inner {
             }
         }
         Err(last.unwrap_or_else(|| {
-            Error::unsupported(format!("{} keeps refusing server/discover", self.name))
+            Error::unsupported(format!(
+                "{} keeps refusing server/discover",
+                self.settings.name
+            ))
         }))
     }
 
@@ -222,7 +225,7 @@ impl Inner {
     /// The options of the connect's requests: the connect timeout, named when it passes.
     fn connect_options(&self) -> RequestOptions {
         RequestOptions {
-            timeout: Some(self.connect_timeout),
+            timeout: Some(self.settings.connect_timeout),
             timeout_setting: Some("ClientBuilder::connect_timeout"),
             ..RequestOptions::default()
         }
@@ -242,7 +245,7 @@ impl Inner {
     ) -> Result<ServerDetails> {
         for _ in 0..2 {
             let answer = self.initialize_request(&offered).await;
-            match negotiate::handshake(&self.name, answer, &offered) {
+            match negotiate::handshake(&self.settings.name, answer, &offered) {
                 Handshake::Legacy(v, version) => return self.finish_handshake(v, version).await,
                 Handshake::Retry(version) => offered = version,
                 Handshake::Modern(version, _) if modern_ok => {
@@ -250,14 +253,14 @@ impl Inner {
                 }
                 Handshake::Modern(version, e) => {
                     let _ = self.transport.close().await;
-                    let why = if self.protocol == ProtocolMode::Legacy {
+                    let why = if self.settings.protocol == ProtocolMode::Legacy {
                         "use ProtocolMode::Auto or ProtocolMode::Modern for it"
                     } else {
                         "but its server/discover failed"
                     };
                     return Err(Error::unsupported(format!(
                         "{} refused the initialize handshake: it speaks {version}; {why}",
-                        self.name
+                        self.settings.name
                     ))
                     .with_source(e));
                 }
@@ -271,7 +274,7 @@ impl Inner {
         }
         Err(Error::unsupported(format!(
             "{} keeps refusing the initialize handshake",
-            self.name
+            self.settings.name
         )))
     }
 
@@ -282,8 +285,8 @@ impl Inner {
             method: Method::Initialize.as_str().into(),
             params: json!({
                 "protocolVersion": version,
-                "capabilities": self.capabilities,
-                "clientInfo": self.client_info,
+                "capabilities": self.settings.capabilities,
+                "clientInfo": self.settings.client_info,
             }),
         };
         self.exchange(version, request, &self.connect_options(), None, false)
@@ -319,7 +322,7 @@ impl Inner {
                 &version,
             )
             .await?;
-        if let Some(level) = self.log_level {
+        if let Some(level) = self.settings.log_level {
             if details.capabilities.logging() {
                 let request = Request {
                     id: Id::Number(self.next_id()),
@@ -330,7 +333,7 @@ impl Inner {
                     .exchange(&version, request, &RequestOptions::default(), None, true)
                     .await
                 {
-                    tracing::warn!(server = %self.name, error = %e, "logging/setLevel failed");
+                    tracing::warn!(server = %self.settings.name, error = %e, "logging/setLevel failed");
                 }
             }
         }

@@ -1,11 +1,11 @@
 //! What the server sends unasked: notifications and, before 2026-07-28, requests.
 
+use super::inner::*;
 use super::shared::*;
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::model::Progress;
 use crate::protocol::{code, Method};
 use crate::transport::{BoxFuture, IncomingHandler};
-use mcp_core::lock;
 use serde_json::Value;
 use std::sync::Weak;
 
@@ -37,23 +37,11 @@ impl IncomingHandler for Inbox {
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                 };
-                let call = token.and_then(|t| lock(&inner.progress).get(&t).cloned());
-                match call {
-                    Some(call) => {
-                        call.notify.notify_one();
-                        if let Some(cb) = &call.callback {
-                            cb(&progress);
-                        }
-                        for cb in &inner.on_progress {
-                            cb(&progress);
-                        }
-                    }
-                    None => {
-                        tracing::debug!(server = %inner.name, "progress for no active request ignored")
-                    }
+                if !token.is_some_and(|t| inner.progress.report(&t, &progress)) {
+                    tracing::debug!(server = %inner.settings.name, "progress for no active request ignored")
                 }
             }
-            Some(Method::LogMessage) => log_message(&inner.name, &params),
+            Some(Method::LogMessage) => log_message(&inner.settings.name, &params),
             Some(Method::ToolsListChanged) => {
                 inner.invalidate("tools/");
                 inner.tool_index.stale();
@@ -76,18 +64,9 @@ impl IncomingHandler for Inbox {
             }
             Some(Method::SubscriptionsAcknowledged) => {
                 let id = subscription_id(&params);
-                let mut listens = lock(&inner.listens);
-                match id
-                    .and_then(|id| listens.get_mut(&id))
-                    .and_then(|s| s.ack.take())
-                {
-                    Some(ack) => {
-                        let _ =
-                            ack.send(params.get("notifications").cloned().unwrap_or(Value::Null));
-                    }
-                    None => {
-                        tracing::debug!(server = %inner.name, "acknowledgement for no listen request ignored")
-                    }
+                let notifications = params.get("notifications").cloned().unwrap_or(Value::Null);
+                if !id.is_some_and(|id| inner.listeners.acknowledged(&id, notifications)) {
+                    tracing::debug!(server = %inner.settings.name, "acknowledgement for no listen request ignored")
                 }
             }
             // `notifications/tasks` is how drafts of the tasks extension named it.
@@ -103,16 +82,13 @@ impl IncomingHandler for Inbox {
                     .get("requestId")
                     .cloned()
                     .and_then(|i| serde_json::from_value(i).ok());
-                let ended = id.and_then(|id| {
-                    lock(&inner.listens)
-                        .get_mut(&id)
-                        .and_then(|s| s.ended.take())
-                });
-                if let Some(ended) = ended {
-                    let _ = ended.send(());
+                if let Some(id) = id {
+                    inner.listeners.ended(&id);
                 }
             }
-            _ => tracing::debug!(server = %inner.name, method = %n.method, "notification ignored"),
+            _ => {
+                tracing::debug!(server = %inner.settings.name, method = %n.method, "notification ignored")
+            }
         }
     }
 

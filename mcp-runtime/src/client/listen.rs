@@ -1,13 +1,13 @@
 //! Listening for changes: the 2026-07-28 `subscriptions/listen` stream, the legacy
 //! GET stream and subscriptions, and task status polling.
 
+use super::inner::*;
 use super::options::RequestOptions;
 use super::shared::*;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Request};
 use crate::protocol::Era;
 use crate::protocol::Method;
-use mcp_core::lock;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub(super) struct ListenGuard<'a> {
 
 impl Drop for ListenGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.listens).remove(&self.id);
+        self.inner.listeners.close(&self.id);
     }
 }
 
@@ -46,7 +46,7 @@ pub(super) async fn listen_modern(
                     return;
                 }
                 None => {
-                    tracing::debug!(server = %inner.name, error = %e, "listen stream ended; reopening")
+                    tracing::debug!(server = %inner.settings.name, error = %e, "listen stream ended; reopening")
                 }
             }
         }
@@ -70,7 +70,7 @@ pub(super) async fn listen_once(
     let id = Id::Number(inner.next_id());
     let (ack_tx, ack_rx) = tokio::sync::oneshot::channel();
     let (end_tx, end_rx) = tokio::sync::oneshot::channel();
-    lock(&inner.listens).insert(
+    inner.listeners.open(
         id.clone(),
         ListenSlot {
             ack: Some(ack_tx),
@@ -156,7 +156,7 @@ pub(super) fn report_tasks(inner: &Arc<Inner>, tasks: &[String]) {
             match inner.get_task(&id).await {
                 Ok((status, _)) => inner.report_task(status, true),
                 Err(e) => {
-                    tracing::debug!(server = %inner.name, task = %id, error = %e, "could not read a listened task")
+                    tracing::debug!(server = %inner.settings.name, task = %id, error = %e, "could not read a listened task")
                 }
             }
         }
@@ -186,7 +186,7 @@ pub(super) async fn poll_tasks(inner: &Arc<Inner>, tasks: &[String]) {
                     inner.report_task(status, false);
                 }
                 Err(e) => {
-                    tracing::debug!(server = %inner.name, task = %id, error = %e, "could not read a listened task")
+                    tracing::debug!(server = %inner.settings.name, task = %id, error = %e, "could not read a listened task")
                 }
             }
         }
@@ -206,7 +206,7 @@ pub(super) async fn listen_legacy(
     let mut ready = Some(ready);
     loop {
         // Register for the next reset before subscribing, so none is missed.
-        let reset = inner.session_reset.notified();
+        let reset = inner.session.was_reset();
         tokio::pin!(reset);
         reset.as_mut().enable();
         let mut outcome = Ok(());
@@ -242,7 +242,7 @@ pub(super) async fn listen_legacy(
                 report_tasks(&inner, &tasks);
             }
             (Err(e), None) => {
-                tracing::debug!(server = %inner.name, error = %e, "resubscribing failed; retrying");
+                tracing::debug!(server = %inner.settings.name, error = %e, "resubscribing failed; retrying");
                 tokio::time::sleep(LISTEN_BACKOFF).await;
                 continue;
             }

@@ -1,7 +1,6 @@
 //! The session: one client talking to one server, in whichever protocol era it speaks.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -19,9 +18,11 @@ mod exchange;
 mod handshake;
 mod inbox;
 mod index;
+mod inner;
 mod listen;
 mod negotiate;
 mod options;
+mod parts;
 mod shared;
 mod skills;
 mod tasks;
@@ -36,10 +37,10 @@ pub use call::CallTool;
 use listen::{listen_legacy, listen_modern};
 pub use options::RequestOptions;
 
+pub use inner::Client;
+use inner::*;
 use mcp_core::lock;
-use shared::*;
-/// The MCP Apps extension.
-pub use shared::{Change, Client, ProtocolMode, ServerDetails, TaskState, TaskStatus};
+pub use shared::{Change, ProtocolMode, ServerDetails, TaskState, TaskStatus};
 pub use tasks::{Started, Task};
 
 impl Client {
@@ -50,7 +51,7 @@ impl Client {
 
     /// The name of the server, as configured.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.settings.name
     }
 
     /// Starts the session now (it otherwise starts on the first request) and returns
@@ -61,7 +62,7 @@ impl Client {
 
     /// What the server said about itself, if the session has started.
     pub fn server(&self) -> Option<Arc<ServerDetails>> {
-        lock(&self.inner.state).clone()
+        self.inner.session.details()
     }
 
     /// The server's instructions for using it (starts the session if needed).
@@ -101,7 +102,7 @@ impl Client {
             .inner
             .list(Method::PromptsList.as_str(), "prompts")
             .await?;
-        Ok(typed_items(&self.inner.name, "prompt", &items))
+        Ok(typed_items(&self.inner.settings.name, "prompt", &items))
     }
 
     /// Fills in a prompt with arguments and returns its messages.
@@ -137,7 +138,7 @@ impl Client {
             .inner
             .list(Method::ResourcesList.as_str(), "resources")
             .await?;
-        Ok(typed_items(&self.inner.name, "resource", &items))
+        Ok(typed_items(&self.inner.settings.name, "resource", &items))
     }
 
     /// Every resource template the server offers (all pages).
@@ -146,19 +147,23 @@ impl Client {
             .inner
             .list(Method::ResourceTemplatesList.as_str(), "resourceTemplates")
             .await?;
-        Ok(typed_items(&self.inner.name, "resource template", &items))
+        Ok(typed_items(
+            &self.inner.settings.name,
+            "resource template",
+            &items,
+        ))
     }
 
     /// Reads a resource. Cached while the server's `ttlMs` allows, until the server
     /// says it changed.
     pub async fn resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let key = format!("resources/read {uri}");
-        if let Some(hit) = self.inner.cached(&key) {
+        if let Some(hit) = self.inner.lists.get(&key) {
             if let Some(v) = hit.first() {
                 return model::from_value(Method::ResourcesRead.as_str(), v.clone());
             }
         }
-        let generation = self.inner.cache_generation.load(Ordering::Acquire);
+        let generation = self.inner.lists.mark();
         let mut params = Map::new();
         params.insert("uri".into(), uri.into());
         let v = self
@@ -172,7 +177,8 @@ impl Client {
         let ttl = ttl_of(&v);
         if ttl > 0 {
             self.inner
-                .store(key, generation, ttl, Arc::new(vec![v.clone()]));
+                .lists
+                .put(key, generation, ttl, Arc::new(vec![v.clone()]));
         }
         model::from_value(Method::ResourcesRead.as_str(), v)
     }
@@ -295,7 +301,7 @@ impl Client {
             if !speaks_tasks {
                 return Err(Error::unsupported(format!(
                     "{} sends no task updates{}",
-                    self.inner.name,
+                    self.inner.settings.name,
                     if details.era == Era::Modern {
                         " (declare the tasks extension, io.modelcontextprotocol/tasks)"
                     } else {
@@ -317,7 +323,7 @@ impl Client {
                 if !uris.is_empty() && !caps.resources_subscribe() {
                     return Err(Error::unsupported(format!(
                         "{} does not send updates for {}",
-                        self.inner.name,
+                        self.inner.settings.name,
                         uris.join(", ")
                     )));
                 }
@@ -373,7 +379,7 @@ impl Client {
             self.life.stop_listener();
             return Err(Error::unsupported(format!(
                 "{} does not send updates for {}",
-                self.inner.name,
+                self.inner.settings.name,
                 missing.join(", ")
             )));
         }
@@ -400,7 +406,10 @@ impl Client {
     pub fn authorization(&self) -> Result<crate::auth::Authorization<'_>> {
         let http = self.inner.oauth.as_ref();
         http.and_then(|h| h.authorization()).ok_or_else(|| {
-            Error::config(format!("{} is not configured for OAuth", self.inner.name))
+            Error::config(format!(
+                "{} is not configured for OAuth",
+                self.inner.settings.name
+            ))
         })
     }
 
@@ -410,7 +419,7 @@ impl Client {
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub(crate) fn know_tools(&self, tools: &[Tool]) {
         self.inner.tool_index.seed(
-            &self.inner.name,
+            &self.inner.settings.name,
             tools,
             self.inner.transport.mirrors_param_headers(),
         );
@@ -420,7 +429,7 @@ impl Client {
     /// connects again.
     pub async fn close(&self) -> Result<()> {
         self.life.stop_listener();
-        let _connecting = self.inner.connect_lock.lock().await;
+        let _connecting = self.inner.session.connecting().await;
         self.inner.reset();
         self.inner.transport.close().await
     }
@@ -428,13 +437,11 @@ impl Client {
 
 impl Inner {
     fn next_id(&self) -> i64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+        self.session.next_id()
     }
 
     fn changed(&self, change: Change) {
-        for cb in &self.on_change {
-            cb(&change);
-        }
+        self.listeners.changed(&change);
     }
 }
 

@@ -2,6 +2,7 @@
 //! their files with every check (see [`crate::skills`]).
 
 use super::cache::typed_items;
+use super::inner::*;
 use super::options::RequestOptions;
 use super::shared::*;
 use crate::error::{Error, Result};
@@ -27,7 +28,7 @@ impl Client {
         if d.capabilities.extension(SKILLS_EXTENSION).is_none() {
             return Err(Error::unsupported(format!(
                 "{} does not declare the skills extension ({SKILLS_EXTENSION})",
-                self.inner.name
+                self.inner.settings.name
             )));
         }
         Ok(d)
@@ -49,13 +50,13 @@ impl Client {
         for item in items.iter() {
             match Skill::from_value(item.clone()) {
                 Ok(s) if !seen.insert(s.uri().to_owned()) => tracing::warn!(
-                    server = %self.inner.name,
+                    server = %self.inner.settings.name,
                     uri = %crate::text::clip(s.uri(), 200),
                     "the server listed a skill twice; the first entry is kept"
                 ),
                 Ok(s) => skills.push(s),
                 Err(why) => tracing::warn!(
-                    server = %self.inner.name,
+                    server = %self.inner.settings.name,
                     "left out an invalid skill entry: {why}"
                 ),
             }
@@ -107,7 +108,7 @@ impl Client {
         if !declared {
             return Err(Error::unsupported(format!(
                 "{} does not offer `resources/directory/read` (no `directoryRead` in its skills extension)",
-                self.inner.name
+                self.inner.settings.name
             )));
         }
         let mut params = Map::new();
@@ -116,7 +117,7 @@ impl Client {
             .inner
             .pages(Method::ResourcesDirectoryRead.as_str(), params, "resources")
             .await?;
-        Ok(typed_items(&self.inner.name, "resource", &items))
+        Ok(typed_items(&self.inner.settings.name, "resource", &items))
     }
 
     /// Loads a skill: checks its limits from the entry (512 files, 16 MiB; otherwise
@@ -220,7 +221,7 @@ impl Client {
     /// The outcome of a failed check, with the entry refreshed by `skills/get`.
     async fn changed<T>(&self, entry: &Skill, why: String) -> LoadOutcome<T> {
         tracing::warn!(
-            server = %self.inner.name,
+            server = %self.inner.settings.name,
             skill = %crate::text::clip(entry.uri(), 200),
             "skill changed, needs re-approval: {why}"
         );
@@ -229,7 +230,7 @@ impl Client {
         let refreshed = match self.skill(entry.uri()).await {
             Ok(s) => Some(s),
             Err(e) => {
-                tracing::debug!(server = %self.inner.name, error = %e, "could not refresh the skill's entry");
+                tracing::debug!(server = %self.inner.settings.name, error = %e, "could not refresh the skill's entry");
                 None
             }
         };

@@ -12,8 +12,9 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::inner::{Client, Inner};
 use super::options::RequestOptions;
-use super::shared::{Change, Client, Inner, TaskState, TaskStatus};
+use super::shared::{Change, TaskState, TaskStatus};
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome, PendingInput};
 use crate::model::CallToolResult;
@@ -123,7 +124,11 @@ impl Task {
     /// [`wait`](Self::wait), bounded by the options' `max_timeout` and cancel token.
     pub async fn wait_with(&self, options: &RequestOptions) -> Result<CallToolResult> {
         let outcome = self.outcome(options).await?;
-        ended(&self.client.inner.name, Method::ToolsCall.as_str(), outcome)
+        ended(
+            &self.client.inner.settings.name,
+            Method::ToolsCall.as_str(),
+            outcome,
+        )
     }
 
     /// [`wait_with`](Self::wait_with), leaving the input the task asks for to the
@@ -167,7 +172,7 @@ impl Task {
             Some(r) => r,
             // 2025-11-25: `tasks/result` answers at once for a finished task.
             None => ended(
-                &self.client.inner.name,
+                &self.client.inner.settings.name,
                 Method::ToolsCall.as_str(),
                 self.client
                     .inner
@@ -302,9 +307,7 @@ impl Inner {
 
     /// A task's status arrived (polled or pushed): wake whoever waits for it.
     pub(super) fn task_seen(&self, status: &TaskStatus) {
-        if let Some(n) = lock(&self.task_waiters).get(&status.id) {
-            n.notify_waiters();
-        }
+        self.tasks.wake(&status.id);
     }
 
     /// A pushed task status (`notifications/tasks`, `notifications/tasks/status`).
@@ -318,19 +321,15 @@ impl Inner {
     /// Reports a task's status to `on_change` when its state or message changed since
     /// the last report (or always, with `again`: after a reconnect).
     pub(super) fn report_task(&self, status: TaskStatus, again: bool) {
-        let now = (status.state.clone(), status.message.clone());
-        {
-            let mut reported = lock(&self.task_reported);
-            if !again && reported.get(&status.id) == Some(&now) {
-                return;
-            }
-            // Bounded: a long-lived client sees many tasks.
-            if reported.len() >= 4096 {
-                reported.clear();
-            }
-            reported.insert(status.id.clone(), now);
+        let news = self.tasks.is_news(
+            &status.id,
+            status.state.clone(),
+            status.message.clone(),
+            again,
+        );
+        if news {
+            self.changed(Change::Task(status));
         }
-        self.changed(Change::Task(status));
     }
 
     pub(super) async fn cancel_task(self: &Arc<Self>, id: &str) -> Result<()> {
@@ -357,15 +356,13 @@ impl Inner {
                 .await
                 .map(CallOutcome::Done);
         }
-        let notify = lock(&self.task_waiters)
-            .entry(id.to_owned())
-            .or_default()
-            .clone();
+        let notify = self.tasks.waiter(id);
         let _waiting = WaiterGuard {
             inner: self,
+            notify: notify.clone(),
             id: id.to_owned(),
         };
-        let deadline = Instant::now() + opts.max_timeout.unwrap_or(self.max_timeout);
+        let deadline = Instant::now() + opts.max_timeout.unwrap_or(self.settings.max_timeout);
         let never = CancellationToken::new();
         let cancel = opts.cancel.as_ref().unwrap_or(&never);
         let mut wait = lock(last)
@@ -438,7 +435,7 @@ impl Inner {
                         left.retain(|k, _| !answered.contains(k));
                         if !left.is_empty() {
                             return Ok(CallOutcome::NeedsInput(PendingInput::new(
-                                &self.name,
+                                &self.settings.name,
                                 Value::Object(left),
                                 None,
                                 Some(id.to_owned()),
@@ -474,7 +471,7 @@ impl Inner {
         opts: &RequestOptions,
         last: &Mutex<Option<TaskStatus>>,
     ) -> Result<Value> {
-        let max = opts.max_timeout.unwrap_or(self.max_timeout);
+        let max = opts.max_timeout.unwrap_or(self.settings.max_timeout);
         let waiting = RequestOptions {
             timeout: Some(max),
             max_timeout: Some(max),
@@ -532,17 +529,13 @@ fn task_error(task: &Value) -> Error {
 /// Forgets a waiter's wake-up handle when it stops waiting.
 struct WaiterGuard<'a> {
     inner: &'a Inner,
+    notify: Arc<tokio::sync::Notify>,
     id: String,
 }
 
 impl Drop for WaiterGuard<'_> {
     fn drop(&mut self) {
-        let mut waiters = lock(&self.inner.task_waiters);
-        if let Some(n) = waiters.get(&self.id) {
-            if Arc::strong_count(n) <= 1 {
-                waiters.remove(&self.id);
-            }
-        }
+        self.inner.tasks.forget_waiter(&self.id, &self.notify);
     }
 }
 
