@@ -8,7 +8,7 @@
 //! cargo run -p examples --example apps -- .peers/venv/bin/python tests/peers/pyserver.py stdio show_chart '{"title":"Tides"}'
 //! ```
 
-use mcp_runtime::{Client, StdioConfig, MCP_APP_MIME_TYPE};
+use mcp_runtime::{model::MCP_APP_MIME_TYPE, Client, StdioConfig};
 use serde_json::json;
 
 #[tokio::main]

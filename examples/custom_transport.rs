@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use mcp_runtime::jsonrpc::{ErrorObject, Notification, Request, Response};
-use mcp_runtime::{BoxFuture, Client, Error, RequestContext, Result, Transport};
+use mcp_runtime::{transport::RequestContext, BoxFuture, Client, Error, Result, Transport};
 use serde_json::{json, Value};
 
 /// A tiny in-process server speaking the stateless 2026-07-28 protocol.

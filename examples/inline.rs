@@ -2,7 +2,7 @@
 //!
 //! Run with `cargo run -p examples --example inline` (needs Node.js and npx).
 
-use mcp_runtime::{Mcp, ToolShape};
+use mcp_runtime::{declared::ToolShape, Mcp};
 use serde_json::json;
 
 #[tokio::main]

@@ -8,7 +8,7 @@
 //! cargo run -p examples --example skills -- .peers/venv/bin/python tests/peers/skillserver.py stdio pdf-processing references/FORMS.md
 //! ```
 
-use mcp_runtime::{Client, LoadOutcome, StdioConfig};
+use mcp_runtime::{skills::LoadOutcome, Client, StdioConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -10,7 +10,7 @@
 //! runs only as a task (2025-11-25). With a command, it runs that stdio server and the
 //! tool given (a 2026-07-28 server needs the tasks extension, which this declares).
 
-use mcp_runtime::{Change, Client, Started, StdioConfig};
+use mcp_runtime::{client::Started, Change, Client, StdioConfig};
 use serde_json::json;
 
 #[tokio::main]

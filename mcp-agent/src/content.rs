@@ -1,7 +1,10 @@
 //! What a run is given ([`Input`]: text, images, audio, files, an MCP prompt's
 //! messages, a resource's contents) and what of a tool's result reaches the model.
 
-use mcp_runtime::{CallToolResult, Content, GetPromptResult, ReadResourceResult, ResourceContents};
+use mcp_runtime::{
+    model::GetPromptResult, model::ReadResourceResult, model::ResourceContents, CallToolResult,
+    Content,
+};
 use serde_json::Value;
 
 use crate::model::{Block, Message, Role};
@@ -110,7 +113,7 @@ impl From<GetPromptResult> for Input {
         let mut input = Input::new();
         for m in prompt.messages {
             let role = match m.role {
-                mcp_runtime::Role::Assistant => Role::Assistant,
+                mcp_runtime::model::Role::Assistant => Role::Assistant,
                 _ => Role::User,
             };
             let parts = input_parts(m.content);

@@ -233,12 +233,14 @@ fn generate(
     }
     if let Some(l) = &d.log_level {
         let v = format_ident!("{}", pascal(&l.value));
-        chain.extend(quote! { .log_level(#krate::LogLevel::#v) });
+        chain.extend(quote! { .log_level(#krate::model::LogLevel::#v) });
     }
     if let Some((_, kinds)) = &d.input_requests {
         let form = kinds.iter().any(|k| k == "form");
         let url = kinds.iter().any(|k| k == "url");
-        chain.extend(quote! { .input_requests(#krate::InputKinds { form: #form, url: #url }) });
+        chain.extend(
+            quote! { .input_requests(#krate::input::InputKinds { form: #form, url: #url }) },
+        );
     }
     for ext in &d.extensions {
         let n = &ext.name.value;
@@ -270,7 +272,7 @@ fn generate(
     }
     for t in &d.tools {
         let n = &t.name.value;
-        let mut shape = quote! { #krate::ToolShape::new(#n) };
+        let mut shape = quote! { #krate::declared::ToolShape::new(#n) };
         if let Some(r) = &t.rename {
             let r = &r.value;
             shape.extend(quote! { .rename(#r) });
@@ -372,7 +374,7 @@ fn generate(
         chain.extend(quote_spanned! { p.span()=>
             .after_progress({
                 let __mcp_w = ::std::clone::Clone::clone(__mcp_weak);
-                move |__mcp_progress: &#krate::Progress| {
+                move |__mcp_progress: &#krate::model::Progress| {
                     if let ::core::option::Option::Some(__mcp_this) = __mcp_w.upgrade() { #p(&__mcp_this, __mcp_progress) }
                 }
             })
@@ -506,7 +508,7 @@ fn generate(
     }
     if let Some(drift) = &d.drift {
         let v = format_ident!("{}", pascal(&drift.value));
-        chain.extend(quote! { .drift(#krate::DriftPolicy::#v) });
+        chain.extend(quote! { .drift(#krate::declared::DriftPolicy::#v) });
     }
     if let Some(s) = snap {
         let path = s.path.display().to_string();
@@ -644,7 +646,7 @@ fn generate(
         let snapshot = opt(snap.map(|s| s.path.display().to_string()));
         quote! {
             /// What the `#[mcp]` declaration says, as written.
-            pub const DECLARATION: #krate::Declaration = #krate::Declaration {
+            pub const DECLARATION: #krate::declared::Declaration = #krate::declared::Declaration {
                 name: #name,
                 url: #url,
                 command: #command,
@@ -801,12 +803,12 @@ fn generate(
             #[doc = #new_doc]
             #[allow(clippy::new_ret_no_self, clippy::too_many_arguments)]
             pub fn new(#(#field_params),*) -> Self {
-                Self::with_context(#krate::Context::default() #(, #field_names)*)
+                Self::with_context(#krate::declared::Context::default() #(, #field_names)*)
             }
 
             /// Like `new`, with per-connection configuration (HTTP proxy, request timeout).
             #[allow(clippy::too_many_arguments, unreachable_code, unused_variables, unused_assignments)]
-            pub fn with_context(__mcp_context: #krate::Context #(, #field_params)*) -> Self {
+            pub fn with_context(__mcp_context: #krate::declared::Context #(, #field_params)*) -> Self {
                 let __mcp_inner = ::std::sync::Arc::new_cyclic(|__mcp_weak_inner: &::std::sync::Weak<#fields_ty>| {
                     let __mcp_weak = &#weak_ty(::std::clone::Clone::clone(__mcp_weak_inner));
                     #make

@@ -222,7 +222,7 @@ impl Error {
     }
 
     /// True when the server sent a message larger than the transport accepts (see
-    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::DEFAULT_MAX_MESSAGE_SIZE)). The connection
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::transport::DEFAULT_MAX_MESSAGE_SIZE)). The connection
     /// was dropped; the next request reconnects.
     pub fn is_too_large(&self) -> bool {
         matches!(self.inner.kind, Kind::TooLarge { .. })

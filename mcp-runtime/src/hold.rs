@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// While held, the session does not time out the request it belongs to (see
-/// [`RequestContext::hold`]).
+/// [`RequestContext::hold`](crate::transport::RequestContext::hold)).
 #[derive(Clone, Debug, Default)]
 pub struct Hold(Arc<AtomicUsize>);
 

@@ -292,7 +292,7 @@ impl RootsHandler for Vec<Root> {
 /// What a call that leaves input to its caller came to
 /// ([`CallTool::pause_on_input`](crate::CallTool::pause_on_input),
 /// [`McpTool::call_pausing`](crate::McpTool::call_pausing),
-/// [`Task::wait_pausing`](crate::Task::wait_pausing)): the tool's result, or the
+/// [`Task::wait_pausing`](crate::client::Task::wait_pausing)): the tool's result, or the
 /// input a 2026-07-28 server asked for. Needing input is not an error: the same call,
 /// made again [`with_input_answers`](crate::RequestOptions::with_input_answers), goes
 /// on — later, in another process if need be.

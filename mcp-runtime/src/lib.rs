@@ -34,7 +34,7 @@
 pub mod __private;
 #[cfg(feature = "oauth")]
 pub mod auth;
-mod client;
+pub mod client;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod declared;
 pub mod digest;
@@ -42,7 +42,7 @@ mod error;
 mod hold;
 pub mod input;
 pub use mcp_core::jsonrpc;
-mod model;
+pub mod model;
 pub(crate) use mcp_core::protocol;
 pub mod skills;
 pub use mcp_core::snapshot;
@@ -55,37 +55,24 @@ pub(crate) use mcp_core::url_rule;
 
 pub use mcp_core::BoxFuture;
 
-pub use client::{
-    CallTool, Change, Client, ClientBuilder, Era, ProtocolMode, RequestOptions, ServerDetails,
-    Started, Task, TaskState, TaskStatus, LATEST_PROTOCOL_VERSION, LEGACY_VERSIONS,
-    MODERN_VERSIONS,
-};
+// The crate root keeps the names most programs use; the rest are in their modules:
+// `client` (eras, tasks, server details), `model` (what a server sends), `input`,
+// `skills`, `declared` (declarations, shapes, contexts), `transport`, `auth`.
+pub use client::{CallTool, Change, Client, ClientBuilder, RequestOptions};
 #[cfg(any(feature = "stdio", feature = "http"))]
-pub use declared::{
-    expand_template, ArgValue, Context, Declaration, DriftPolicy, LocalTool, Mcp, McpBuilder,
-    McpTool, ToolShape, Typed,
-};
+pub use declared::{Mcp, McpBuilder, McpTool, Typed};
 pub use error::{Error, Result};
-pub use input::{
-    CallOutcome, InputHandler, InputKind, InputKinds, InputRequest, InputResponse, PendingInput,
-    Root,
-};
+pub use input::{CallOutcome, InputRequest, InputResponse, PendingInput};
 pub use mcp_core::Secret;
 #[cfg(feature = "macros")]
 pub use mcp_macros::mcp;
-pub use model::{
-    CallToolResult, Completion, CompletionRef, Content, Extras, GetPromptResult, Implementation,
-    LogLevel, Progress, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, Tool, ToolAnnotations,
-    UiResource, MCP_APP_MIME_TYPE,
-};
-pub use skills::{LoadOutcome, LoadedSkill, Skill, SkillContent};
+pub use model::{CallToolResult, Content, Tool};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
 pub use transport::http::{HttpConfig, HttpTransport};
 #[cfg(feature = "stdio")]
 pub use transport::stdio::{StdioConfig, StdioTransport};
-pub use transport::{Incoming, RequestContext, Transport, DEFAULT_MAX_MESSAGE_SIZE};
+pub use transport::Transport;
 
 /// The names most programs use, for one `use mcp_runtime::prelude::*;`.
 pub mod prelude {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use crate::{Error, ReadResourceResult, Result};
+use crate::{model::ReadResourceResult, Error, Result};
 
 /// The extension's identifier.
 pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";

@@ -10,7 +10,7 @@ use super::integrity::{Sealed, INTEGRITY_FIELD};
 use super::shared::Agent;
 
 impl Agent {
-    /// The standing allowances kept in this agent's store ([`Always::Agent`]). With an
+    /// The standing allowances kept in this agent's store ([`Always::Agent`](crate::Always::Agent)). With an
     /// integrity key, one that fails its check is left out (and logged).
     pub async fn allowances(&self) -> Result<Vec<Allowance>> {
         let mut out = Vec::new();

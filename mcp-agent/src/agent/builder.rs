@@ -192,7 +192,7 @@ impl AgentBuilder {
     }
     /// Answers a server's requests for input (elicitation) during a run: return the
     /// answer, or `None` to leave it to a person — the run then suspends with
-    /// [`Outcome::InputRequired`]. Callbacks are asked in the order added; the first
+    /// [`Outcome::InputRequired`](crate::Outcome::InputRequired). Callbacks are asked in the order added; the first
     /// answer wins. Without any, every request suspends the run.
     ///
     /// Suspending for input needs a 2026-07-28 server (its requests are stateless and

@@ -28,7 +28,7 @@ pub enum Outcome {
     },
     /// The model's answer was cut at its output limit (`max_tokens`, a `length`
     /// stop): not taken as complete, its tool calls not run. The run is finished; a
-    /// [`follow_up`](Agent::follow_up) ("go on") continues it.
+    /// [`follow_up`](crate::Agent::follow_up) ("go on") continues it.
     Truncated {
         /// The run.
         run_id: String,
@@ -37,7 +37,7 @@ pub enum Outcome {
         /// The tokens the run took so far.
         usage: Usage,
     },
-    /// A tool call waits for a person: [`Agent::resume`] with the decision id and the
+    /// A tool call waits for a person: [`Agent::resume`](crate::Agent::resume) with the decision id and the
     /// decision, from this process or another.
     ApprovalRequired {
         /// The run.
@@ -60,7 +60,7 @@ pub enum Outcome {
         usage: Usage,
     },
     /// A tool call waits for input a server asked for and no `on_input` callback
-    /// answered: [`Agent::resume`] with [`Decision::answer`] (or a denial, which
+    /// answered: [`Agent::resume`](crate::Agent::resume) with [`Decision::answer`] (or a denial, which
     /// declines), from this process or another.
     InputRequired {
         /// The run.
@@ -128,7 +128,7 @@ impl Outcome {
 }
 
 /// What happens to a run whose suspension expired undecided
-/// ([`AgentBuilder::suspension_expiry`], [`Agent::expire_due`]).
+/// ([`AgentBuilder::suspension_expiry`](crate::AgentBuilder::suspension_expiry), [`Agent::expire_due`](crate::Agent::expire_due)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Expiry {
@@ -210,7 +210,7 @@ pub enum Always {
     /// defined now, run without asking.
     Run,
     /// Every run of the agents that share this store, from now on: a standing
-    /// [`Allowance`], kept in the store (see [`Agent::allowances`]).
+    /// [`Allowance`], kept in the store (see [`Agent::allowances`](crate::Agent::allowances)).
     Agent,
 }
 
@@ -308,7 +308,7 @@ impl Decision {
 pub struct Binding {
     /// The server's name (the host's label for it).
     pub server: String,
-    /// The server's configuration ([`Mcp::config_fingerprint`]): how it is started or
+    /// The server's configuration ([`Mcp::config_fingerprint`](mcp_runtime::Mcp::config_fingerprint)): how it is started or
     /// reached.
     pub server_config: String,
     /// The tool's model-facing name.
@@ -371,7 +371,7 @@ impl Binding {
     }
 }
 
-/// What a suspended run waits on ([`Agent::pending`]), for an application that did not
+/// What a suspended run waits on ([`Agent::pending`](crate::Agent::pending)), for an application that did not
 /// see the [`Outcome`] (an approval inbox): the ids a decision names, and what the
 /// person decides on.
 #[derive(Clone, Debug, PartialEq)]
@@ -381,7 +381,7 @@ pub struct Pending {
     pub run_id: String,
     /// The suspension it waits in.
     pub suspension: String,
-    /// The decision it waits for ([`Agent::resume`] names it).
+    /// The decision it waits for ([`Agent::resume`](crate::Agent::resume) names it).
     pub decision: String,
     /// The server.
     pub server: String,
@@ -439,11 +439,11 @@ pub(super) type InputFn =
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Allowance {
-    /// Its id ([`Agent::revoke_allowance`]).
+    /// Its id ([`Agent::revoke_allowance`](crate::Agent::revoke_allowance)).
     pub id: String,
     /// The server's name.
     pub server: String,
-    /// The server's configuration ([`Mcp::config_fingerprint`]).
+    /// The server's configuration ([`Mcp::config_fingerprint`](mcp_runtime::Mcp::config_fingerprint)).
     pub server_config: String,
     /// The tool's model-facing name.
     pub tool: String,

@@ -37,7 +37,7 @@ pub enum Event {
         is_error: bool,
     },
     /// A running tool reported progress (the seed's `after_tool_progress`). A run keeps
-    /// at most [`MAX_PROGRESS_KEPT`] of them per call (the latest last); callbacks see
+    /// at most [`MAX_PROGRESS_KEPT`](crate::MAX_PROGRESS_KEPT) of them per call (the latest last); callbacks see
     /// every one.
     ToolProgress {
         /// The server.
@@ -70,7 +70,7 @@ pub enum Event {
         /// to the skill's fingerprint).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         binding: Option<Binding>,
-        /// The decision that names this call ([`Agent::resume`]).
+        /// The decision that names this call ([`Agent::resume`](crate::Agent::resume)).
         #[serde(default)]
         decision: String,
     },
@@ -185,14 +185,14 @@ pub enum Event {
     },
     /// An error stopped the run. When nothing had run since it was resumed it waits
     /// again for the same decision (`resumable`); otherwise it is `failed`, keeping
-    /// what ran, and [`Agent::retry`] continues it.
+    /// what ran, and [`Agent::retry`](crate::Agent::retry) continues it.
     RunFailed {
         /// What went wrong.
         error: String,
         /// The run waits again in the suspension it was resumed from.
         resumable: bool,
     },
-    /// A failed run was taken up again ([`Agent::retry`]).
+    /// A failed run was taken up again ([`Agent::retry`](crate::Agent::retry)).
     RunRetried,
     /// The tools the attached servers offer changed during the run (a server's
     /// `list_changed`, a server down or back): the model is offered the new list from
@@ -205,7 +205,7 @@ pub enum Event {
         /// Names whose definition (or server) changed.
         changed: Vec<String>,
     },
-    /// A finished run was given more input ([`Agent::follow_up`]): the conversation
+    /// A finished run was given more input ([`Agent::follow_up`](crate::Agent::follow_up)): the conversation
     /// goes on.
     RunContinued,
     /// A suspension expired with no decision: the call it waited on did not run.
@@ -217,7 +217,7 @@ pub enum Event {
         /// The tool.
         tool: String,
     },
-    /// The run was cancelled ([`Agent::cancel`]); the calls it waited on did not run.
+    /// The run was cancelled ([`Agent::cancel`](crate::Agent::cancel)); the calls it waited on did not run.
     RunCancelled {
         /// Who cancelled it.
         by: String,
@@ -237,7 +237,7 @@ pub enum Event {
         stop: Option<String>,
     },
     /// A run whose process stopped working on it (its lease ended) was taken over
-    /// ([`Agent::recover`]).
+    /// ([`Agent::recover`](crate::Agent::recover)).
     RunRecovered,
     /// A call had been sent when the run's process stopped, and its result was never
     /// kept: it may or may not have taken effect. It is not sent again — the model

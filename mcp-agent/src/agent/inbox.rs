@@ -34,7 +34,7 @@ impl Agent {
     }
 
     /// Expires the suspensions whose time has passed (see
-    /// [`AgentBuilder::suspension_expiry`]): for each, the call it waited on does not
+    /// [`AgentBuilder::suspension_expiry`](crate::AgentBuilder::suspension_expiry)): for each, the call it waited on does not
     /// run — the model reads "expired, not run" — and the run goes on, or ends
     /// ([`Expiry::End`]); `Event::SuspensionExpired`. Returns what became of each run
     /// expired now (a run decided meanwhile is left to its decision). Call it from a

@@ -302,7 +302,7 @@ impl Agent {
     }
 
     /// Takes over a run whose process stopped working on it — it died, or lost its
-    /// store — once the run's lease has ended (see [`AgentBuilder::lease`]), and goes
+    /// store — once the run's lease has ended (see [`AgentBuilder::lease`](crate::AgentBuilder::lease)), and goes
     /// on from what was last kept: a decision kept is applied, finished calls do not
     /// run again, and a call that had been sent without its result being kept is not
     /// sent again — the model reads that its outcome is unknown

@@ -84,7 +84,8 @@ pub(super) struct AgentInner {
     pub(super) skill_approvals: Vec<SkillApproval>,
     /// Skills loaded in this process, by (server, uri): a file read reuses the load
     /// (its `SKILL.md` checked once) while the run holds the same entry.
-    pub(super) loaded_skills: std::sync::Mutex<HashMap<(String, String), mcp_runtime::LoadedSkill>>,
+    pub(super) loaded_skills:
+        std::sync::Mutex<HashMap<(String, String), mcp_runtime::skills::LoadedSkill>>,
     /// Answers to input requests a run may not keep, until their calls are sent.
     pub(super) vault: Vault,
     /// The tool names each server offered when last listed (a server that is down

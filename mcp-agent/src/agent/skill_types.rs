@@ -14,7 +14,7 @@ pub(super) const READ_SKILL_FILE: &str = "read_skill_file";
 /// holds while the skill's [`fingerprint`](Skill::fingerprint) (its `{uri, digest}`
 /// set) is the same, and is revoked when the skill changes. Serializable, so an
 /// application can keep approvals and give them to the next agent
-/// ([`AgentBuilder::approve_skill`]).
+/// ([`AgentBuilder::approve_skill`](crate::AgentBuilder::approve_skill)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillApproval {
     /// The server's name (the host's label for it, never the server's own).

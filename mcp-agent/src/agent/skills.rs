@@ -9,8 +9,8 @@
 
 use std::collections::HashMap;
 
+use mcp_runtime::skills::LoadOutcome;
 use mcp_runtime::skills::Skill;
-use mcp_runtime::LoadOutcome;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};

@@ -184,7 +184,7 @@ impl Client {
     }
 
     /// Reads an MCP App (the UI resource a tool's results are shown with, see
-    /// [`CallToolResult::ui_resource`]) in one call: its HTML and how to frame it.
+    /// [`CallToolResult::ui_resource`](crate::CallToolResult::ui_resource)) in one call: its HTML and how to frame it.
     /// Fails when the resource holds no HTML.
     pub async fn read_ui(&self, uri: &str) -> Result<crate::model::UiResource> {
         let read = self.resource(uri).await?;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Per-request options. Build them with the `with_*` methods or through
-/// [`CallTool`]'s builder methods.
+/// [`CallTool`](crate::CallTool)'s builder methods.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     pub(super) timeout: Option<Duration>,

@@ -348,10 +348,20 @@ mod tests {
         let cache = ListCache::default();
         let mark = cache.mark();
         cache.forget("tools/");
-        cache.put("tools/list".into(), mark, 60_000, Arc::new(vec![Value::Null]));
+        cache.put(
+            "tools/list".into(),
+            mark,
+            60_000,
+            Arc::new(vec![Value::Null]),
+        );
         assert!(cache.get("tools/list").is_none());
         let mark = cache.mark();
-        cache.put("tools/list".into(), mark, 60_000, Arc::new(vec![Value::Null]));
+        cache.put(
+            "tools/list".into(),
+            mark,
+            60_000,
+            Arc::new(vec![Value::Null]),
+        );
         assert!(cache.get("tools/list").is_some());
     }
 }

@@ -73,7 +73,7 @@ pub(super) struct ListenSlot {
 pub enum TaskState {
     /// Running.
     Working,
-    /// Waiting for input from the client (answered by [`Task::wait`]).
+    /// Waiting for input from the client (answered by [`Task::wait`](crate::client::Task::wait)).
     InputRequired,
     /// Finished with a result (which may be a tool error: `isError`).
     Completed,

@@ -204,7 +204,7 @@ impl Client {
             }
             Err(e) => return Err(e),
         };
-        let read: crate::ReadResourceResult =
+        let read: crate::model::ReadResourceResult =
             model::from_value(Method::ResourcesRead.as_str(), read)?;
         let verified = extract(uri, &read).and_then(|c| check(entry, &c).map(|()| c));
         match verified {

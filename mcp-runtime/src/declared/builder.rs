@@ -20,7 +20,7 @@ use mcp_core::lock;
 /// ```no_run
 /// # #[allow(dead_code)]
 /// # async fn run() -> mcp_runtime::Result<()> {
-/// use mcp_runtime::{Mcp, ToolShape};
+/// use mcp_runtime::{Mcp, declared::ToolShape};
 /// let files = Mcp::builder("files")
 ///     .command(["npx", "-y", "@modelcontextprotocol/server-filesystem", "."])
 ///     .prefix("fs")
@@ -154,7 +154,7 @@ impl McpBuilder {
         self
     }
     /// The largest message the server may send, in bytes (default
-    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::DEFAULT_MAX_MESSAGE_SIZE), 64 MiB).
+    /// [`DEFAULT_MAX_MESSAGE_SIZE`](crate::transport::DEFAULT_MAX_MESSAGE_SIZE), 64 MiB).
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.max_message_size = Some(bytes);
         self

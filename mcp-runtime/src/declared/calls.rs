@@ -64,7 +64,7 @@ impl Mcp {
     /// declaration's fixed arguments; `name` is the model-facing name or the server's.
     ///
     /// [`Client::start`]: crate::Client::start
-    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::Started> {
+    pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::client::Started> {
         let map = self.tool_map().await?;
         let tool = self.find(&map, name)?;
         let server_name = tool.server_name.as_deref().ok_or_else(|| {

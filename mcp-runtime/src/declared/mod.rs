@@ -477,7 +477,7 @@ impl Mcp {
     }
 
     /// The task with this id (see [`Client::task`]).
-    pub fn task(&self, id: impl Into<String>) -> Result<crate::Task> {
+    pub fn task(&self, id: impl Into<String>) -> Result<crate::client::Task> {
         Ok(self.client()?.task(id))
     }
 
@@ -493,7 +493,7 @@ impl Mcp {
     }
 
     /// Reads an MCP App's UI resource (see [`Client::read_ui`]).
-    pub async fn read_ui(&self, uri: &str) -> Result<crate::UiResource> {
+    pub async fn read_ui(&self, uri: &str) -> Result<crate::model::UiResource> {
         self.client()?.read_ui(uri).await
     }
 
@@ -563,7 +563,7 @@ impl Transport for BoxedTransport {
     fn request(
         &self,
         r: crate::jsonrpc::Request,
-        cx: crate::RequestContext,
+        cx: crate::transport::RequestContext,
     ) -> BoxFuture<'_, Result<crate::jsonrpc::Response>> {
         self.0.request(r, cx)
     }
@@ -584,7 +584,7 @@ impl Transport for BoxedTransport {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.0.close()
     }
-    fn era_hint(&self) -> Option<crate::Era> {
+    fn era_hint(&self) -> Option<crate::client::Era> {
         self.0.era_hint()
     }
     fn mirrors_param_headers(&self) -> bool {

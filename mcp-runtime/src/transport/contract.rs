@@ -108,7 +108,7 @@ pub trait Transport: Send + Sync + 'static {
     /// The era this transport already knows the server speaks (from an earlier
     /// connection to the same place), so the session can skip the probe. The session
     /// probes anyway if the hint turns out wrong.
-    fn era_hint(&self) -> Option<crate::Era> {
+    fn era_hint(&self) -> Option<crate::client::Era> {
         None
     }
 
@@ -143,7 +143,7 @@ impl<T: Transport + ?Sized> Transport for Arc<T> {
     fn listen_ready(&self) -> BoxFuture<'_, Result<()>> {
         (**self).listen_ready()
     }
-    fn era_hint(&self) -> Option<crate::Era> {
+    fn era_hint(&self) -> Option<crate::client::Era> {
         (**self).era_hint()
     }
     fn mirrors_param_headers(&self) -> bool {

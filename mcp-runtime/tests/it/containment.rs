@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mcp_runtime::{Client, Mcp, StdioConfig, ToolShape};
+use mcp_runtime::{declared::ToolShape, Client, Mcp, StdioConfig};
 use serde_json::{json, Value};
 
 use crate::support;
@@ -197,7 +197,7 @@ async fn servers_see_only_the_environment_they_are_given() {
 /// A tool of our own named like a server tool.
 struct LocalEcho;
 
-impl mcp_runtime::LocalTool for LocalEcho {
+impl mcp_runtime::declared::LocalTool for LocalEcho {
     fn definition(&self) -> mcp_runtime::Tool {
         serde_json::from_value(json!({"name": "echo", "inputSchema": {"type": "object"}})).unwrap()
     }

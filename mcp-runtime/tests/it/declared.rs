@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::{
-    mcp, CallToolResult, Change, Content, InputRequest, InputResponse, Progress, Tool,
+    mcp, model::Progress, CallToolResult, Change, Content, InputRequest, InputResponse, Tool,
 };
 use serde_json::{json, Value};
 
@@ -70,7 +70,7 @@ impl Everything {
     }
     async fn answer(&self, req: InputRequest) -> Option<InputResponse> {
         match &req.kind {
-            mcp_runtime::InputKind::Form { schema } => {
+            mcp_runtime::input::InputKind::Form { schema } => {
                 Some(InputResponse::accept(support::fill_form(schema)))
             }
             _ => None,
@@ -173,7 +173,7 @@ async fn a_declared_server_is_an_object() {
     let c = ev
         .mcp()
         .complete(
-            mcp_runtime::CompletionRef::Prompt("completable-prompt".into()),
+            mcp_runtime::model::CompletionRef::Prompt("completable-prompt".into()),
             "department",
             "M",
             &[],
@@ -241,7 +241,7 @@ impl Py {
 #[derive(Default)]
 pub struct MarkdownEcho;
 
-impl mcp_runtime::LocalTool for MarkdownEcho {
+impl mcp_runtime::declared::LocalTool for MarkdownEcho {
     fn definition(&self) -> Tool {
         serde_json::from_value(json!({
             "name": "markdown_echo",
@@ -323,7 +323,7 @@ async fn drift_from_the_snapshot_is_reported() {
     let strict = mcp_runtime::Mcp::builder("pyserver")
         .command(support::pyserver_argv())
         .snapshot(&snapshot.to_string())
-        .drift(mcp_runtime::DriftPolicy::Error)
+        .drift(mcp_runtime::declared::DriftPolicy::Error)
         .build()
         .unwrap();
     let e = strict.tools().await.unwrap_err();
@@ -348,7 +348,7 @@ async fn drift_from_the_snapshot_is_reported() {
     // compile-time check: fixed arguments, calls, starts.
     let wrong = mcp_runtime::Mcp::builder("pyserver")
         .command(support::pyserver_argv())
-        .tool(mcp_runtime::ToolShape::new("echo").fixed_argument("mesage", json!("hi")))
+        .tool(mcp_runtime::declared::ToolShape::new("echo").fixed_argument("mesage", json!("hi")))
         .build()
         .unwrap();
     let e = wrong.tools().await.unwrap_err();
@@ -505,7 +505,8 @@ async fn declared_headers_token_timeout_and_context_reach_the_server() {
 
     // `with_context`: a request timeout for a server that declares none.
     let b = Bare::with_context(
-        mcp_runtime::Context::new().request_timeout(std::time::Duration::from_millis(300)),
+        mcp_runtime::declared::Context::new()
+            .request_timeout(std::time::Duration::from_millis(300)),
     );
     let e = b
         .mcp()

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcp_runtime::{Client, Era, HttpConfig, ProtocolMode, StdioConfig};
+use mcp_runtime::{client::Era, client::ProtocolMode, Client, HttpConfig, StdioConfig};
 use serde_json::{json, Value};
 
 use crate::support::{self, read_wire, sent, wire_log, wiretap, HttpServer, SlowProxy, Wire};

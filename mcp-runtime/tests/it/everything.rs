@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{
-    CancellationToken, Client, CompletionRef, Content, Era, InputKind, InputResponse,
+    client::Era, input::InputKind, model::CompletionRef, CancellationToken, Client, Content,
+    InputResponse,
 };
 use serde_json::json;
 
@@ -415,7 +416,7 @@ async fn url_elicitation_and_input_kinds() {
     // Forms only: the URL tool is not even offered (no url capability declared).
     let c = Client::builder()
         .input_handler(|_req: mcp_runtime::InputRequest| async { InputResponse::Decline })
-        .input_requests(mcp_runtime::InputKinds::FORM)
+        .input_requests(mcp_runtime::input::InputKinds::FORM)
         .stdio(support::everything())
         .unwrap();
     let tools = c.tools().await.unwrap();

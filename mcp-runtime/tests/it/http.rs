@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_runtime::{
-    CancellationToken, Client, ClientBuilder, Era, HttpConfig, InputKind, InputRequest,
-    InputResponse, ProtocolMode, Secret,
+    client::Era, client::ProtocolMode, input::InputKind, CancellationToken, Client, ClientBuilder,
+    HttpConfig, InputRequest, InputResponse, Secret,
 };
 use serde_json::json;
 
@@ -53,7 +53,7 @@ async fn everything_suite(c: &Client, version: &str) {
     assert_eq!(templates.len(), 2);
     let done = c
         .complete(
-            mcp_runtime::CompletionRef::Prompt("completable-prompt".into()),
+            mcp_runtime::model::CompletionRef::Prompt("completable-prompt".into()),
             "department",
             "S",
             &[],

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcp_runtime::{Client, Era, StdioConfig};
+use mcp_runtime::{client::Era, Client, StdioConfig};
 use serde_json::json;
 
 const SERVER: &str = r#"

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{
-    Client, ClientBuilder, CompletionRef, Era, InputKind, InputKinds, InputRequest, InputResponse,
-    LogLevel, ProtocolMode,
+    client::Era, client::ProtocolMode, input::InputKind, input::InputKinds, model::CompletionRef,
+    model::LogLevel, Client, ClientBuilder, InputRequest, InputResponse,
 };
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use mcp_runtime::{Client, Era, LoadOutcome, ProtocolMode, StdioConfig};
+use mcp_runtime::{client::Era, client::ProtocolMode, skills::LoadOutcome, Client, StdioConfig};
 
 use crate::support::{self, Log, Recording};
 
@@ -66,7 +66,7 @@ fn reads(log: &Arc<Mutex<Log>>) -> Vec<String> {
         .collect()
 }
 
-async fn skill(c: &Client, name: &str) -> mcp_runtime::Skill {
+async fn skill(c: &Client, name: &str) -> mcp_runtime::skills::Skill {
     c.skills()
         .await
         .unwrap()

@@ -6,7 +6,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use mcp_runtime::jsonrpc::{Notification, Request, Response};
-use mcp_runtime::{BoxFuture, RequestContext, Result, StdioConfig, StdioTransport, Transport};
+use mcp_runtime::{
+    transport::RequestContext, BoxFuture, Result, StdioConfig, StdioTransport, Transport,
+};
 pub use mcp_test_support::{free_port, peers, repo_root, Captured, HttpServer, Postgres};
 use serde_json::Value;
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_runtime::{
-    Change, Client, ClientBuilder, Era, HttpConfig, InputRequest, InputResponse, Mcp, ProtocolMode,
-    Started, Task, TaskState,
+    client::Era, client::ProtocolMode, client::Started, client::Task, client::TaskState, Change,
+    Client, ClientBuilder, HttpConfig, InputRequest, InputResponse, Mcp,
 };
 use serde_json::{json, Value};
 
@@ -288,7 +288,7 @@ async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
             .protocol(mode)
             .extension(
                 "io.modelcontextprotocol/ui",
-                json!({"mimeTypes": [mcp_runtime::MCP_APP_MIME_TYPE]}),
+                json!({"mimeTypes": [mcp_runtime::model::MCP_APP_MIME_TYPE]}),
             )
             .stdio(support::pyserver())
             .unwrap();
@@ -299,7 +299,7 @@ async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
         let uri = r.ui_resource.clone().expect("the tool's UI resource");
         assert_eq!(uri, "ui://charts/view.html");
         let app = c.read_ui(&uri).await.unwrap();
-        assert_eq!(app.mime_type, mcp_runtime::MCP_APP_MIME_TYPE);
+        assert_eq!(app.mime_type, mcp_runtime::model::MCP_APP_MIME_TYPE);
         assert!(
             app.html.contains("<html") || app.html.contains("<!doctype"),
             "{}",
@@ -350,7 +350,7 @@ trait Schema {
 impl Schema for InputRequest {
     fn schema(&self) -> Option<Value> {
         match &self.kind {
-            mcp_runtime::InputKind::Form { schema } => Some(schema.clone()),
+            mcp_runtime::input::InputKind::Form { schema } => Some(schema.clone()),
             _ => None,
         }
     }
@@ -362,7 +362,7 @@ impl Schema for InputRequest {
 /// (the answer goes to the task, which kept running meanwhile).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paused_input_is_answered_later_by_another_client() {
-    use mcp_runtime::{CallOutcome, InputKind, PendingInput, RequestOptions};
+    use mcp_runtime::{input::InputKind, CallOutcome, PendingInput, RequestOptions};
     let server = HttpServer::python(&[]);
     // No input handler at all: pausing declares the capability for the request.
     let client = || {

@@ -128,7 +128,7 @@ fn runtime(multi_thread: bool) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
-    use mcp_runtime::{Client, HttpConfig, ProtocolMode, StdioConfig};
+    use mcp_runtime::{Client, HttpConfig, client::ProtocolMode, StdioConfig};
     let rt = runtime(mt)?;
     let url = url.to_owned();
     rt.block_on(async move {
@@ -288,7 +288,7 @@ fn idle(client: &str, n: usize, url: &str) -> Res<Value> {
                 let mut held = Vec::with_capacity(n);
                 for _ in 0..n {
                     let c = mcp_runtime::Client::builder()
-                        .protocol(mcp_runtime::ProtocolMode::Legacy)
+                        .protocol(mcp_runtime::client::ProtocolMode::Legacy)
                         .http(mcp_runtime::HttpConfig::new(url.clone()))?;
                     c.connect().await?;
                     held.push(c);

@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use mcp_runtime::auth::{Callback, Grant, IdentityProvider, OAuth};
-use mcp_runtime::{Client, HttpConfig, InputRequest, InputResponse, ProtocolMode, Secret};
+use mcp_runtime::{client::ProtocolMode, Client, HttpConfig, InputRequest, InputResponse, Secret};
 use serde_json::{json, Map, Value};
 
 #[tokio::main]
@@ -47,7 +47,7 @@ async fn run() -> Result<(), Failure> {
 
     // The harness says which wire to use: the 2026-07-28 era is detected by probing;
     // the dated versions use the handshake.
-    let mode = if mcp_runtime::MODERN_VERSIONS.contains(&version.as_str()) {
+    let mode = if mcp_runtime::client::MODERN_VERSIONS.contains(&version.as_str()) {
         ProtocolMode::Auto
     } else {
         ProtocolMode::Legacy
@@ -62,7 +62,7 @@ async fn run() -> Result<(), Failure> {
         .input_handler(|req: InputRequest| async move {
             // Fill the form from its defaults, then with plausible values.
             let mut values = req.defaults();
-            if let mcp_runtime::InputKind::Form { schema } = &req.kind {
+            if let mcp_runtime::input::InputKind::Form { schema } = &req.kind {
                 fill(schema, &mut values);
             }
             InputResponse::Accept(values)
@@ -225,7 +225,7 @@ async fn skill_then_file(client: &Client, name: &str, file: &str) -> Result<(), 
         return Ok(());
     }
     let loaded = match client.load_skill(skill).await? {
-        mcp_runtime::LoadOutcome::Done(l) => l,
+        mcp_runtime::skills::LoadOutcome::Done(l) => l,
         not => {
             eprintln!("not loaded: {not}");
             return Err(format!("skill {name}: {not}").into());
@@ -233,7 +233,7 @@ async fn skill_then_file(client: &Client, name: &str, file: &str) -> Result<(), 
     };
     eprintln!("loaded {} from {}", loaded.skill().uri(), loaded.server());
     let content = match loaded.read(file).await? {
-        mcp_runtime::LoadOutcome::Done(c) => c,
+        mcp_runtime::skills::LoadOutcome::Done(c) => c,
         not => {
             eprintln!("not read: {not}");
             return Err(format!("{file} of skill {name}: {not}").into());
