@@ -301,8 +301,9 @@ impl RootsHandler for Vec<Root> {
 pub enum CallOutcome<T = crate::model::CallToolResult> {
     /// The call ended: its result.
     Done(T),
-    /// The server asked for input; nothing of the call's result is known yet.
-    NeedsInput(PendingInput),
+    /// The server asked for input; nothing of the call's result is known yet. Boxed:
+    /// a call that ends moves only its result through the call's layers.
+    NeedsInput(Box<PendingInput>),
 }
 
 impl<T> CallOutcome<T> {

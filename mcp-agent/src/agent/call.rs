@@ -288,7 +288,7 @@ impl Agent {
                     end = CallEnd::Done(text, parts, is_error);
                     break;
                 }
-                Ok(CallOutcome::NeedsInput(input)) => input,
+                Ok(CallOutcome::NeedsInput(input)) => *input,
                 // An outcome this version does not know: the model reads that it failed.
                 Ok(other) => {
                     end = CallEnd::Done(

@@ -52,8 +52,9 @@ impl Inner {
     }
 
     pub(super) fn reset(&self) {
-        self.session.reset();
+        self.session.forget();
         self.invalidate_all();
+        self.session.announce_reset();
     }
 
     pub(super) fn invalidate_all(&self) {

@@ -4,7 +4,7 @@ use super::inner::*;
 use super::options::RequestOptions;
 use super::tasks::Started;
 use crate::error::{Error, Result};
-use crate::input::{ended, CallOutcome};
+use crate::input::{ended, CallOutcome, PendingInput};
 use crate::model::{CallToolResult, LogLevel, Progress};
 use crate::protocol::Era;
 use crate::protocol::{code, Method, TaskSupport};
@@ -99,6 +99,12 @@ impl CallTool<'_> {
 
     /// The call's outcome as its options have it.
     pub(crate) async fn outcome(self) -> Result<CallOutcome> {
+        self.run::<Pausing>().await
+    }
+
+    /// Sends the call and reads the result as `F` takes it: one state machine per
+    /// way of ending, so a plain call moves nothing but its result.
+    async fn run<F: Finish>(self) -> Result<F::Out> {
         let inner = &self.client.inner;
         if !matches!(self.arguments, Value::Null | Value::Object(_)) {
             return Err(Error::config(
@@ -110,11 +116,13 @@ impl CallTool<'_> {
         // Answers for a task that paused for input: they go to the task, and the
         // call waits for it.
         if let Some(id) = options.answered_task() {
-            let mut outcome = self.client.task(id).outcome(&options).await?;
-            if let CallOutcome::Done(r) = &mut outcome {
-                r.ui_resource = inner.ui_resource_for(&name).await;
-            }
-            return Ok(outcome);
+            return match self.client.task(id).outcome(&options).await? {
+                CallOutcome::Done(mut r) => {
+                    r.ui_resource = inner.ui_resource_for(&name).await;
+                    Ok(F::done(r))
+                }
+                CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
+            };
         }
         // 2025-11-25: a tool the server runs only as a task is started as one and
         // waited for.
@@ -133,8 +141,11 @@ impl CallTool<'_> {
             let support = inner.task_support(&name).await?;
             if support == TaskSupport::Required {
                 return match self.client.start(&name, arguments).await? {
-                    Started::Task(task) => task.outcome(&options).await,
-                    Started::Done(result) => Ok(CallOutcome::Done(*result)),
+                    Started::Task(task) => match task.outcome(&options).await? {
+                        CallOutcome::Done(r) => Ok(F::done(r)),
+                        CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
+                    },
+                    Started::Done(result) => Ok(F::done(*result)),
                 };
             }
         }
@@ -181,11 +192,48 @@ impl CallTool<'_> {
         };
         let v = match v {
             CallOutcome::Done(v) => v,
-            CallOutcome::NeedsInput(p) => return Ok(CallOutcome::NeedsInput(p)),
+            CallOutcome::NeedsInput(p) => return F::input(&inner.settings.name, p),
         };
         let mut r = CallToolResult::from_value(v)?;
         r.ui_resource = inner.ui_resource_for(&name).await;
-        Ok(CallOutcome::Done(r))
+        Ok(F::done(r))
+    }
+}
+
+/// How a call ends for its caller: a plain call takes the result (input left to the
+/// caller cannot reach it: only pausing calls leave input to the caller), a pausing
+/// call the outcome.
+trait Finish {
+    type Out: Send;
+    fn done(r: CallToolResult) -> Self::Out;
+    fn input(server: &str, p: Box<PendingInput>) -> Result<Self::Out>;
+}
+
+struct Plain;
+
+impl Finish for Plain {
+    type Out = CallToolResult;
+    fn done(r: CallToolResult) -> CallToolResult {
+        r
+    }
+    fn input(server: &str, p: Box<PendingInput>) -> Result<CallToolResult> {
+        ended(
+            server,
+            Method::ToolsCall.as_str(),
+            CallOutcome::NeedsInput(p),
+        )
+    }
+}
+
+struct Pausing;
+
+impl Finish for Pausing {
+    type Out = CallOutcome;
+    fn done(r: CallToolResult) -> CallOutcome {
+        CallOutcome::Done(r)
+    }
+    fn input(_: &str, p: Box<PendingInput>) -> Result<CallOutcome> {
+        Ok(CallOutcome::NeedsInput(p))
     }
 }
 
@@ -193,13 +241,6 @@ impl<'a> IntoFuture for CallTool<'a> {
     type Output = Result<CallToolResult>;
     type IntoFuture = BoxFuture<'a, Result<CallToolResult>>;
     fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move {
-            let client = self.client;
-            ended(
-                &client.inner.settings.name,
-                Method::ToolsCall.as_str(),
-                self.outcome().await?,
-            )
-        })
+        Box::pin(self.run::<Plain>())
     }
 }

@@ -315,12 +315,12 @@ impl Inner {
                         .unwrap_or(Value::Null);
                     let state = v.get_mut("requestState").map(Value::take);
                     if opts.pause_input {
-                        return Ok(CallOutcome::NeedsInput(PendingInput::new(
+                        return Ok(CallOutcome::NeedsInput(Box::new(PendingInput::new(
                             &self.settings.name,
                             requests,
                             state,
                             None,
-                        )));
+                        ))));
                     }
                     let responses = self.answer_all(requests, &[]).await?;
                     answers = Some((responses, state));

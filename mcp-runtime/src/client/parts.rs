@@ -54,6 +54,7 @@ pub(super) struct Session {
 }
 
 impl Session {
+    #[inline]
     pub(super) fn new() -> Session {
         Session {
             details: Mutex::new(None),
@@ -64,33 +65,44 @@ impl Session {
         }
     }
     /// The server's details, once connected.
+    #[inline]
     pub(super) fn details(&self) -> Option<Arc<ServerDetails>> {
         lock(&self.details).clone()
     }
+    #[inline]
     pub(super) fn set(&self, details: Arc<ServerDetails>) {
         *lock(&self.details) = Some(details);
     }
-    /// Forgets the session (the server or the transport ended it); those waiting for
-    /// a reset are woken.
-    pub(super) fn reset(&self) {
+    /// Forgets the session (the server or the transport ended it).
+    #[inline]
+    pub(super) fn forget(&self) {
         *lock(&self.details) = None;
+    }
+    /// Wakes those waiting for a reset (once what the session cached is forgotten too).
+    #[inline]
+    pub(super) fn announce_reset(&self) {
         self.reset.notify_waiters();
     }
     /// Resolves at the next reset.
+    #[inline]
     pub(super) fn was_reset(&self) -> tokio::sync::futures::Notified<'_> {
         self.reset.notified()
     }
     /// Held while connecting: one connect at a time.
+    #[inline]
     pub(super) async fn connecting(&self) -> tokio::sync::MutexGuard<'_, ()> {
         self.connecting.lock().await
     }
+    #[inline]
     pub(super) fn ignores_discover(&self) -> bool {
         self.ignores_discover.load(Ordering::Relaxed)
     }
+    #[inline]
     pub(super) fn note_ignores_discover(&self) {
         self.ignores_discover.store(true, Ordering::Relaxed);
     }
     /// A fresh JSON-RPC request id.
+    #[inline]
     pub(super) fn next_id(&self) -> i64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -112,9 +124,11 @@ pub(super) struct ListCache {
 
 impl ListCache {
     /// Where the cache stands now, for a request about to start.
+    #[inline]
     pub(super) fn mark(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
+    #[inline]
     pub(super) fn get(&self, key: &str) -> Option<Arc<Vec<Value>>> {
         lock(&self.entries)
             .get(key)
@@ -122,6 +136,7 @@ impl ListCache {
             .map(|e| e.value.clone())
     }
     /// Keeps `value` for `ttl_ms`, unless something changed since `mark`.
+    #[inline]
     pub(super) fn put(&self, key: String, mark: u64, ttl_ms: u64, value: Arc<Vec<Value>>) {
         let mut entries = lock(&self.entries);
         if self.generation.load(Ordering::Acquire) != mark {
@@ -135,11 +150,13 @@ impl ListCache {
             },
         );
     }
+    #[inline]
     pub(super) fn clear(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         lock(&self.entries).clear();
     }
     /// Forgets what starts with `prefix`.
+    #[inline]
     pub(super) fn forget(&self, prefix: &str) {
         self.generation.fetch_add(1, Ordering::AcqRel);
         lock(&self.entries).retain(|k, _| !k.starts_with(prefix));
@@ -161,6 +178,7 @@ pub(super) struct ProgressRegistry {
 }
 
 impl ProgressRegistry {
+    #[inline]
     pub(super) fn new(every: Vec<ProgressCallback>) -> ProgressRegistry {
         ProgressRegistry {
             every,
@@ -168,10 +186,12 @@ impl ProgressRegistry {
         }
     }
     /// Someone wants every request's progress.
+    #[inline]
     pub(super) fn wants_every(&self) -> bool {
         !self.every.is_empty()
     }
     /// Registers a request's token (until [`forget`](Self::forget)).
+    #[inline]
     pub(super) fn register(
         &self,
         token: Id,
@@ -184,10 +204,12 @@ impl ProgressRegistry {
         lock(&self.calls).insert(token, p.clone());
         p
     }
+    #[inline]
     pub(super) fn forget(&self, token: &Id) {
         lock(&self.calls).remove(token);
     }
     /// Reports progress for `token`; false when no request waits for it.
+    #[inline]
     pub(super) fn report(&self, token: &Id, progress: &Progress) -> bool {
         let Some(call) = lock(&self.calls).get(token).cloned() else {
             return false;
@@ -210,6 +232,7 @@ pub(super) struct Listeners {
 }
 
 impl Listeners {
+    #[inline]
     pub(super) fn new(on_change: Vec<ChangeCallback>) -> Listeners {
         Listeners {
             on_change,
@@ -217,18 +240,22 @@ impl Listeners {
         }
     }
     /// Tells every change callback.
+    #[inline]
     pub(super) fn changed(&self, change: &Change) {
         for cb in &self.on_change {
             cb(change);
         }
     }
+    #[inline]
     pub(super) fn open(&self, id: Id, slot: ListenSlot) {
         lock(&self.open).insert(id, slot);
     }
+    #[inline]
     pub(super) fn close(&self, id: &Id) {
         lock(&self.open).remove(id);
     }
     /// The server acknowledged listen request `id`; false when none is open.
+    #[inline]
     pub(super) fn acknowledged(&self, id: &Id, notifications: Value) -> bool {
         match lock(&self.open).get_mut(id).and_then(|s| s.ack.take()) {
             Some(ack) => {
@@ -239,6 +266,7 @@ impl Listeners {
         }
     }
     /// The server ended listen request `id`.
+    #[inline]
     pub(super) fn ended(&self, id: &Id) {
         let ended = lock(&self.open).get_mut(id).and_then(|s| s.ended.take());
         if let Some(ended) = ended {
@@ -258,6 +286,7 @@ pub(super) struct TaskWatch {
 
 impl TaskWatch {
     /// What wakes those waiting for task `id`.
+    #[inline]
     pub(super) fn waiter(&self, id: &str) -> Arc<Notify> {
         lock(&self.waiters)
             .entry(id.to_owned())
@@ -265,12 +294,14 @@ impl TaskWatch {
             .clone()
     }
     /// Wakes those waiting for task `id`.
+    #[inline]
     pub(super) fn wake(&self, id: &str) {
         if let Some(n) = lock(&self.waiters).get(id) {
             n.notify_waiters();
         }
     }
     /// Nobody waits for task `id` any more (the last waiter left).
+    #[inline]
     pub(super) fn forget_waiter(&self, id: &str, waiter: &Arc<Notify>) {
         let mut waiters = lock(&self.waiters);
         // Two references: the map's and the caller's.
@@ -283,6 +314,7 @@ impl TaskWatch {
     }
     /// True when this state and message of task `id` were not reported yet — or
     /// always, with `again` (after a reconnect) — and notes them as reported.
+    #[inline]
     pub(super) fn is_news(
         &self,
         id: &str,

@@ -434,12 +434,12 @@ impl Inner {
                         };
                         left.retain(|k, _| !answered.contains(k));
                         if !left.is_empty() {
-                            return Ok(CallOutcome::NeedsInput(PendingInput::new(
+                            return Ok(CallOutcome::NeedsInput(Box::new(PendingInput::new(
                                 &self.settings.name,
                                 Value::Object(left),
                                 None,
                                 Some(id.to_owned()),
-                            )));
+                            ))));
                         }
                         continue;
                     }
