@@ -271,6 +271,9 @@ impl Agent {
                 tracing::field::display(&call.arguments),
             );
         }
+        // The model reads why a call failed as the call's result.
+        let failed =
+            |why: String| CallEnd::Done(json!({ "error": why }).to_string(), Vec::new(), true);
         for _ in 0..MAX_INPUT_ROUNDS {
             let mut options = base.clone();
             let sent_vaulted = vaulted;
@@ -290,32 +293,20 @@ impl Agent {
                 }
                 Ok(CallOutcome::NeedsInput(input)) => *input,
                 // An outcome this version does not know: the model reads that it failed.
-                Ok(other) => {
-                    end = CallEnd::Done(
-                        json!({ "error": format!("the call ended in a way this agent does not know: {other:?}") }).to_string(),
-                        Vec::new(),
-                        true,
-                    );
+                Ok(_) => {
+                    end = failed("the call ended in a way this agent does not know".into());
                     break;
                 }
                 // A protocol failure is the model's to read too; the loop goes on.
                 Err(e) => {
-                    end = CallEnd::Done(
-                        json!({ "error": e.to_string() }).to_string(),
-                        Vec::new(),
-                        true,
-                    );
+                    end = failed(e.to_string());
                     break;
                 }
             };
             let requests = match input.requests() {
                 Ok(r) => r,
                 Err(why) => {
-                    end = CallEnd::Done(
-                        json!({ "error": why.to_string() }).to_string(),
-                        Vec::new(),
-                        true,
-                    );
+                    end = failed(why.to_string());
                     break;
                 }
             };
