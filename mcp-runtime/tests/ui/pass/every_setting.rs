@@ -1,7 +1,7 @@
 //! Every setting of `#[mcp(...)]`, in the forms it takes. Nothing connects: servers
 //! connect on first use.
 
-use mcp_runtime::{mcp, CallToolResult, Change, InputRequest, InputResponse, Progress, Tool};
+use mcp_runtime::{mcp, model::Progress, CallToolResult, Change, InputRequest, InputResponse, Tool};
 
 #[mcp(
     url = "https://mcp.example.com/mcp",
@@ -64,7 +64,7 @@ impl Linear {
 #[derive(Default)]
 pub struct Summarize;
 
-impl mcp_runtime::LocalTool for Summarize {
+impl mcp_runtime::declared::LocalTool for Summarize {
     fn definition(&self) -> Tool {
         serde_json::from_value(serde_json::json!({"name": "summarize", "inputSchema": {"type": "object"}})).unwrap()
     }
@@ -148,7 +148,7 @@ fn main() {
     let _shared: Linear = linear.clone(); // cheap: clones share the inputs and the connection
     assert_eq!(linear.mcp().name(), "linear");
     let _attached: mcp_runtime::Mcp = (&linear).into();
-    let files = Files::with_context(mcp_runtime::Context::new().request_timeout(std::time::Duration::from_secs(5)), "k".into());
+    let files = Files::with_context(mcp_runtime::declared::Context::new().request_timeout(std::time::Duration::from_secs(5)), "k".into());
     assert_eq!(files.mcp().name(), "files");
     // Typed methods from the `files` snapshot exist and take typed arguments.
     let _ = files_tools::ReadTextFile { path: "README.md".into(), head: None, tail: None };
