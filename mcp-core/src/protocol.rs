@@ -297,6 +297,39 @@ impl std::fmt::Display for Method {
     }
 }
 
+/// What a person did with a request for input: the `action` of an elicitation's
+/// answer, in both eras.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InputAction {
+    /// Answered, with the values asked for.
+    Accept,
+    /// Said no.
+    Decline,
+    /// Dismissed the request without deciding.
+    Cancel,
+}
+
+impl InputAction {
+    /// The action a wire value names; `None` for a value the protocol does not define.
+    pub fn of(value: &str) -> Option<InputAction> {
+        match value {
+            "accept" => Some(InputAction::Accept),
+            "decline" => Some(InputAction::Decline),
+            "cancel" => Some(InputAction::Cancel),
+            _ => None,
+        }
+    }
+
+    /// The wire value.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            InputAction::Accept => "accept",
+            InputAction::Decline => "decline",
+            InputAction::Cancel => "cancel",
+        }
+    }
+}
+
 /// How a tool may be run as a task (`execution.taskSupport`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum TaskSupport {

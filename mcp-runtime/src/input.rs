@@ -11,6 +11,8 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
+/// What a person did with a request for input (`accept`, `decline`, `cancel`).
+pub use mcp_core::protocol::InputAction;
 use mcp_core::BoxFuture;
 
 /// The kinds of input requests a client accepts.
@@ -196,9 +198,10 @@ impl InputResponse {
     /// The answer as the protocol carries it (`{"action": …, "content": …}`).
     pub fn to_value(&self) -> Value {
         match self {
-            InputResponse::Accept(content) => json!({"action": "accept", "content": content}),
-            InputResponse::Decline => json!({"action": "decline"}),
-            InputResponse::Cancel => json!({"action": "cancel"}),
+            InputResponse::Accept(content) => {
+                json!({"action": InputAction::Accept.as_str(), "content": content})
+            }
+            other => json!({ "action": other.action() }),
         }
     }
 }
@@ -207,25 +210,29 @@ impl InputResponse {
     /// Reads an answer as the protocol carries it (see [`to_value`](Self::to_value));
     /// `None` for anything else.
     pub fn from_value(v: &Value) -> Option<Self> {
-        match v.get("action")?.as_str()? {
-            "accept" => Some(InputResponse::Accept(
+        match InputAction::of(v.get("action")?.as_str()?)? {
+            InputAction::Accept => Some(InputResponse::Accept(
                 v.get("content")
                     .and_then(Value::as_object)
                     .cloned()
                     .unwrap_or_default(),
             )),
-            "decline" => Some(InputResponse::Decline),
-            "cancel" => Some(InputResponse::Cancel),
-            _ => None,
+            InputAction::Decline => Some(InputResponse::Decline),
+            InputAction::Cancel => Some(InputResponse::Cancel),
         }
     }
 
     /// `accept`, `decline` or `cancel`.
     pub fn action(&self) -> &'static str {
+        self.kind().as_str()
+    }
+
+    /// What the person did.
+    pub fn kind(&self) -> InputAction {
         match self {
-            InputResponse::Accept(_) => "accept",
-            InputResponse::Decline => "decline",
-            InputResponse::Cancel => "cancel",
+            InputResponse::Accept(_) => InputAction::Accept,
+            InputResponse::Decline => InputAction::Decline,
+            InputResponse::Cancel => InputAction::Cancel,
         }
     }
 }

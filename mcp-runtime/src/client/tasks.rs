@@ -318,7 +318,7 @@ impl Inner {
         }
     }
 
-    /// Reports a task's status to `on_change` when its state or message changed since
+    /// Reports a task's status to the `after_change` callbacks when its state or message changed since
     /// the last report (or always, with `again`: after a reconnect).
     pub(super) fn report_task(&self, status: TaskStatus, again: bool) {
         let news = self.tasks.is_news(
