@@ -713,19 +713,17 @@ fn generate(
     let is_derive = |a: &&syn::Attribute| a.path().is_ident("derive");
     let derives: Vec<&syn::Attribute> = attrs.iter().filter(is_derive).collect();
     let others: Vec<&syn::Attribute> = attrs.iter().filter(|a| !is_derive(a)).collect();
-    let derived = |name: &str| {
-        derives.iter().any(|a| {
-            a.parse_args_with(
-                syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
-            )
-            .is_ok_and(|paths| {
-                paths
-                    .iter()
-                    .any(|p| p.segments.last().is_some_and(|s| s.ident == name))
-            })
+    let derives_debug = derives.iter().any(|a| {
+        a.parse_args_with(
+            syn::punctuated::Punctuated::<syn::Path, syn::Token![,]>::parse_terminated,
+        )
+        .is_ok_and(|paths| {
+            paths
+                .iter()
+                .any(|p| p.segments.last().is_some_and(|s| s.ident == "Debug"))
         })
-    };
-    let debug = derived("Debug").then(|| {
+    });
+    let debug = derives_debug.then(|| {
         quote! {
             #[automatically_derived]
             impl ::core::fmt::Debug for #ty {

@@ -463,9 +463,15 @@ pub enum LoadOutcome<T = LoadedSkill> {
 impl<T> LoadOutcome<T> {
     /// The skill (or file), if it loaded.
     pub fn done(self) -> Option<T> {
+        self.loaded::<()>().ok()
+    }
+    /// The skill (or file) if it loaded, else the same outcome for another result type.
+    #[allow(clippy::result_large_err)] // the other outcome, as it was: rare, not copied
+    pub fn loaded<U>(self) -> std::result::Result<T, LoadOutcome<U>> {
         match self {
-            LoadOutcome::Done(t) => Some(t),
-            _ => None,
+            LoadOutcome::Done(t) => Ok(t),
+            LoadOutcome::Changed { why, refreshed } => Err(LoadOutcome::Changed { why, refreshed }),
+            LoadOutcome::Declined { why } => Err(LoadOutcome::Declined { why }),
         }
     }
     /// True when the skill changed and needs re-approval.
@@ -479,8 +485,7 @@ impl<T> LoadOutcome<T> {
 }
 
 impl<T> std::fmt::Display for LoadOutcome<T> {
-    /// What happened, for a log or a model: `loaded`, or why not (the skill's URI is
-    /// the caller's to add).
+    /// `loaded`, or why not, for a log or a model (the caller adds the skill's URI).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LoadOutcome::Done(_) => f.write_str("loaded"),

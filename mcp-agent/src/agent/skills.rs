@@ -460,20 +460,12 @@ impl Agent {
             // run resumed in another process loads it again, checking SKILL.md).
             let loaded = match reused {
                 Some(l) => l,
-                None => match server.client()?.load_skill(&held.entry).await? {
-                    LoadOutcome::Done(l) => {
+                None => match server.client()?.load_skill(&held.entry).await?.loaded() {
+                    Ok(l) => {
                         lock(&self.inner.loaded_skills).insert(key, l.clone());
                         l
                     }
-                    LoadOutcome::Changed { why, refreshed } => {
-                        return Ok(LoadOutcome::Changed { why, refreshed })
-                    }
-                    LoadOutcome::Declined { why } => return Ok(LoadOutcome::Declined { why }),
-                    not => {
-                        return Ok(LoadOutcome::Declined {
-                            why: not.to_string(),
-                        })
-                    }
+                    Err(not) => return Ok(not),
                 },
             };
             loaded.read(path).await

@@ -136,12 +136,9 @@ impl Client {
         if let Some(why) = skill.exceeded_limit() {
             return Ok(LoadOutcome::Declined { why });
         }
-        let content = match self.read_skill_file(skill, skill.uri()).await? {
-            LoadOutcome::Done(c) => c,
-            LoadOutcome::Changed { why, refreshed } => {
-                return Ok(LoadOutcome::Changed { why, refreshed })
-            }
-            LoadOutcome::Declined { why } => return Ok(LoadOutcome::Declined { why }),
+        let content = match self.read_skill_file(skill, skill.uri()).await?.loaded() {
+            Ok(c) => c,
+            Err(not) => return Ok(not),
         };
         let text: Arc<str> = match content.text() {
             Some(t) => Arc::from(t),

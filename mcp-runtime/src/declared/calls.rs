@@ -40,9 +40,7 @@ impl Mcp {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        let map = self.tool_map().await?;
-        let tool = self.find(&map, name)?;
-        let outcome = self.call_resolved(tool, arguments, options).await?;
+        let outcome = self.call_named(name, arguments, options).await?;
         ended(&self.spec.name, name, outcome)
     }
 
@@ -55,6 +53,16 @@ impl Mcp {
         mut options: RequestOptions,
     ) -> Result<CallOutcome> {
         options.pause_input = true;
+        self.call_named(name, arguments, options).await
+    }
+
+    /// Calls the tool `name` stands for (see [`find`](Self::find)).
+    async fn call_named(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallOutcome> {
         let map = self.tool_map().await?;
         let tool = self.find(&map, name)?;
         self.call_resolved(tool, arguments, options).await
