@@ -40,16 +40,30 @@ for features in stdio stdio,macros http http,macros http,oauth; do
   cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
 done
 for features in "" http postgres http,postgres; do
-  cargo clippy -p mcp-core --locked --no-default-features --features "$features" -- -D warnings
+  cargo clippy -p mcp-runtime-core --locked --no-default-features --features "$features" -- -D warnings
 done
 cargo clippy -p mcp-agent --locked --no-default-features -- -D warnings
 cargo run -q --locked -p mcp-runtime --no-default-features --features stdio,macros --example stdio_only
 cargo run -q --locked -p mcp-runtime --no-default-features --features http,macros --example http_only
 
-step "the crates meant for publishing package, and mcp-core, mcp-runtime, mcp-macros build from their packages"
+step "the crates meant for publishing package, and mcp-runtime-core, mcp-runtime, mcp-runtime-macros build from their packages"
 rm -rf target/package
 cargo package --workspace --locked --no-verify --allow-dirty
-cargo package --locked --allow-dirty -p mcp-core -p mcp-runtime -p mcp-macros
+cargo package --locked --allow-dirty -p mcp-runtime-core -p mcp-runtime -p mcp-runtime-macros
+# Verification resolves siblings from the packages just built *and* crates.io: each
+# verified package must have used ours (same checksum as our .crate), never a
+# crates.io crate of the same name and version (docs/decisions.md, "Names nobody else owns").
+for lock in target/package/*-0.1.0/Cargo.lock; do
+  for sibling in mcp-runtime-core mcp-runtime-macros mcp-runtime; do
+    used=$(awk -v n="$sibling" '$0 == "name = \"" n "\"" {f=1} f && /^checksum/ {gsub(/"/, "", $3); print $3; exit} /^$/ {f=0}' "$lock")
+    [ -z "$used" ] && continue
+    ours=$(sha256sum "target/package/$sibling-0.1.0.crate" | cut -d' ' -f1)
+    if [ "$used" != "$ours" ]; then
+      echo "$lock: $sibling resolved to a crate that is not ours (checksum $used, ours $ours)" >&2
+      exit 1
+    fi
+  done
+done
 
 step "compile-time tests, untimed: they build their own dependencies (minutes when cold)"
 # trybuild and the snapshot test compile scratch crates into target folders of their
@@ -58,7 +72,7 @@ step "compile-time tests, untimed: they build their own dependencies (minutes wh
 # so nextest below runs them warm (.config/nextest.toml, tests/README.md).
 compile_test -p mcp-runtime --test it -- --exact macros::ui
 compile_test -p mcp-agent --test it -- --exact attach_lines_are_checked_at_compile_time
-compile_test -p mcp-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
+compile_test -p mcp-runtime-cli --test cli -- --exact snapshots_take_effect_on_the_next_build
 
 step "tests"
 if cargo nextest --version >/dev/null 2>&1; then
@@ -75,7 +89,7 @@ step "official MCP conformance suite (client scenarios)"
 bash tests/conformance/run.sh
 
 step "snapshots in .mcp/ match their servers (mcp snapshot --check)"
-cargo run -q --locked -p mcp-cli -- snapshot --check
+cargo run -q --locked -p mcp-runtime-cli -- snapshot --check
 
 step "examples"
 cargo run -q --locked -p examples --example quickstart

@@ -331,7 +331,7 @@ fn attach(
 
 /// A server's short string (a MIME type, a URI) as a note may quote it.
 fn clip_meta(s: &str) -> String {
-    mcp_core::text::escape(&crate::error::clip(s, 200), false).into_owned()
+    mcp_runtime_core::text::escape(&crate::error::clip(s, 200), false).into_owned()
 }
 
 /// Trims `messages` — what is about to be sent to the model — to about `max_bytes`

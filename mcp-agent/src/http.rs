@@ -1,5 +1,5 @@
 //! The agent's HTTP client for model providers, on the toolkit's one HTTP stack
-//! ([`mcp_core::http`]: hyper with rustls, pooled keep-alive connections, the loopback
+//! ([`mcp_runtime_core::http`]: hyper with rustls, pooled keep-alive connections, the loopback
 //! rule checked when a name resolves): bounded answers, one deadline per answer,
 //! secrets as sensitive headers.
 
@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::model::ModelError;
 use crate::store::lock;
 
-type Pool = mcp_core::http::Clients;
+type Pool = mcp_runtime_core::http::Clients;
 
 /// The largest answer read from a model server.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
@@ -110,7 +110,7 @@ impl Endpoint {
                     .strip_prefix("http://")
                     .map(|r| format!("https://{r}"));
                 match as_https {
-                    Some(u) if mcp_core::url_rule::check(&u).is_ok() => {
+                    Some(u) if mcp_runtime_core::url_rule::check(&u).is_ok() => {
                         (HttpClient::pool()?, Some(e.to_string()))
                     }
                     _ => return Err(e),
@@ -192,7 +192,10 @@ impl Endpoint {
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
-            .field("base_url", &mcp_core::url_rule::redact(&self.base_url))
+            .field(
+                "base_url",
+                &mcp_runtime_core::url_rule::redact(&self.base_url),
+            )
             .field("model", &self.model)
             .field("api_key", &self.api_key)
             .field("stream", &self.stream)
@@ -209,7 +212,7 @@ pub(crate) struct HttpClient {
 
 /// A pool of connections on the toolkit's one HTTP stack.
 fn new_pool() -> Result<Pool, ModelError> {
-    Pool::new(&mcp_core::http::PoolOptions::default()).map_err(other)
+    Pool::new(&mcp_runtime_core::http::PoolOptions::default()).map_err(other)
 }
 
 fn other(detail: String) -> ModelError {
@@ -220,7 +223,7 @@ impl HttpClient {
     /// Checks `base_url` against the runtime's URL rule (https, or http to this
     /// machine) and builds the pool.
     pub fn new(base_url: &str) -> Result<Self, ModelError> {
-        mcp_core::url_rule::check(base_url)
+        mcp_runtime_core::url_rule::check(base_url)
             .map_err(|e| other(format!("the model's base URL: {e}")))?;
         Self::pool()
     }
@@ -298,7 +301,7 @@ impl HttpClient {
             return self.collect_by(&origin, resp, deadline).await.map(Some);
         }
         let mut body = resp.into_body();
-        let mut parser = mcp_core::sse::Parser::new(MAX_ANSWER);
+        let mut parser = mcp_runtime_core::sse::Parser::new(MAX_ANSWER);
         let mut events = Vec::new();
         let mut read = 0usize;
         let deadline = tokio::time::sleep_until(deadline);
@@ -345,9 +348,9 @@ impl HttpClient {
         body: &Value,
         deadline: tokio::time::Instant,
     ) -> Result<(String, http::Response<hyper::body::Incoming>), ModelError> {
-        let origin = mcp_core::url_rule::check(url)
+        let origin = mcp_runtime_core::url_rule::check(url)
             .map(|c| c.origin)
-            .unwrap_or_else(|_| mcp_core::url_rule::redact(url));
+            .unwrap_or_else(|_| mcp_runtime_core::url_rule::redact(url));
         let body = Bytes::from(body.to_string());
         let request = || {
             let mut req = http::Request::post(url).header("content-type", "application/json");
@@ -372,7 +375,7 @@ impl HttpClient {
             match sent {
                 Ok(resp) => return Ok((origin, resp)),
                 // Once, on a fresh pool: a dead pooled connection is not the server.
-                Err(e) if !retried && mcp_core::http::was_not_sent(&e) => {
+                Err(e) if !retried && mcp_runtime_core::http::was_not_sent(&e) => {
                     tracing::debug!(%origin, error = %e, "a pooled connection was dead; trying once on a new one");
                     *lock(&self.pool) = Arc::new(new_pool()?);
                     retried = true;

@@ -59,10 +59,10 @@ pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use function::FunctionTool;
 pub use gate::{Gate, Mode, ParseModeError, Verdict};
-/// Attaches a server in one line, checked at compile time (see [`attach`](mcp_macros::attach)):
-/// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
-pub use mcp_macros::attach as mcp;
 pub use mcp_runtime as runtime;
+/// Attaches a server in one line, checked at compile time (see [`attach`](mcp_runtime_macros::attach)):
+/// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
+pub use mcp_runtime_macros::attach as mcp;
 pub use model::{Model, ModelError, ToolChoice, Usage};
 pub use openai::ChatCompletions;
 #[cfg(feature = "postgres")]

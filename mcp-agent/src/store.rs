@@ -19,4 +19,4 @@ pub use sqlite::SqliteRunStore;
 
 pub(crate) use contract::{lease_lost, unix_now};
 pub use contract::{Claim, Lease, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary};
-pub(crate) use mcp_core::lock;
+pub(crate) use mcp_runtime_core::lock;

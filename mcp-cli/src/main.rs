@@ -173,7 +173,7 @@ fn client_with(name: &str, server: &Value, oauth: Option<OAuth>) -> Result<Clien
 
 /// Text from a server, safe to print: control characters escaped.
 fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    mcp_core::text::escape(text, false)
+    mcp_runtime_core::text::escape(text, false)
 }
 
 /// JSON from a server, safe to print: serde_json escapes control characters already;

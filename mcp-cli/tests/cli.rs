@@ -300,7 +300,7 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
 /// snapshot: checked at run time only), gets its first snapshot from `mcp snapshot`,
 /// and the next build fails at the name; a snapshot changed or removed as a `git pull`
 /// would is picked up the same way; a first snapshot pulled into a checkout that had
-/// none takes effect with the `build.rs` helper (`mcp_core::build::track_snapshots`).
+/// none takes effect with the `build.rs` helper (`mcp_runtime_core::build::track_snapshots`).
 #[test]
 fn snapshots_take_effect_on_the_next_build() {
     let peers = peers();
@@ -406,12 +406,12 @@ fn snapshots_take_effect_on_the_next_build() {
         );
         if helper {
             manifest.push_str(&format!(
-                "\n[build-dependencies]\nmcp-core = {{ path = {:?} }}\n",
+                "\n[build-dependencies]\nmcp-runtime-core = {{ path = {:?} }}\n",
                 repo_root().join("mcp-core").display().to_string()
             ));
             std::fs::write(
                 c.join("build.rs"),
-                "fn main() {\n    mcp_core::build::track_snapshots();\n}\n",
+                "fn main() {\n    mcp_runtime_core::build::track_snapshots();\n}\n",
             )
             .unwrap();
         }

@@ -8,13 +8,13 @@
 //!
 //! ```toml
 //! [build-dependencies]
-//! mcp-core = "0.1"
+//! mcp-runtime-core = "0.1"
 //! ```
 //!
 //! ```text
 //! // build.rs
 //! fn main() {
-//!     mcp_core::build::track_snapshots();
+//!     mcp_runtime_core::build::track_snapshots();
 //! }
 //! ```
 //!

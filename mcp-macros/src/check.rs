@@ -9,7 +9,7 @@ use crate::ctxt::{hint, Ctxt};
 use crate::parse::{Decl, Name, Predicate, Timeout};
 use crate::schema::snake;
 
-use mcp_core::protocol::LOG_LEVELS;
+use mcp_runtime_core::protocol::LOG_LEVELS;
 
 pub const PREDICATES: &[&str] = &["destructive", "open_world", "not_read_only"];
 

@@ -16,9 +16,9 @@ mod expand;
 mod parse;
 mod schema;
 mod snapshot;
-/// The runtime's URL rule (https, or http to this machine only), from `mcp-core`, so the
+/// The runtime's URL rule (https, or http to this machine only), from `mcp-runtime-core`, so the
 /// compile-time check and the runtime never disagree.
-use mcp_core::url_rule;
+use mcp_runtime_core::url_rule;
 
 /// Declares an MCP server on a struct whose fields are its inputs. See the
 /// `mcp-runtime` documentation and `docs/declaring-servers.md`.

@@ -1,11 +1,11 @@
 //! Finds and reads the committed snapshot of a server (`.mcp/<name>.json`). This is the
 //! only place the macro reads the environment or the file system; it never touches the
-//! network. The format itself is `mcp-core`'s, as the runtime's and the CLI's.
+//! network. The format itself is `mcp-runtime-core`'s, as the runtime's and the CLI's.
 
 use std::path::{Path, PathBuf};
 
-/// The snapshot format (`mcp-core`), the runtime's own.
-use mcp_core::snapshot as format;
+/// The snapshot format (`mcp-runtime-core`), the runtime's own.
+use mcp_runtime_core::snapshot as format;
 
 pub use format::{did_you_mean, Snapshot};
 

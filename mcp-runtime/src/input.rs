@@ -12,8 +12,8 @@ use serde_json::{json, Map, Value};
 use crate::error::Error;
 use crate::jsonrpc::ErrorObject;
 /// What a person did with a request for input (`accept`, `decline`, `cancel`).
-pub use mcp_core::protocol::InputAction;
-use mcp_core::BoxFuture;
+pub use mcp_runtime_core::protocol::InputAction;
+use mcp_runtime_core::BoxFuture;
 
 /// The kinds of input requests a client accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -41,19 +41,19 @@ pub mod digest;
 mod error;
 mod hold;
 pub mod input;
-pub use mcp_core::jsonrpc;
+pub use mcp_runtime_core::jsonrpc;
 pub mod model;
-pub(crate) use mcp_core::protocol;
+pub(crate) use mcp_runtime_core::protocol;
 pub mod skills;
-pub use mcp_core::snapshot;
+pub use mcp_runtime_core::snapshot;
 #[cfg(test)]
 pub(crate) mod testing;
-pub(crate) use mcp_core::text;
+pub(crate) use mcp_runtime_core::text;
 pub mod transport;
 #[cfg(feature = "http")]
-pub(crate) use mcp_core::url_rule;
+pub(crate) use mcp_runtime_core::url_rule;
 
-pub use mcp_core::BoxFuture;
+pub use mcp_runtime_core::BoxFuture;
 
 // The crate root keeps the names most programs use; the rest are in their modules:
 // `client` (eras, tasks, server details), `model` (what a server sends), `input`,
@@ -63,9 +63,9 @@ pub use client::{CallTool, Change, Client, ClientBuilder, RequestOptions};
 pub use declared::{Mcp, McpBuilder, McpTool, Typed};
 pub use error::{Error, Result};
 pub use input::{CallOutcome, InputRequest, InputResponse, PendingInput};
-pub use mcp_core::Secret;
+pub use mcp_runtime_core::Secret;
 #[cfg(feature = "macros")]
-pub use mcp_macros::mcp;
+pub use mcp_runtime_macros::mcp;
 pub use model::{CallToolResult, Content, Tool};
 pub use tokio_util::sync::CancellationToken;
 #[cfg(feature = "http")]
@@ -87,5 +87,5 @@ pub mod prelude {
     #[cfg(any(feature = "stdio", feature = "http"))]
     pub use crate::{Mcp, McpTool};
     #[cfg(feature = "macros")]
-    pub use mcp_macros::mcp;
+    pub use mcp_runtime_macros::mcp;
 }

@@ -16,7 +16,7 @@ use crate::jsonrpc::{ErrorObject, Notification, Request, Response};
 use crate::transport::{RequestContext, Transport};
 use crate::BoxFuture;
 
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 type Script = dyn Fn(&Request, usize) -> Step + Send + Sync;
 

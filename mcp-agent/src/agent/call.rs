@@ -258,7 +258,7 @@ impl Agent {
             gen_ai.tool.name = %call.name,
             gen_ai.tool.call.id = %call.id,
             gen_ai.tool.type = if function { "function" } else { "extension" },
-            mcp.method.name = if function { None } else { Some(mcp_core::protocol::Method::ToolsCall.as_str()) },
+            mcp.method.name = if function { None } else { Some(mcp_runtime_core::protocol::Method::ToolsCall.as_str()) },
             mcp.protocol.version = self.inner.host.protocol_version(tool.server),
             mcp_agent.server.name = %tool.facts.server,
             gen_ai.tool.call.arguments = tracing::field::Empty,

@@ -100,7 +100,7 @@ impl Agent {
                 };
                 if let Some(reason) = hidden {
                     let name = crate::error::clip(&t.name, 200);
-                    let tool = mcp_core::text::escape(&name, false).into_owned();
+                    let tool = mcp_runtime_core::text::escape(&name, false).into_owned();
                     let key = format!("hidden\u{0}{server}\u{0}{tool}\u{0}{reason}");
                     if !announced.contains(&key) {
                         announced.push(key);

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::contract::*;
 use crate::error::{Error, Result};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 /// A run as the memory store keeps it: the record, when it last changed, its events.
 type Kept = (RunRecord, u64, Vec<Value>);

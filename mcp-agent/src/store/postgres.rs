@@ -1,6 +1,7 @@
 //! Runs kept in PostgreSQL.
 
 use mcp_runtime::BoxFuture;
+use mcp_runtime_core::postgres::PgPool;
 use serde_json::Value;
 
 use super::contract::*;
@@ -13,14 +14,14 @@ use crate::error::{Error, Result};
 #[cfg(feature = "postgres")]
 #[derive(Clone, Debug)]
 pub struct PostgresRunStore {
-    pool: std::sync::Arc<mcp_core::postgres::PgPool>,
+    pool: std::sync::Arc<PgPool>,
 }
 
 #[cfg(feature = "postgres")]
 impl PostgresRunStore {
     /// Connects (`postgres://user:password@host/db`) and creates the table when missing.
     pub async fn connect(url: &str) -> Result<Self> {
-        let pool = mcp_core::postgres::PgPool::new(url).map_err(pg)?;
+        let pool = PgPool::new(url).map_err(pg)?;
         pool.create_once(
             "mcp_agent_runs",
             "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
@@ -56,20 +57,20 @@ impl PostgresRunStore {
         &self,
         what: &str,
         sql: &str,
-        params: &[&(dyn mcp_core::postgres::tokio_postgres::types::ToSql + Sync)],
+        params: &[&(dyn mcp_runtime_core::postgres::tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<RunRecord>> {
         let client = self.pool.client().await.map_err(pg)?;
         let row = client
             .query_opt(sql, params)
             .await
-            .map_err(|e| pg(mcp_core::postgres::PgPool::error(what, e)))?;
+            .map_err(|e| pg(PgPool::error(what, e)))?;
         row.map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
             .transpose()
     }
 }
 
 #[cfg(feature = "postgres")]
-fn pg(e: mcp_core::postgres::PgError) -> Error {
+fn pg(e: mcp_runtime_core::postgres::PgError) -> Error {
     Error::store_from(e.to_string(), e)
 }
 
@@ -112,7 +113,7 @@ impl RunStore for PostgresRunStore {
                     ],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("saving a run", e)))?;
+                .map_err(|e| pg(PgPool::error("saving a run", e)))?;
             let n: i64 = row.get(0);
             if n == 0 {
                 return Err(lease_lost(&run.id));
@@ -130,7 +131,7 @@ impl RunStore for PostgresRunStore {
                     &[&id],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("reading events", e)))?;
+                .map_err(|e| pg(PgPool::error("reading events", e)))?;
             rows.iter().map(|r| event_value(r.get(0))).collect()
         })
     }
@@ -183,7 +184,7 @@ impl RunStore for PostgresRunStore {
                     &[&id, &lease.owner, &until],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("renewing a lease", e)))?;
+                .map_err(|e| pg(PgPool::error("renewing a lease", e)))?;
             let (renewed, kept): (i64, i64) = (row.get(0), row.get(1));
             Ok(renewed > 0 || kept == 0)
         })
@@ -214,7 +215,7 @@ impl RunStore for PostgresRunStore {
                     ],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("listing runs", e)))?;
+                .map_err(|e| pg(PgPool::error("listing runs", e)))?;
             let mut runs = Vec::new();
             for r in rows {
                 let status: String = r.get(1);
@@ -243,7 +244,7 @@ impl RunStore for PostgresRunStore {
                     &[&id],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("deleting a run", e)))?;
+                .map_err(|e| pg(PgPool::error("deleting a run", e)))?;
             Ok(row.get::<_, i64>(0) > 0)
         })
     }
@@ -263,7 +264,7 @@ impl RunStore for PostgresRunStore {
                     &[&before],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("pruning runs", e)))?;
+                .map_err(|e| pg(PgPool::error("pruning runs", e)))?;
             Ok(row.get::<_, i64>(0).max(0) as u64)
         })
     }
@@ -283,7 +284,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map(|_| ())
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("saving an allowance", e)))
+                .map_err(|e| pg(PgPool::error("saving an allowance", e)))
         })
     }
 
@@ -296,7 +297,7 @@ impl RunStore for PostgresRunStore {
                     &[&(MAX_ALLOWANCES as i64)],
                 )
                 .await
-                .map_err(|e| pg(mcp_core::postgres::PgPool::error("reading allowances", e)))?;
+                .map_err(|e| pg(PgPool::error("reading allowances", e)))?;
             rows.iter()
                 .map(|r| allowance_value(r.get::<_, &str>(0)))
                 .collect()
@@ -310,12 +311,7 @@ impl RunStore for PostgresRunStore {
                 .execute("DELETE FROM mcp_agent_allowances WHERE id = $1", &[&id])
                 .await
                 .map(|n| n > 0)
-                .map_err(|e| {
-                    pg(mcp_core::postgres::PgPool::error(
-                        "deleting an allowance",
-                        e,
-                    ))
-                })
+                .map_err(|e| pg(PgPool::error("deleting an allowance", e)))
         })
     }
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::contract::*;
 use crate::error::{Error, Result};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 /// Runs kept in a SQLite file (created with its table when missing): no server, no
 /// setup, and a run suspended by one process can be resumed by another. Claims are

@@ -6,7 +6,7 @@ use super::shared::*;
 use super::store::{CredentialKey, CredentialStore, Credentials};
 use crate::error::{Error, Result};
 use crate::BoxFuture;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::{json, Value};
 #[allow(unused_imports)]
 use std::collections::HashMap;

@@ -10,7 +10,7 @@ use super::util::{now, random};
 use crate::error::{Error, Result};
 use crate::Secret;
 use base64::Engine as _;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::Value;
 #[allow(unused_imports)]
 use std::collections::HashMap;

@@ -60,7 +60,7 @@ use shared::*;
 pub(crate) use shared::{Challenged, Session};
 pub use shared::{Grant, IdentityProvider, OAuth};
 
-pub(crate) use mcp_core::lock;
+pub(crate) use mcp_runtime_core::lock;
 
 impl Session {
     pub fn new(config: OAuth, resource: String) -> Self {

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use mcp_core::postgres::{tokio_postgres, PgError, PgPool};
+use mcp_runtime_core::postgres::{tokio_postgres, PgError, PgPool};
 
 use super::store::{CredentialKey, CredentialStore, Credentials, KeyLocks, StoreLock};
 use crate::error::{Error, Result};

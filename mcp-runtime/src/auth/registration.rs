@@ -9,7 +9,7 @@ use super::store::{CredentialStore, Credentials};
 use super::util::{b64url, random, sha256};
 use crate::error::{Error, Result};
 use crate::Secret;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::{json, Value};
 #[allow(unused_imports)]
 use std::collections::HashMap;

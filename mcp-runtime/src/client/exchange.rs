@@ -12,7 +12,7 @@ use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::protocol::Era;
 use crate::protocol::{code, meta, Method, TASKS_EXTENSION};
 use crate::transport::RequestContext;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::time::Instant;

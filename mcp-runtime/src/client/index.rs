@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::model::Tool;
 use crate::protocol::TaskSupport;
 use crate::transport::headers::{self, ParamHeader};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 /// What the index keeps of one tool.
 #[derive(Clone, Debug, Default, PartialEq)]

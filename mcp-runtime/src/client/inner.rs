@@ -6,7 +6,7 @@ use super::parts::{
     InputRouting, ListCache, Listeners, ProgressRegistry, Session, Settings, TaskWatch,
 };
 use crate::transport::{Incoming, Transport};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 

@@ -39,7 +39,7 @@ pub use options::RequestOptions;
 
 pub use inner::Client;
 use inner::*;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 pub use shared::{Change, ProtocolMode, ServerDetails, TaskState, TaskStatus};
 pub use tasks::{Started, Task};
 

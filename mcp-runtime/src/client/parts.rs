@@ -18,7 +18,7 @@ use super::shared::{
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
 use crate::jsonrpc::Id;
 use crate::model::{LogLevel, Progress};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};

@@ -11,7 +11,7 @@ use crate::protocol::Method;
 use crate::skills::{
     check, extract, LoadOutcome, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION,
 };
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::{Map, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;

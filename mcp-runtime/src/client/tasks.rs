@@ -20,7 +20,7 @@ use crate::input::{ended, CallOutcome, PendingInput};
 use crate::model::CallToolResult;
 use crate::protocol::Era;
 use crate::protocol::{code, Method, TaskSupport, TASKS_EXTENSION};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 impl TaskState {
     fn parse(s: &str) -> TaskState {

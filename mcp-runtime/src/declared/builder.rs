@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::input::{InputKinds, InputRequest, InputResponse};
 use crate::model::{LogLevel, Progress, Tool};
 use crate::transport::Transport;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 /// Builds an [`Mcp`]: the inline form of a declared server.
 ///

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome};
 use crate::model::CallToolResult;
 use crate::snapshot::did_you_mean;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 impl Mcp {
     /// Calls a tool by the name the model sees (or the server's name), with fixed

@@ -36,7 +36,7 @@ use shared::*;
 pub use shared::{ArgValue, Context, DriftPolicy, LocalTool, Mcp, McpTool, ToolShape};
 pub use typed::Typed;
 
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 
 impl Mcp {
     /// Declares a server inline (without writing a struct).

@@ -81,7 +81,7 @@ impl LogLevel {
         LogLevel::Emergency,
     ];
 
-    /// The protocol's name for the level (`mcp_core::protocol::LOG_LEVELS`, which the
+    /// The protocol's name for the level (`mcp_runtime_core::protocol::LOG_LEVELS`, which the
     /// `#[mcp]` macro checks `log_level` against).
     pub fn as_str(self) -> &'static str {
         // The variants are declared in the protocol's order, least severe first.

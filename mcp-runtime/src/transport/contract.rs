@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::error::Result;
 use crate::hold::Hold;
 use crate::jsonrpc::{Notification, Request, Response};
-use mcp_core::BoxFuture;
+use mcp_runtime_core::BoxFuture;
 
 /// The largest message a built-in transport accepts from a server unless configured
 /// otherwise (64 MiB): large enough for real tool results, small enough that a hostile

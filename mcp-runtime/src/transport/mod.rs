@@ -12,7 +12,7 @@ pub(crate) mod headers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
-pub(crate) use mcp_core::sse;
+pub(crate) use mcp_runtime_core::sse;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 #[cfg(feature = "stdio")]

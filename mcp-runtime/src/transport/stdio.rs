@@ -160,7 +160,7 @@ impl StdioTransport {
     }
 
     fn live_conn(&self) -> Option<Arc<Conn>> {
-        let guard = mcp_core::lock(&self.conn);
+        let guard = mcp_runtime_core::lock(&self.conn);
         guard
             .as_ref()
             .filter(|c| !c.dead.load(Ordering::Acquire))
@@ -168,7 +168,7 @@ impl StdioTransport {
     }
 
     fn conn(&self, incoming: &Incoming) -> Result<Arc<Conn>> {
-        let mut guard = mcp_core::lock(&self.conn);
+        let mut guard = mcp_runtime_core::lock(&self.conn);
         if let Some(c) = guard.as_ref() {
             if !c.dead.load(Ordering::Acquire) {
                 return Ok(c.clone());
@@ -464,7 +464,7 @@ impl Supervisor {
         self.incoming.disconnected();
         self.dead.store(true, Ordering::Release);
         let drained: Vec<_> = {
-            let mut p = mcp_core::lock(&self.pending);
+            let mut p = mcp_runtime_core::lock(&self.pending);
             p.drain().collect()
         };
         for (_, tx) in drained {
@@ -538,7 +538,7 @@ impl Supervisor {
             match m {
                 Ok(Message::Response(r)) => {
                     let tx = {
-                        let mut p = mcp_core::lock(&self.pending);
+                        let mut p = mcp_runtime_core::lock(&self.pending);
                         p.remove(&r.id)
                     };
                     match tx {
@@ -584,7 +584,7 @@ struct PendingGuard<'a> {
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let mut p = mcp_core::lock(self.pending);
+            let mut p = mcp_runtime_core::lock(self.pending);
             p.remove(&id);
         }
     }
@@ -597,7 +597,7 @@ impl Transport for StdioTransport {
             let (tx, rx) = oneshot::channel();
             let id = request.id.clone();
             {
-                let mut p = mcp_core::lock(&conn.pending);
+                let mut p = mcp_runtime_core::lock(&conn.pending);
                 if conn.dead.load(Ordering::Acquire) {
                     return Err(Error::closed("the server process exited"));
                 }
@@ -643,11 +643,11 @@ impl Transport for StdioTransport {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             let conn = {
-                let mut g = mcp_core::lock(&self.conn);
+                let mut g = mcp_runtime_core::lock(&self.conn);
                 g.take()
             };
             let Some(conn) = conn else { return Ok(()) };
-            let close_tx = mcp_core::lock(&conn.close_tx).take();
+            let close_tx = mcp_runtime_core::lock(&conn.close_tx).take();
             if let Some(close_tx) = close_tx {
                 let (done_tx, done_rx) = oneshot::channel();
                 if close_tx.send(done_tx).is_ok() {

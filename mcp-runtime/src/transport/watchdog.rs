@@ -54,7 +54,7 @@ static STATE: Mutex<State> = Mutex::new(State {
 });
 
 fn state() -> MutexGuard<'static, State> {
-    mcp_core::lock(&STATE)
+    mcp_runtime_core::lock(&STATE)
 }
 
 /// Guards the process group `pgid` (a stdio server that just started).

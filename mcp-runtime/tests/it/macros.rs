@@ -3,7 +3,7 @@
 //! the cases check against are the workspace's `.mcp/`. Bless changed output with
 //! `TRYBUILD=overwrite cargo test -p mcp-runtime --test it -- --exact macros::ui`.
 //!
-//! They live here, not in `mcp-macros`: a dev-dependency of the macro crate on the
+//! They live here, not in `mcp-runtime-macros`: a dev-dependency of the macro crate on the
 //! runtime would be a dependency circle, which `cargo package` cannot verify.
 
 #[test]

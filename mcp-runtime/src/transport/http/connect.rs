@@ -1,5 +1,5 @@
 //! Getting bytes to the server over the toolkit's one HTTP stack
-//! ([`mcp_core::http`]: pooled hyper clients, TLS, proxy, the loopback rule checked at
+//! ([`mcp_runtime_core::http`]: pooled hyper clients, TLS, proxy, the loopback rule checked at
 //! resolve time, bounded reads): per-request headers, the OAuth bridge, stale
 //! connections, redirects refused.
 
@@ -13,7 +13,7 @@ use http::header::{HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE,
 use http::{HeaderMap, Method, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming as Body;
-use mcp_core::http::ReadError;
+use mcp_runtime_core::http::ReadError;
 
 /// `scheme://host[:port]`: never userinfo.
 pub(super) fn origin_of(uri: &Uri) -> String {
@@ -272,7 +272,7 @@ impl Shared {
             };
             match resp {
                 Ok(r) => break r,
-                Err(e) if retry_stale && attempt == 1 && mcp_core::http::is_stale(&e) => {
+                Err(e) if retry_stale && attempt == 1 && mcp_runtime_core::http::is_stale(&e) => {
                     tracing::debug!(origin = %self.origin, "a pooled connection was dead; sending again on a new one");
                 }
                 Err(e) => return Err(self.request_error(e)),
@@ -327,7 +327,7 @@ impl Shared {
     /// Reads a whole body, refusing one larger than the message limit (from its
     /// `Content-Length` when it declares one) without holding more of it.
     pub(super) async fn read_body(&self, resp: http::Response<Body>, what: &str) -> Result<Bytes> {
-        match mcp_core::http::read_limited(resp, self.config.max_message_size).await {
+        match mcp_runtime_core::http::read_limited(resp, self.config.max_message_size).await {
             Ok(body) => Ok(body),
             Err(ReadError::TooLarge {
                 declared: Some(declared),

@@ -9,7 +9,7 @@ use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 use crate::transport::sse;
 use crate::transport::{Incoming, RequestContext};
 use http::{HeaderMap, Method, StatusCode};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::Value;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -60,8 +60,8 @@ mod streamable;
 
 pub use config::HttpConfig;
 use connect::{insert, origin_of};
-use mcp_core::http::{Clients, PoolOptions};
-use mcp_core::lock;
+use mcp_runtime_core::http::{Clients, PoolOptions};
+use mcp_runtime_core::lock;
 pub use shared::HttpTransport;
 use shared::*;
 #[cfg(test)]

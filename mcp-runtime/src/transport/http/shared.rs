@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::jsonrpc::{Id, Response};
 use crate::transport::sse;
 use http::Uri;
-use mcp_core::http::Clients;
+use mcp_runtime_core::http::Clients;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;

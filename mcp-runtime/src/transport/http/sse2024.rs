@@ -9,7 +9,7 @@ use crate::jsonrpc::{Message, Request, Response};
 use crate::transport::RequestContext;
 use http::header::CONTENT_TYPE;
 use http::{HeaderMap, Method, Uri};
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -11,7 +11,7 @@ use http::header::CONTENT_TYPE;
 use http::Method;
 use http_body_util::BodyExt;
 use hyper::body::Incoming as Body;
-use mcp_core::lock;
+use mcp_runtime_core::lock;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
