@@ -24,7 +24,6 @@
 //! * If the process dies, calls in flight fail within a second with an error for which
 //!   [`Error::is_closed`](crate::Error::is_closed) is true.
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::process::Stdio;
@@ -32,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
 
@@ -41,7 +40,9 @@ use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 
 mod config;
+mod reader;
 pub use config::{StdioConfig, SAFE_ENV_VARS};
+use reader::{Ended, Reader, Sink, StreamEnd};
 
 /// The longest stderr line logged whole; the rest of a longer line is counted, not kept.
 const STDERR_LINE_MAX: usize = 8 * 1024;
@@ -61,16 +62,47 @@ impl fmt::Debug for StdioTransport {
     }
 }
 
-type Pending = Mutex<HashMap<Id, oneshot::Sender<Result<Response>>>>;
-
 /// The server's stdin, written by whichever task sends: no writer task, no hop to
 /// another thread per message. `None` once closed.
 type Stdin = Arc<tokio::sync::Mutex<Option<ChildStdin>>>;
 
+/// What the reader hands on: notifications to the session, server requests answered
+/// off the reading path.
+struct ToSession {
+    name: String,
+    incoming: Incoming,
+    stdin: Stdin,
+}
+
+impl Sink for ToSession {
+    fn notification(&self, notification: Notification) {
+        self.incoming.notification(notification);
+    }
+
+    fn request(&self, request: Request) {
+        let incoming = self.incoming.clone();
+        let stdin = self.stdin.clone();
+        // Server requests are rare and may wait on a person: answer them off the
+        // reading path.
+        tokio::spawn(async move {
+            let resp = incoming.request(request).await;
+            let mut bytes = Message::Response(resp).to_vec();
+            bytes.push(b'\n');
+            let _ = write_line(&stdin, bytes).await;
+        });
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+type StdoutReader = Reader<ChildStdout, ToSession>;
+
 struct Conn {
     pid: Option<u32>,
     stdin: Stdin,
-    pending: Arc<Pending>,
+    reader: Arc<StdoutReader>,
     dead: Arc<AtomicBool>,
     close_tx: Mutex<Option<oneshot::Sender<oneshot::Sender<()>>>>,
 }
@@ -236,7 +268,15 @@ impl StdioTransport {
                 _ => return Err(Error::transport("the server process has no stdio pipes")),
             };
         let stdin: Stdin = Arc::new(tokio::sync::Mutex::new(Some(stdin)));
-        let pending: Arc<Pending> = Arc::new(Mutex::new(HashMap::new()));
+        let reader = Arc::new(Reader::new(
+            stdout,
+            ToSession {
+                name: cfg.name.clone(),
+                incoming: incoming.clone(),
+                stdin: stdin.clone(),
+            },
+            cfg.max_message_size,
+        ));
         let dead = Arc::new(AtomicBool::new(false));
         let (close_tx, close_rx) = oneshot::channel();
         tokio::spawn(drain_stderr(stderr, cfg.name.clone()));
@@ -245,8 +285,7 @@ impl StdioTransport {
                 name: cfg.name.clone(),
                 child,
                 pgid: pid,
-                stdout: BufReader::with_capacity(64 * 1024, stdout),
-                pending: pending.clone(),
+                reader: reader.clone(),
                 dead: dead.clone(),
                 incoming,
                 stdin: stdin.clone(),
@@ -258,7 +297,7 @@ impl StdioTransport {
         Ok(Conn {
             pid,
             stdin,
-            pending,
+            reader,
             dead,
             close_tx: Mutex::new(Some(close_tx)),
         })
@@ -269,56 +308,12 @@ struct Supervisor {
     name: String,
     child: Child,
     pgid: Option<u32>,
-    stdout: BufReader<ChildStdout>,
-    pending: Arc<Pending>,
+    reader: Arc<StdoutReader>,
     dead: Arc<AtomicBool>,
     incoming: Incoming,
     stdin: Stdin,
     grace: Duration,
     max_message_size: usize,
-}
-
-/// How reading one line ended.
-enum Line {
-    /// A whole line (through its newline, or the last bytes before end of file).
-    Complete,
-    /// End of file with nothing read.
-    Eof,
-    /// The line grew past the limit; what was read of it is discarded.
-    TooLong,
-}
-
-/// Reads one line into `buf`, never holding more than `limit` bytes of it. Safe to
-/// cancel: bytes consumed from the reader are in `buf`.
-async fn read_line(
-    r: &mut (impl AsyncBufRead + Unpin),
-    buf: &mut Vec<u8>,
-    limit: usize,
-) -> std::io::Result<Line> {
-    loop {
-        let available = r.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(if buf.is_empty() {
-                Line::Eof
-            } else {
-                Line::Complete
-            });
-        }
-        let (take, done) = match memchr::memchr(b'\n', available) {
-            Some(i) => (i + 1, true),
-            None => (available.len(), false),
-        };
-        if buf.len() + take > limit {
-            buf.clear();
-            buf.shrink_to(64 * 1024);
-            return Ok(Line::TooLong);
-        }
-        buf.extend_from_slice(&available[..take]);
-        r.consume(take);
-        if done {
-            return Ok(Line::Complete);
-        }
-    }
 }
 
 /// Logs what the server writes to stderr, line by line, for as long as the process
@@ -396,7 +391,6 @@ impl Drop for GroupGuard {
 impl Supervisor {
     async fn run(mut self, close_rx: oneshot::Receiver<oneshot::Sender<()>>) {
         let group = GroupGuard(self.pgid);
-        let mut buf = Vec::with_capacity(64 * 1024);
         let mut close_rx = close_rx;
         let mut exited: Option<std::process::ExitStatus> = None;
         let mut closing: Option<oneshot::Sender<()>> = None;
@@ -416,13 +410,13 @@ impl Supervisor {
                         Err(_) => break "the client was dropped".to_owned(),
                     }
                 }
-                read = read_line(&mut self.stdout, &mut buf, self.max_message_size) => {
-                    match read {
-                        Ok(Line::TooLong) => {
+                end = self.reader.supervise() => {
+                    match end {
+                        StreamEnd::TooLong => {
                             too_large = true;
                             break format!("a message longer than {}", crate::text::size(self.max_message_size));
                         }
-                        Ok(Line::Eof) => {
+                        StreamEnd::Eof => {
                             let status = match exited {
                                 Some(s) => s,
                                 None => match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
@@ -433,14 +427,7 @@ impl Supervisor {
                             exited = Some(status);
                             break format!("the server process exited ({status})");
                         }
-                        Ok(_) => {
-                            self.dispatch(&buf);
-                            buf.clear();
-                            if buf.capacity() > 16 * 1024 * 1024 {
-                                buf.shrink_to(64 * 1024);
-                            }
-                        }
-                        Err(e) => break format!("reading from the server failed: {e}"),
+                        StreamEnd::Failed(e) => break format!("reading from the server failed: {e}"),
                     }
                 }
                 status = self.child.wait(), if exited.is_none() => {
@@ -463,22 +450,11 @@ impl Supervisor {
         // the connection as dead and start a new one.
         self.incoming.disconnected();
         self.dead.store(true, Ordering::Release);
-        let drained: Vec<_> = {
-            let mut p = mcp_runtime_core::lock(&self.pending);
-            p.drain().collect()
-        };
-        for (_, tx) in drained {
-            let e = if too_large {
-                Error::too_large(
-                    "stdout line",
-                    self.max_message_size,
-                    "StdioConfig::max_message_size",
-                )
-            } else {
-                Error::closed(reason.clone())
-            };
-            let _ = tx.send(Err(e));
-        }
+        self.reader.end(if too_large {
+            Ended::TooLarge(self.max_message_size)
+        } else {
+            Ended::Closed(reason.clone())
+        });
         tracing::debug!(server = %self.name, %reason, "stdio server connection ended");
         if exited.is_none() {
             self.stop(&group, closing.is_some()).await;
@@ -521,71 +497,19 @@ impl Supervisor {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await;
     }
-
-    fn dispatch(&self, line: &[u8]) {
-        let trimmed = line.trim_ascii();
-        if trimmed.is_empty() {
-            return;
-        }
-        let messages = match Message::parse(trimmed) {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(server = %self.name, error = %e, bytes = trimmed.len(), preview = %preview(trimmed), "skipped a malformed message from the server");
-                return;
-            }
-        };
-        for m in messages {
-            match m {
-                Ok(Message::Response(r)) => {
-                    let tx = {
-                        let mut p = mcp_runtime_core::lock(&self.pending);
-                        p.remove(&r.id)
-                    };
-                    match tx {
-                        Some(tx) => {
-                            let _ = tx.send(Ok(r));
-                        }
-                        None => {
-                            tracing::debug!(server = %self.name, id = %r.id, "ignored a response to no pending request (late or cancelled)")
-                        }
-                    }
-                }
-                Ok(Message::Notification(n)) => self.incoming.notification(n),
-                Ok(Message::Request(req)) => {
-                    let incoming = self.incoming.clone();
-                    let stdin = self.stdin.clone();
-                    // Server requests are rare and may wait on a person: answer them off
-                    // the reading loop.
-                    tokio::spawn(async move {
-                        let resp = incoming.request(req).await;
-                        let mut bytes = Message::Response(resp).to_vec();
-                        bytes.push(b'\n');
-                        let _ = write_line(&stdin, bytes).await;
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(server = %self.name, error = %e, "skipped a malformed message in a batch from the server")
-                }
-            }
-        }
-    }
 }
 
-fn preview(bytes: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
-    s.into_owned()
-}
-
-struct PendingGuard<'a> {
-    pending: &'a Pending,
+/// Removes a waiting caller's slot when its request ends without a reply (cancelled,
+/// or the line could not be sent).
+struct Waiting<'a> {
+    reader: &'a StdoutReader,
     id: Option<Id>,
 }
 
-impl Drop for PendingGuard<'_> {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
-            let mut p = mcp_runtime_core::lock(self.pending);
-            p.remove(&id);
+            self.reader.forget(&id);
         }
     }
 }
@@ -594,24 +518,23 @@ impl Transport for StdioTransport {
     fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
         Box::pin(async move {
             let conn = self.conn(&cx.incoming)?;
-            let (tx, rx) = oneshot::channel();
-            let id = request.id.clone();
-            {
-                let mut p = mcp_runtime_core::lock(&conn.pending);
-                if conn.dead.load(Ordering::Acquire) {
-                    return Err(Error::closed("the server process exited"));
-                }
-                p.insert(id.clone(), tx);
+            if conn.dead.load(Ordering::Acquire) {
+                return Err(Error::closed("the server process exited"));
             }
-            let guard = PendingGuard {
-                pending: &conn.pending,
+            let id = request.id.clone();
+            conn.reader.register(id.clone())?;
+            let mut waiting = Waiting {
+                reader: &conn.reader,
                 id: Some(id),
             };
             conn.send(&Message::Request(request)).await?;
-            let out = rx
-                .await
-                .map_err(|_| Error::closed("the server process exited"))?;
-            drop(guard);
+            let out = std::future::poll_fn(|cx| match &waiting.id {
+                Some(id) => conn.reader.poll_reply(id, cx),
+                None => std::task::Poll::Ready(Err(Error::closed("the server process exited"))),
+            })
+            .await;
+            // The slot is gone with the result.
+            waiting.id = None;
             out
         })
     }

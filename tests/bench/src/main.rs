@@ -64,13 +64,66 @@ fn fastserver() -> String {
     here().join("fastserver").display().to_string()
 }
 
-/// CPU time (user + system) of this process so far.
-fn cpu() -> Duration {
+/// Counts the allocations of this process, so a sequential cell can report them per
+/// call (one relaxed atomic add per allocation: the same small cost for every client).
+struct Counting;
+
+static ALLOCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static ALLOC_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+// SAFETY: delegates to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ALLOC_BYTES.fetch_add(layout.size() as u64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        ALLOC_BYTES.fetch_add(new_size as u64, std::sync::atomic::Ordering::Relaxed);
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// What this process used so far: CPU time (user + system), context switches
+/// (voluntary + involuntary), allocations and the bytes they asked for.
+#[derive(Clone, Copy)]
+struct Usage {
+    cpu: Duration,
+    switches: u64,
+    allocs: u64,
+    bytes: u64,
+}
+
+impl std::ops::Sub for Usage {
+    type Output = Usage;
+    fn sub(self, o: Usage) -> Usage {
+        Usage {
+            cpu: self.cpu.saturating_sub(o.cpu),
+            switches: self.switches.saturating_sub(o.switches),
+            allocs: self.allocs.saturating_sub(o.allocs),
+            bytes: self.bytes.saturating_sub(o.bytes),
+        }
+    }
+}
+
+fn cpu() -> Usage {
     // SAFETY: getrusage fills the struct it is given; no other precondition.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(u.ru_utime) + tv(u.ru_stime)
+    Usage {
+        cpu: tv(u.ru_utime) + tv(u.ru_stime),
+        switches: (u.ru_nvcsw + u.ru_nivcsw) as u64,
+        allocs: ALLOCS.load(std::sync::atomic::Ordering::Relaxed),
+        bytes: ALLOC_BYTES.load(std::sync::atomic::Ordering::Relaxed),
+    }
 }
 
 /// Peak resident set of this process, MB.
@@ -102,10 +155,14 @@ enum Era {
 }
 
 /// What one measurement reports.
-fn report(kind: Kind, n: usize, wall: Duration, cpu_used: Duration) -> Value {
+fn report(kind: Kind, n: usize, wall: Duration, used: Usage) -> Value {
+    let per = |x: u64| x as f64 / n as f64;
     match kind {
-        Kind::Seq => json!({"value": cpu_used.as_secs_f64() * 1e6 / n as f64,
-                            "wall_us": wall.as_secs_f64() * 1e6 / n as f64}),
+        Kind::Seq => json!({"value": used.cpu.as_secs_f64() * 1e6 / n as f64,
+                            "wall_us": wall.as_secs_f64() * 1e6 / n as f64,
+                            "switches": per(used.switches),
+                            "allocs": per(used.allocs),
+                            "alloc_kb": per(used.bytes) / 1024.0}),
         Kind::Conc => json!({"value": n as f64 / wall.as_secs_f64()}),
         Kind::Cold => json!({"value": wall.as_secs_f64() * 1e3}),
         Kind::Big => json!({"value": wall.as_secs_f64() * 1e3, "rss_mb": peak_rss_mb()}),
@@ -128,7 +185,7 @@ fn runtime(multi_thread: bool) -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Sizes) -> Res<Value> {
-    use mcp_runtime::{Client, HttpConfig, client::ProtocolMode, StdioConfig};
+    use mcp_runtime::{client::ProtocolMode, Client, HttpConfig, StdioConfig};
     let rt = runtime(mt)?;
     let url = url.to_owned();
     rt.block_on(async move {
@@ -171,7 +228,7 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
             }
             Kind::Cold => {
                 c.call("echo", echo).await?;
-                report(kind, 1, start.elapsed(), Duration::ZERO)
+                report(kind, 1, start.elapsed(), cpu() - cpu())
             }
             Kind::Big => {
                 let t0 = Instant::now();
@@ -188,7 +245,7 @@ fn ours(mt: bool, transport: Transport, kind: Kind, era: Era, url: &str, s: Size
                 if got != s.big {
                     return Err("the big result came back short".into());
                 }
-                report(kind, 1, t0.elapsed(), Duration::ZERO)
+                report(kind, 1, t0.elapsed(), cpu() - cpu())
             }
         };
         c.close().await?;
@@ -253,7 +310,7 @@ fn rmcp(mt: bool, transport: Transport, kind: Kind, url: &str, s: Sizes) -> Res<
             }
             Kind::Cold => {
                 client.call_tool(echo()).await?;
-                report(kind, 1, start.elapsed(), Duration::ZERO)
+                report(kind, 1, start.elapsed(), cpu() - cpu())
             }
             Kind::Big => {
                 let t0 = Instant::now();
@@ -263,7 +320,7 @@ fn rmcp(mt: bool, transport: Transport, kind: Kind, url: &str, s: Sizes) -> Res<
                             .with_arguments(args(json!({"bytes": s.big}))),
                     )
                     .await?;
-                report(kind, 1, t0.elapsed(), Duration::ZERO)
+                report(kind, 1, t0.elapsed(), cpu() - cpu())
             }
         };
         let _ = client.cancel().await;
@@ -518,6 +575,7 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
         head.join(" | ")
     ));
     lines.push(format!("|---|{}---|---|", "---|".repeat(clients.len())));
+    let mut per_call: Vec<(&str, String, &str, String)> = Vec::new();
     for row in ROWS {
         let mut cells = Vec::new();
         let mut medians: std::collections::HashMap<(&str, &str), f64> = Default::default();
@@ -560,6 +618,20 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
                 let v: Vec<f64> = vs.iter().filter_map(|x| x["value"].as_f64()).collect();
                 let rss: Vec<f64> = vs.iter().filter_map(|x| x["rss_mb"].as_f64()).collect();
                 medians.insert((c, era), median(v.clone()));
+                if row.kind == "seq" && !vs.is_empty() {
+                    let m = |k: &str| median(vs.iter().filter_map(|x| x[k].as_f64()).collect());
+                    per_call.push((
+                        row.transport,
+                        c.to_string(),
+                        era,
+                        format!(
+                            "{:.1} / {:.0} / {:.1}",
+                            m("switches"),
+                            m("allocs"),
+                            m("alloc_kb")
+                        ),
+                    ));
+                }
                 let text = if v.is_empty() {
                     "fails".to_owned()
                 } else if rss.is_empty() {
@@ -609,6 +681,32 @@ fn table(reps: usize, only: Option<Vec<String>>) -> Res<()> {
             ratio("ours-mt"),
             ratio("ours-ct")
         ));
+    }
+    // What a sequential call costs besides CPU time: context switches, allocations.
+    lines.push(String::new());
+    lines.push(format!(
+        "| sequential, per call: context switches / allocations / KB allocated | {} |",
+        head.join(" | ")
+    ));
+    lines.push(format!("|---|{}", "---|".repeat(clients.len())));
+    for transport in ["stdio", "http"] {
+        let cells: Vec<String> = clients
+            .iter()
+            .map(|c| {
+                let get = |era: &str| {
+                    per_call
+                        .iter()
+                        .find(|(t, cl, e, _)| *t == transport && cl == c && *e == era)
+                        .map(|(.., text)| text.clone())
+                };
+                match (get("legacy"), get("modern")) {
+                    (Some(l), Some(m)) => format!("{l} ({m})"),
+                    (Some(l), None) => l,
+                    _ => "–".to_owned(),
+                }
+            })
+            .collect();
+        lines.push(format!("| {transport} | {} |", cells.join(" | ")));
     }
     // Idle clients: memory only, ours and rmcp (each in a process of its own).
     let n_idle = if std::env::var_os("MCP_BENCH_SMOKE").is_some() {
