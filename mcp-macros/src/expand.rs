@@ -9,7 +9,7 @@ use syn::{Data, DeriveInput, Fields, Lit, Path};
 use crate::check::{self, Planned};
 use crate::ctxt::Ctxt;
 use crate::parse::{Decl, Predicate, Source, Timeout};
-use crate::schema::{ident, pascal, snake, Gen};
+use crate::schema::{ident, pascal, snake, Gen, Role};
 use crate::snapshot;
 
 pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -552,34 +552,47 @@ fn generate(
                 o,
                 Some("The tool's structured output."),
                 &[],
+                Role::Output,
             );
             quote! { #module::#id }
         });
         let span = p.span;
+        // Not `async fn`s: each method hands the shared call path its serialized
+        // arguments, so no per-tool state machine is compiled.
         let (param, args) = if has_args {
-            let id = gen.object(&p.method, schema, description, &p.fixed);
-            (quote! { , arguments: #module::#id }, quote! { &arguments })
+            let id = gen.object(&p.method, schema, description, &p.fixed, Role::Args);
+            (
+                quote! { , arguments: #module::#id },
+                quote! { #krate::__private::declared_arguments(#server_name, &arguments) },
+            )
         } else {
             (
                 quote! {},
-                quote! { &#krate::__private::serde_json::Map::<::std::string::String, #krate::__private::serde_json::Value>::new() },
+                quote! { ::core::result::Result::Ok(#krate::__private::serde_json::Value::Object(#krate::__private::serde_json::Map::new())) },
             )
         };
+        let future = |out: TokenStream| {
+            quote! { impl ::core::future::Future<Output = #krate::Result<#out>> + '_ }
+        };
         methods.push(match out_ty {
-            Some(out) => quote_spanned! { span=>
-                #( #[doc = #doc] )*
-                pub async fn #method(&self #param) -> #krate::Result<#krate::Typed<#out>> {
-                    self.__mcp_inner.__mcp.call_declared_typed(#server_name, #args).await
+            Some(out) => {
+                let ret = future(quote! { #krate::Typed<#out> });
+                quote_spanned! { span=>
+                    #( #[doc = #doc] )*
+                    pub fn #method(&self #param) -> #ret {
+                        self.__mcp_inner.__mcp.call_declared_typed::<#out>(#server_name, #args)
+                    }
                 }
-            },
-            None => quote_spanned! { span=>
-                #( #[doc = #doc] )*
-                pub async fn #method(&self #param) -> #krate::Result<#krate::CallToolResult> {
-                    let __mcp_args = #krate::__private::serde_json::to_value(#args)
-                        .unwrap_or(#krate::__private::serde_json::Value::Null);
-                    self.__mcp_inner.__mcp.call_declared(#server_name, __mcp_args).await
+            }
+            None => {
+                let ret = future(quote! { #krate::CallToolResult });
+                quote_spanned! { span=>
+                    #( #[doc = #doc] )*
+                    pub fn #method(&self #param) -> #ret {
+                        self.__mcp_inner.__mcp.call_declared(#server_name, #args)
+                    }
                 }
-            },
+            }
         });
     }
     // What this build depends on besides the source: the snapshot, or (without one) the

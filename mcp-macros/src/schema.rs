@@ -4,11 +4,26 @@
 //! string enums become enums, arrays become `Vec`s, and what does not map cleanly
 //! (`$ref`, `oneOf`, mixed types, …) falls back to `serde_json::Value` rather than
 //! failing.
+//!
+//! A type is written only one way: arguments (and what they contain) are serialized,
+//! outputs deserialized. Their serde impls are written out here, small, and call
+//! shared generic helpers (`__private::object`, `required`, `optional`) instead of
+//! deriving: a serde derive per type was most of the compile time of a crate
+//! declaring a large snapshot (docs/performance.md).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use serde_json::Value;
 use syn::Ident;
+
+/// Which way a generated type goes over the wire.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Sent: the type serializes.
+    Args,
+    /// Received: the type deserializes.
+    Output,
+}
 
 pub struct Gen {
     pub items: Vec<TokenStream>,
@@ -125,11 +140,11 @@ impl Gen {
         schema: &Value,
         description: Option<&str>,
         skip: &[String],
+        role: Role,
     ) -> Ident {
         let name = self.unique(pascal(name));
         let ty = format_ident!("{}", name);
         let krate = self.krate.clone();
-        let serde_path = format!("{}::__private::serde", krate.to_string().replace(' ', ""));
         let empty = serde_json::Map::new();
         let props = schema
             .get("properties")
@@ -141,6 +156,8 @@ impl Gen {
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         let mut fields = Vec::new();
+        // What the serde impl does per field: write it (arguments) or read it (outputs).
+        let mut wire = Vec::new();
         let mut names: Vec<String> = Vec::new();
         for (prop, sub) in props {
             if skip.iter().any(|s| s == prop) {
@@ -152,35 +169,58 @@ impl Gen {
             }
             names.push(fname.clone());
             let fid = ident(&fname);
-            let inner = self.ty(&format!("{name}_{prop}"), sub);
+            let inner = self.ty(&format!("{name}_{prop}"), sub, role);
             let d = doc(sub.get("description").and_then(Value::as_str));
-            let rename = if fname != *prop || KEYWORDS.contains(&fname.as_str()) {
-                quote! { #[serde(rename = #prop)] }
+            let is_required = required.contains(&prop.as_str());
+            if is_required {
+                fields.push(quote! { #d pub #fid: #inner, });
             } else {
-                quote! {}
-            };
-            if required.contains(&prop.as_str()) {
-                fields.push(quote! { #d #rename pub #fid: #inner, });
-            } else {
-                fields.push(quote! {
-                    #d #rename
-                    #[serde(default, skip_serializing_if = "::core::option::Option::is_none")]
-                    pub #fid: ::core::option::Option<#inner>,
-                });
+                fields.push(quote! { #d pub #fid: ::core::option::Option<#inner>, });
             }
+            wire.push(match (role, is_required) {
+                (Role::Args, true) => quote! {
+                    #krate::__private::serde::ser::SerializeMap::serialize_entry(&mut __m, #prop, &self.#fid)?;
+                },
+                (Role::Args, false) => quote! {
+                    if let ::core::option::Option::Some(__v) = &self.#fid {
+                        #krate::__private::serde::ser::SerializeMap::serialize_entry(&mut __m, #prop, __v)?;
+                    }
+                },
+                (Role::Output, true) => quote! { #fid: #krate::__private::required(&mut __m, #prop)?, },
+                (Role::Output, false) => quote! { #fid: #krate::__private::optional(&mut __m, #prop)?, },
+            });
         }
         let d = doc(description);
+        let serde = match role {
+            Role::Args => quote! {
+                impl #krate::__private::serde::Serialize for #ty {
+                    fn serialize<__S: #krate::__private::serde::Serializer>(&self, __s: __S) -> ::core::result::Result<__S::Ok, __S::Error> {
+                        let mut __m = #krate::__private::serde::Serializer::serialize_map(__s, ::core::option::Option::None)?;
+                        #(#wire)*
+                        #krate::__private::serde::ser::SerializeMap::end(__m)
+                    }
+                }
+            },
+            Role::Output => quote! {
+                impl<'de> #krate::__private::serde::Deserialize<'de> for #ty {
+                    fn deserialize<__D: #krate::__private::serde::Deserializer<'de>>(__d: __D) -> ::core::result::Result<Self, __D::Error> {
+                        let mut __m = #krate::__private::object(__d)?;
+                        let _ = &mut __m;
+                        ::core::result::Result::Ok(#ty { #(#wire)* })
+                    }
+                }
+            },
+        };
         self.items.push(quote! {
             #d
-            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::default::Default, ::core::cmp::PartialEq,
-                     #krate::__private::serde::Serialize, #krate::__private::serde::Deserialize)]
-            #[serde(crate = #serde_path)]
+            #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::default::Default, ::core::cmp::PartialEq)]
             pub struct #ty { #(#fields)* }
+            #serde
         });
         ty
     }
 
-    fn ty(&mut self, hint: &str, schema: &Value) -> TokenStream {
+    fn ty(&mut self, hint: &str, schema: &Value, role: Role) -> TokenStream {
         let krate = self.krate.clone();
         let value = quote! { #krate::__private::serde_json::Value };
         let Some(kind) = schema.get("type").and_then(Value::as_str) else {
@@ -195,7 +235,7 @@ impl Gen {
         match kind {
             "string" => match schema.get("enum").and_then(Value::as_array) {
                 Some(values) => self
-                    .string_enum(hint, values)
+                    .string_enum(hint, values, role)
                     .unwrap_or_else(|| quote! { ::std::string::String }),
                 None => quote! { ::std::string::String },
             },
@@ -204,7 +244,7 @@ impl Gen {
             "boolean" => quote! { bool },
             "array" => {
                 let item = match schema.get("items") {
-                    Some(i) if i.is_object() => self.ty(&format!("{hint}_item"), i),
+                    Some(i) if i.is_object() => self.ty(&format!("{hint}_item"), i, role),
                     _ => value,
                 };
                 quote! { ::std::vec::Vec<#item> }
@@ -220,6 +260,7 @@ impl Gen {
                         schema,
                         schema.get("description").and_then(Value::as_str),
                         &[],
+                        role,
                     );
                     quote! { #id }
                 } else {
@@ -230,7 +271,7 @@ impl Gen {
         }
     }
 
-    fn string_enum(&mut self, hint: &str, values: &[Value]) -> Option<TokenStream> {
+    fn string_enum(&mut self, hint: &str, values: &[Value], role: Role) -> Option<TokenStream> {
         let strings: Vec<&str> = values.iter().map(Value::as_str).collect::<Option<_>>()?;
         let mut variants: Vec<String> = Vec::new();
         for s in &strings {
@@ -243,26 +284,41 @@ impl Gen {
         let name = self.unique(pascal(hint));
         let ty = format_ident!("{}", name);
         let krate = &self.krate;
-        let serde_path = format!("{}::__private::serde", krate.to_string().replace(' ', ""));
-        let vs = variants
-            .iter()
-            .zip(&strings)
-            .enumerate()
-            .map(|(i, (v, s))| {
-                let id = format_ident!("{}", v);
-                let default = if i == 0 {
-                    quote! { #[default] }
-                } else {
-                    quote! {}
-                };
-                quote! { #default #[serde(rename = #s)] #id, }
-            });
+        let ids: Vec<Ident> = variants.iter().map(|v| format_ident!("{}", v)).collect();
+        let decl = ids.iter().enumerate().map(|(i, id)| {
+            if i == 0 {
+                quote! { #[default] #id, }
+            } else {
+                quote! { #id, }
+            }
+        });
+        let serde = match role {
+            Role::Args => quote! {
+                impl #krate::__private::serde::Serialize for #ty {
+                    fn serialize<__S: #krate::__private::serde::Serializer>(&self, __s: __S) -> ::core::result::Result<__S::Ok, __S::Error> {
+                        __s.serialize_str(match self { #( #ty::#ids => #strings, )* })
+                    }
+                }
+            },
+            Role::Output => quote! {
+                impl<'de> #krate::__private::serde::Deserialize<'de> for #ty {
+                    fn deserialize<__D: #krate::__private::serde::Deserializer<'de>>(__d: __D) -> ::core::result::Result<Self, __D::Error> {
+                        let __v = #krate::__private::variant(__d)?;
+                        match __v.as_str() {
+                            #( #strings => ::core::result::Result::Ok(#ty::#ids), )*
+                            __other => ::core::result::Result::Err(
+                                <__D::Error as #krate::__private::serde::de::Error>::unknown_variant(__other, &[#(#strings),*]),
+                            ),
+                        }
+                    }
+                }
+            },
+        };
         self.items.push(quote! {
             #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy, ::core::default::Default,
-                     ::core::cmp::PartialEq, ::core::cmp::Eq,
-                     #krate::__private::serde::Serialize, #krate::__private::serde::Deserialize)]
-            #[serde(crate = #serde_path)]
-            pub enum #ty { #(#vs)* }
+                     ::core::cmp::PartialEq, ::core::cmp::Eq)]
+            pub enum #ty { #(#decl)* }
+            #serde
         });
         Some(quote! { #ty })
     }

@@ -49,7 +49,7 @@ pub struct Big;
 
 fn main() {
     let big = Big::new();
-    println!("{}", big.name());
+    println!("{}", big.mcp().name());
 }
 RS
 export CARGO_TARGET_DIR="$ROOT/target/compile-cost"

@@ -168,26 +168,27 @@ impl RunStore for SqliteRunStore {
             .map_err(|e| s.fail(e))?;
             // Fenced: a row held by another lease owner is left as it is.
             let n = tx
-                .execute(
+                .prepare_cached(
                     "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
                        updated_at = excluded.updated_at, suspension = excluded.suspension,
                        lease_until = excluded.lease_until
                      WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
-                    rusqlite::params![id, status, state, now(), suspension, owner, until],
                 )
+                .and_then(|mut upsert| {
+                    upsert.execute(rusqlite::params![id, status, state, now(), suspension, owner, until])
+                })
                 .map_err(|e| s.fail(e))?;
             if n == 0 {
                 return Err(lease_lost(&id));
             }
             if !events.is_empty() {
                 let last: i64 = tx
-                    .query_row(
+                    .prepare_cached(
                         "SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = ?1",
-                        [&id],
-                        |r| r.get(0),
                     )
+                    .and_then(|mut q| q.query_row([&id], |r| r.get(0)))
                     .map_err(|e| s.fail(e))?;
                 let mut insert = tx
                     .prepare_cached(

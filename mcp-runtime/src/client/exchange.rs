@@ -16,7 +16,6 @@ use mcp_runtime_core::lock;
 use serde_json::{json, Map, Value};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub(super) struct CancelGuard {
     inner: Weak<Inner>,
@@ -153,8 +152,8 @@ impl Inner {
         let start = Instant::now();
         let mut hard = start + max;
         let mut deadline = (start + timeout).min(hard);
-        let never = CancellationToken::new();
-        let cancel = opts.cancel.as_ref().unwrap_or(&never);
+        // No token made per call when the caller gave none.
+        let cancel = opts.cancel.as_ref();
         loop {
             let progressed = async {
                 match progress {
@@ -196,7 +195,12 @@ impl Inner {
                 () = progressed => {
                     deadline = (Instant::now() + timeout).min(hard);
                 }
-                () = cancel.cancelled() => {
+                () = async {
+                    match cancel {
+                        Some(c) => c.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
                     guard.reason = "cancelled by the client";
                     return Err(Error::cancelled(method));
                 }

@@ -89,8 +89,9 @@ impl Mcp {
     pub async fn call_declared(
         &self,
         server_name: &str,
-        arguments: Value,
+        arguments: Result<Value>,
     ) -> Result<CallToolResult> {
+        let arguments = arguments?;
         if self.spec.drift == DriftPolicy::Error {
             self.tool_map().await?;
         }
@@ -100,19 +101,19 @@ impl Mcp {
         ended(&self.spec.name, server_name, outcome)
     }
 
-    /// [`call_declared`](Self::call_declared) with typed arguments and output.
+    /// [`call_declared`](Self::call_declared), the output read as `T`. Generic over the
+    /// output only (the arguments come serialized, by [`declared_arguments`]), so a
+    /// crate declaring many tools compiles one call path, not one per tool.
     #[doc(hidden)]
-    pub async fn call_declared_typed<A, T>(
+    pub async fn call_declared_typed<T>(
         &self,
         server_name: &str,
-        arguments: &A,
+        arguments: Result<Value>,
     ) -> Result<Typed<T>>
     where
-        A: serde::Serialize,
         T: serde::de::DeserializeOwned,
     {
-        let args = typed_arguments(server_name, arguments)?;
-        let result = self.call_declared(server_name, args).await?;
+        let result = self.call_declared(server_name, arguments).await?;
         Ok(self.typed(server_name, result))
     }
 
@@ -238,6 +239,12 @@ impl Mcp {
 }
 
 /// Typed arguments as the JSON object a call sends.
+/// A generated method's arguments, serialized (for [`Mcp::call_declared`]).
+#[doc(hidden)]
+pub fn declared_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
+    typed_arguments(tool, arguments)
+}
+
 fn typed_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
     serde_json::to_value(arguments).map_err(|e| {
         Error::config(format!(

@@ -19,7 +19,7 @@ use crate::model::{
 use crate::transport::{BoxFuture, Transport};
 
 mod builder;
-mod calls;
+pub(crate) mod calls;
 mod declaration;
 mod shape;
 mod shared;

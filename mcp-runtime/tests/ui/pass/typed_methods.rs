@@ -23,6 +23,11 @@ async fn calls(ev: &Everything) -> mcp_runtime::Result<()> {
     }
     // No arguments: no argument struct.
     let _ = ev.get_env().await?;
+    // A typed call can be spawned (its future is `Send` and holds no borrow of the
+    // arguments).
+    let owned = ev.clone();
+    let task = tokio::spawn(async move { owned.echo(everything_tools::Echo { message: "hi".into() }).await });
+    let _ = task.await;
     Ok(())
 }
 
