@@ -167,10 +167,29 @@ impl Clients {
     }
 }
 
+/// The TLS settings every client of this process shares: built once (the root store,
+/// the cipher suites, the session cache for resumption), not once per client — an idle
+/// client holds a reference, not a copy.
+fn tls_config() -> Result<rustls::ClientConfig, String> {
+    static CONFIG: std::sync::OnceLock<Result<rustls::ClientConfig, String>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            use hyper_rustls::ConfigBuilderExt;
+            Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup failed: {e}"))?
+            .with_webpki_roots()
+            .with_no_client_auth())
+        })
+        .clone()
+}
+
 fn tls<C>(conn: C) -> Result<HttpsConnector<C>, String> {
     Ok(hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_webpki_roots(Arc::new(rustls::crypto::ring::default_provider()))
-        .map_err(|e| format!("TLS setup failed: {e}"))?
+        .with_tls_config(tls_config()?)
         .https_or_http()
         .enable_all_versions()
         .wrap_connector(conn))
