@@ -130,7 +130,10 @@ impl CallTool<'_> {
         let runs_tasks = details
             .capabilities
             .0
-            .pointer("/tasks/requests/tools/call")
+            .get("tasks")
+            .and_then(|t| t.get("requests"))
+            .and_then(|r| r.get("tools"))
+            .and_then(|t| t.get("call"))
             .is_some();
         // Whether the tool runs only as a task: from the tool index (a list or a
         // declaration's snapshot). Only here may a call list the tools first: a

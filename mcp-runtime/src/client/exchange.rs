@@ -122,7 +122,12 @@ impl Inner {
         progress: Option<&CallProgress>,
         cancellable: bool,
     ) -> Result<Value> {
-        let method = request.method.clone();
+        // The method's name for errors: static when it is one we know (no copy per call).
+        let facts = Method::of(&request.method);
+        let method: std::borrow::Cow<'static, str> = match facts {
+            Some(m) => m.as_str().into(),
+            None => request.method.clone().into(),
+        };
         let timeout = opts.timeout.unwrap_or(self.settings.timeout);
         let max = opts
             .max_timeout
@@ -133,10 +138,7 @@ impl Inner {
             version: version.to_owned(),
             timeout: Some(timeout),
             headers: opts.headers.clone(),
-            idempotent: !matches!(
-                Method::of(&method),
-                Some(Method::ToolsCall | Method::SubscriptionsListen)
-            ),
+            idempotent: !matches!(facts, Some(Method::ToolsCall | Method::SubscriptionsListen)),
             incoming: self.incoming.clone(),
             hold: hold.clone(),
         };
@@ -253,8 +255,10 @@ impl Inner {
         };
         loop {
             let details = self.ensure().await?;
-            // Only a request that may ask for input is ever sent twice.
-            let mut p = if mrtr {
+            // Only a request that may ask for input is ever sent twice, and only a
+            // 2026-07-28 server asks for input in a result (`input_required`).
+            let rounds_possible = mrtr && details.era == Era::Modern;
+            let mut p = if rounds_possible {
                 params.clone()
             } else {
                 std::mem::take(&mut params)
@@ -305,7 +309,7 @@ impl Inner {
                 .await?;
             match v.get("resultType").and_then(Value::as_str) {
                 None | Some("complete") => return Ok(CallOutcome::Done(v)),
-                Some("input_required") if mrtr => {
+                Some("input_required") if rounds_possible => {
                     rounds += 1;
                     if rounds > self.input_routing.max_rounds {
                         return Err(Error::invalid_response(format!(

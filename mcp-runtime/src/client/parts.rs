@@ -174,7 +174,8 @@ pub(super) struct CallProgress {
 /// progress.
 pub(super) struct ProgressRegistry {
     every: Vec<ProgressCallback>,
-    calls: Mutex<HashMap<Id, Arc<CallProgress>>>,
+    /// Keyed by our own progress tokens: a fast hash.
+    calls: Mutex<foldhash::HashMap<Id, Arc<CallProgress>>>,
 }
 
 impl ProgressRegistry {
@@ -182,7 +183,7 @@ impl ProgressRegistry {
     pub(super) fn new(every: Vec<ProgressCallback>) -> ProgressRegistry {
         ProgressRegistry {
             every,
-            calls: Mutex::new(HashMap::new()),
+            calls: Mutex::new(foldhash::HashMap::default()),
         }
     }
     /// Someone wants every request's progress.

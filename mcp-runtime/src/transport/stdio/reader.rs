@@ -23,7 +23,6 @@
 //!   [`WATCH`] while calls wait, so a caller that holds a started request without
 //!   polling it delays the others by at most that long.
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
@@ -92,7 +91,9 @@ struct Slot {
 /// Who waits for what; the router's view.
 #[derive(Default)]
 struct Waiters {
-    slots: HashMap<Id, Slot>,
+    /// Keyed by our own request ids: a fast hash (a server's ids are only looked up,
+    /// never inserted).
+    slots: foldhash::HashMap<Id, Slot>,
     /// The caller the router wakes when the pipe becomes readable.
     leader: Option<Id>,
     /// The leader was woken for the pipe and has not read it yet.
