@@ -160,7 +160,8 @@ impl CallTool<'_> {
         }
         // The arguments are moved into the request; a copy is kept only where the
         // server may ask for the call again with other headers.
-        let mirrors = inner.transport.mirrors_param_headers();
+        // Only a 2026-07-28 server checks them (and refuses a mismatch).
+        let mirrors = inner.transport.mirrors_param_headers() && details.era == Era::Modern;
         let again = mirrors.then(|| params.clone());
         let v = match inner
             .call_pausing(Method::ToolsCall.as_str(), params, &options)

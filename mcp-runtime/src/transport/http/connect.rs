@@ -80,9 +80,22 @@ impl crate::auth::AuthHttp for Shared {
     }
 }
 
+/// The header names the transport sends on every request, made once (a name parsed
+/// per request is copied per request).
+static KNOWN: [HeaderName; 5] = [
+    HeaderName::from_static("mcp-session-id"),
+    HeaderName::from_static("mcp-protocol-version"),
+    HeaderName::from_static("mcp-method"),
+    HeaderName::from_static("mcp-name"),
+    HeaderName::from_static("last-event-id"),
+];
+
 pub(super) fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
-    let n = HeaderName::try_from(name)
-        .map_err(|_| Error::config(format!("`{name}` is not a valid header name")))?;
+    let n = match KNOWN.iter().find(|k| k.as_str() == name) {
+        Some(known) => known.clone(),
+        None => HeaderName::try_from(name)
+            .map_err(|_| Error::config(format!("`{name}` is not a valid header name")))?,
+    };
     let v = HeaderValue::try_from(value)
         .map_err(|_| Error::config(format!("the value of `{name}` is not a valid header value")))?;
     h.insert(n, v);
