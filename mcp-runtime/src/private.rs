@@ -5,7 +5,7 @@ pub use serde;
 pub use serde_json;
 
 #[cfg(any(feature = "stdio", feature = "http"))]
-pub use crate::declared::calls::declared_arguments;
+pub use crate::declared::calls::typed_arguments as declared_arguments;
 
 /// Turns a setting method's return value into a JSON value.
 pub fn to_value<T: serde::Serialize>(v: T) -> serde_json::Value {

@@ -102,7 +102,7 @@ impl Mcp {
     }
 
     /// [`call_declared`](Self::call_declared), the output read as `T`. Generic over the
-    /// output only (the arguments come serialized, by [`declared_arguments`]), so a
+    /// output only (the arguments come serialized, by [`typed_arguments`]), so a
     /// crate declaring many tools compiles one call path, not one per tool.
     #[doc(hidden)]
     pub async fn call_declared_typed<T>(
@@ -239,13 +239,9 @@ impl Mcp {
 }
 
 /// Typed arguments as the JSON object a call sends.
-/// A generated method's arguments, serialized (for [`Mcp::call_declared`]).
+/// Typed arguments, serialized (also for generated methods, through `__private`).
 #[doc(hidden)]
-pub fn declared_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
-    typed_arguments(tool, arguments)
-}
-
-fn typed_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
+pub fn typed_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result<Value> {
     serde_json::to_value(arguments).map_err(|e| {
         Error::config(format!(
             "the arguments of `{tool}` cannot be serialized: {e}"

@@ -426,7 +426,6 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
             if side.buf.capacity() - side.buf.len() < READ_ROOM / 2 {
                 side.buf.reserve(READ_ROOM.max(side.buf.len() / 2));
             }
-            let before = side.buf.len();
             match tokio_util::io::poll_read_buf(Pin::new(&mut side.io), &mut cx, &mut side.buf) {
                 Poll::Pending => return,
                 Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -443,7 +442,6 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
                     self.stream_ended(side, StreamEnd::Eof, wake);
                 }
                 Poll::Ready(Ok(_)) => {
-                    debug_assert!(side.buf.len() > before);
                     self.lines(side, me, wake);
                 }
             }
