@@ -261,6 +261,88 @@ pub async fn read_limited(
     }
 }
 
+/// A body read by [`read_gathered`]: what is left of it, and, for a long one, its long
+/// strings moved out as it arrived.
+#[derive(Debug)]
+pub struct Gathered {
+    /// The body, less the long strings moved out (placeholders stand in their place).
+    pub body: Bytes,
+    /// The long strings, if the body grew past [`GATHER_FROM`](crate::gather::GATHER_FROM).
+    pub gather: Option<crate::gather::Gather>,
+}
+
+impl Gathered {
+    /// Parses the body as one JSON-RPC message or a batch, putting the long strings
+    /// back (see [`Message::parse`](crate::jsonrpc::Message::parse)).
+    pub fn parse(self) -> Result<Vec<Result<crate::jsonrpc::Message, String>>, String> {
+        match self.gather {
+            Some(g) => g.finish(&self.body),
+            None => crate::jsonrpc::Message::parse(&self.body),
+        }
+    }
+}
+
+/// As [`read_limited`], for a body that is a JSON-RPC message: once it grows past
+/// [`GATHER_FROM`](crate::gather::GATHER_FROM) bytes its long strings are moved out
+/// as they arrive ([`gather`](crate::gather)), so a 10 MB result is held once, not as
+/// bytes and again as its parsed value. A body that comes in one piece is not copied.
+pub async fn read_gathered(
+    resp: http::Response<hyper::body::Incoming>,
+    limit: usize,
+) -> Result<Gathered, ReadError> {
+    use crate::gather::{Gather, GATHER_FROM};
+    let declared = resp
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(ReadError::TooLarge { declared });
+    }
+    let mut body = resp.into_body();
+    let mut first: Option<Bytes> = None;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut gather: Option<Gather> = None;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ReadError::Failed(e.to_string()))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let so_far = match &gather {
+            Some(g) => g.len(buf.len()),
+            None => buf.len() + first.as_ref().map_or(0, Bytes::len),
+        };
+        if so_far + data.len() > limit {
+            return Err(ReadError::TooLarge { declared: None });
+        }
+        if buf.is_empty() && first.is_none() {
+            first = Some(data);
+            continue;
+        }
+        if let Some(f) = first.take() {
+            buf.reserve(f.len() + data.len());
+            buf.extend_from_slice(&f);
+        }
+        buf.extend_from_slice(&data);
+        if gather.is_none() && buf.len() > GATHER_FROM {
+            gather = Some(Gather::new(false));
+        }
+        if let Some(g) = &mut gather {
+            g.advance(&mut buf);
+        }
+    }
+    Ok(match first {
+        Some(only) => Gathered {
+            body: only,
+            gather: None,
+        },
+        None => Gathered {
+            body: Bytes::from(buf),
+            gather,
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,5 @@
 //! What the crates of the MCP client toolkit share (the sqlx-macros-core pattern): no
-//! proc-macro, and by default nothing but `std`, `serde` and `serde_json`, so a build
+//! proc-macro, and by default nothing but `std`, `serde`, `serde_json` and `memchr`, so a build
 //! script can use it cheaply. The runtime, the `#[mcp]` macro, the agent and the `mcp`
 //! CLI use the same code, so they can never disagree. The optional features add what
 //! is shared at run time.
@@ -12,6 +12,8 @@
 //! * [`protocol`]: facts of the protocol (versions, eras, `_meta` keys, error codes, the
 //!   [`Method`](protocol::Method) table, [`TaskSupport`](protocol::TaskSupport));
 //! * [`jsonrpc`]: JSON-RPC messages and their one parse;
+//! * [`gather`]: a long message parsed as it arrives — its long strings moved out of
+//!   the read buffer — so that it is held once, not as bytes and again as its value;
 //! * [`sse`]: the Server-Sent Events parser both the MCP transports and the model wires
 //!   read streams with;
 //! * [`text`]: text a peer sent, made safe to show;
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod build;
+pub mod gather;
 #[cfg(feature = "http")]
 pub mod http;
 pub mod jsonrpc;

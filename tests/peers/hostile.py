@@ -19,10 +19,15 @@ stdio modes (legacy servers: server/discover -> -32601, then initialize; tool `e
   mute                  reads every line and answers nothing at all
   evil-names            a tool whose name and description hold terminal escape sequences and a
                         bidi override (for clients that print server text)
+  big-stdout [MB]       tools/call `big` -> a whole result line of about MB: one text of BIG_UNIT
+                        repeated, every character escaped that can be (\u00e9, surrogate pairs, ...),
+                        written in 64 KiB pieces
 http modes:
   flood-json [MB]           modern; tools/call -> 200 application/json, chunked (no Content-Length),
                             a result's prefix then the flood; tools/list offers `flood`
   flood-json-declared [MB]  as flood-json, but with a Content-Length covering the whole flood
+  big-json [MB]             modern; tools/call -> 200 application/json, chunked: the whole result of
+                            big-stdout, in 64 KiB pieces; tools/list offers `big`
   flood-sse [MB]            modern; tools/call -> text/event-stream `data: ` + the flood (one endless event)
   endless-sse               modern; tools/call -> text/event-stream of notifications/message every 1 ms,
                             never the answer; the stream ends after 120 s
@@ -55,19 +60,22 @@ SERVER_INFO = {"name": "hostile", "version": "0"}
 TOOLS = {
     "echo": "Echo arguments.message back as 'echo: <message>'.",
     "flood": "Answers with an endless flood of bytes.",
+    "big": "Answers with one long text (BIG_UNIT repeated, escaped).",
     "slow": "Never answers.",
     # evil-names: what a terminal would act on, in a name and a description.
     "\x1b[31mred\x1b[0m": "\x1b]0;pwned\x07Sets the title, \u202edesrever\x1b[2J clears the screen.",
 }
 EVIL_TOOL = "\x1b[31mred\x1b[0m"
-STDIO_MODES = {"flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
+STDIO_MODES = {"big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
                "silent-discover": None, "mute": None, "evil-names": None}
-HTTP_MODES = {"flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
+HTTP_MODES = {"big-json": "MB", "flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB"}
-MODERN_HTTP = {"flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
+MODERN_HTTP = {"big-json", "flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
 LEGACY_HTTP = {"flood-get", "retry-zero", "no-get-stream"}
 RESULT_PREFIX = '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"'
 CHUNK = b"x" * 65536
+# The text of a `big` result: BIG_UNIT repeated (escaped, it is 41 bytes; decoded, 26).
+BIG_UNIT = 'é"\\\n😀 0123456789abcdef'
 HOLD_SECONDS = 60
 GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
@@ -82,6 +90,18 @@ def flood(write, nbytes: int) -> None:
         n = min(nbytes, len(CHUNK))
         write(CHUNK if n == len(CHUNK) else CHUNK[:n])
         nbytes -= n
+
+
+def big_result(rid, nbytes: int) -> bytes:
+    """A whole JSON-RPC result line of about nbytes: one text, BIG_UNIT repeated."""
+    unit = json.dumps(BIG_UNIT)[1:-1]
+    text = unit * max(1, nbytes // len(unit))
+    return (RESULT_PREFIX % json.dumps(rid)).encode() + text.encode() + b'"}]}}\n'
+
+
+def pieces(write, data: bytes) -> None:
+    for i in range(0, len(data), len(CHUNK)):
+        write(data[i:i + len(CHUNK)])
 
 
 def fd_writer(fd: int):
@@ -146,7 +166,7 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
         os.replace(arg + ".tmp", arg)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-    tools = ["echo"] + {"flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL]}.get(mode, [])
+    tools = ["echo"] + {"big-stdout": ["big"], "flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL]}.get(mode, [])
     out = fd_writer(1)
     stderr_flood = threading.Thread(target=lambda: (flood(stderr_or_die, mb), stderr_or_die(b"\n")), daemon=True)
     try:
@@ -171,6 +191,9 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
                 out((RESULT_PREFIX % json.dumps(msg["id"])).encode())
                 flood(out, mb)
                 time.sleep(HOLD_SECONDS)
+                continue
+            if method == "tools/call" and mode == "big-stdout" and params.get("name") == "big":
+                pieces(out, big_result(msg["id"], mb))
                 continue
             if method == "tools/call" and mode == "ignore-eof" and params.get("name") == "slow":
                 continue
@@ -320,7 +343,12 @@ class Handler(BaseHTTPRequestHandler):
         if rid is None:
             return self.send(202)
         if method != "tools/call":
-            return self.send_json(jsonrpc_answer(msg, "modern", ["flood"], {"tools": {}}))
+            tools = ["big"] if mode == "big-json" else ["flood"]
+            return self.send_json(jsonrpc_answer(msg, "modern", tools, {"tools": {}}))
+        if mode == "big-json":
+            write = self.start_stream("application/json")
+            pieces(write, big_result(rid, State.mb)[:-1])
+            return self.end_chunked()
         prefix = (RESULT_PREFIX % json.dumps(rid)).encode()
         if mode == "flood-json":
             return self.flood_and_hold(self.start_stream("application/json"), prefix)

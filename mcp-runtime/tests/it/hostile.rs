@@ -1,6 +1,7 @@
 //! Deliberately misbehaving servers (tests/peers/hostile.py): floods without a newline
 //! on stdout and stderr, invalid UTF-8 on stderr, floods in HTTP bodies and in every
-//! kind of event stream, endless streams, `retry: 0`, a server with no event stream.
+//! kind of event stream, endless streams, `retry: 0`, a server with no event stream;
+//! long results (held once, not as bytes and as text).
 //! Every read stays bounded, the client's peak memory stays far below the flood, and
 //! the next request works.
 
@@ -282,4 +283,59 @@ async fn listen_on_a_server_with_a_stream_works() {
         .unwrap();
     client.listen(&[]).await.unwrap();
     client.close().await.unwrap();
+}
+
+/// The text of hostile.py's `big` result, repeated.
+const BIG_UNIT: &str = "é\"\\\n😀 0123456789abcdef";
+
+/// A 48 MiB result line (30 MiB of text once decoded) costs its bytes once, not its
+/// bytes and its text at once (78 MiB): the long string is moved out of the read
+/// buffer as it arrives (`mcp_runtime_core::gather`) and decoded in place, every
+/// escape as the parser would. (Text with few escapes costs its own size.)
+fn check_big(r: &mcp_runtime::CallToolResult, before: u64, what: &str) {
+    let grown = support::peak_rss_mib() - before;
+    let [mcp_runtime::Content::Text { text, .. }] = r.content.as_slice() else {
+        panic!("{what}: {:?}", r.content.len())
+    };
+    assert!(text.len() > 28 << 20, "{what}: {} bytes", text.len());
+    assert!(
+        text.as_bytes()
+            .chunks(BIG_UNIT.len())
+            .all(|c| c == BIG_UNIT.as_bytes()),
+        "{what}: the text decodes to BIG_UNIT repeated"
+    );
+    eprintln!("{what}: peak RSS grew {grown} MiB for a 48 MiB line");
+    assert!(
+        grown < 60,
+        "{what}: peak RSS grew {grown} MiB: the line was held"
+    );
+    // Positive control: the line's bytes held beside the text trip the same check.
+    let line = std::hint::black_box(vec![1u8; 48 << 20]);
+    let held = support::peak_rss_mib() - before;
+    assert!(held >= 60, "{what}: {held} MiB with the line held");
+    drop(line);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_result_over_stdio_is_held_once() {
+    let client = Client::builder()
+        .stdio(support::hostile(&["stdio", "big-stdout", "48"]))
+        .unwrap();
+    client.connect().await.unwrap();
+    let before = support::peak_rss_mib();
+    let r = client.call("big", json!({})).await.unwrap();
+    check_big(&r, before, "stdio");
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_result_in_a_json_body_is_held_once() {
+    let server = support::hostile_http(&["big-json", "48"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    client.connect().await.unwrap();
+    let before = support::peak_rss_mib();
+    let r = client.call("big", json!({})).await.unwrap();
+    check_big(&r, before, "HTTP");
 }

@@ -340,16 +340,33 @@ impl Shared {
     /// Reads a whole body, refusing one larger than the message limit (from its
     /// `Content-Length` when it declares one) without holding more of it.
     pub(super) async fn read_body(&self, resp: http::Response<Body>, what: &str) -> Result<Bytes> {
-        match mcp_runtime_core::http::read_limited(resp, self.config.max_message_size).await {
-            Ok(body) => Ok(body),
-            Err(ReadError::TooLarge {
+        mcp_runtime_core::http::read_limited(resp, self.config.max_message_size)
+            .await
+            .map_err(|e| self.read_error(e, what))
+    }
+
+    /// As [`read_body`](Self::read_body), for a body that is a JSON-RPC message: a long
+    /// one is gathered as it arrives (`mcp_runtime_core::gather`), never held twice.
+    pub(super) async fn read_message(
+        &self,
+        resp: http::Response<Body>,
+        what: &str,
+    ) -> Result<mcp_runtime_core::http::Gathered> {
+        mcp_runtime_core::http::read_gathered(resp, self.config.max_message_size)
+            .await
+            .map_err(|e| self.read_error(e, what))
+    }
+
+    fn read_error(&self, e: ReadError, what: &str) -> Error {
+        match e {
+            ReadError::TooLarge {
                 declared: Some(declared),
-            }) => Err(self.too_large(&format!("{what} declared {declared} bytes"))),
-            Err(ReadError::TooLarge { declared: None }) => Err(self.too_large(what)),
-            Err(ReadError::Failed(e)) => Err(Error::transport(format!(
+            } => self.too_large(&format!("{what} declared {declared} bytes")),
+            ReadError::TooLarge { declared: None } => self.too_large(what),
+            ReadError::Failed(e) => Error::transport(format!(
                 "reading the {what} from {} failed: {e}",
                 self.origin
-            ))),
+            )),
         }
     }
 

@@ -174,11 +174,14 @@ impl Shared {
                 .read_stream(resp.into_body(), Some(id), incoming, answer, self.parser())
                 .await;
         }
-        let body = self.read_body(resp, "reply body").await?;
-        if body.iter().all(u8::is_ascii_whitespace) {
+        let gathered = self.read_message(resp, "reply body").await?;
+        if gathered.gather.is_none() && gathered.body.iter().all(u8::is_ascii_whitespace) {
             return Err(status_error(status, ""));
         }
-        let messages = match Message::parse(&body) {
+        // What an error status's body says, if it is not JSON-RPC.
+        let preview =
+            (!status.is_success()).then(|| gathered.body.slice(..gathered.body.len().min(200)));
+        let messages = match gathered.parse() {
             Ok(m) => m,
             Err(e) if status.is_success() => {
                 return Err(Error::invalid_response(format!(
@@ -188,7 +191,7 @@ impl Shared {
             Err(_) => {
                 return Err(status_error(
                     status,
-                    &String::from_utf8_lossy(&body[..body.len().min(200)]),
+                    &String::from_utf8_lossy(preview.as_deref().unwrap_or_default()),
                 ))
             }
         };

@@ -33,6 +33,7 @@ use tokio::io::AsyncRead;
 
 use crate::error::Error;
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
+use mcp_runtime_core::gather::{Gather, GATHER_FROM};
 
 /// How often the supervisor reads while calls wait (see the module's last point).
 const WATCH: Duration = Duration::from_millis(50);
@@ -185,8 +186,13 @@ struct Side<R> {
     buf: Vec<u8>,
     /// `buf[..scanned]` holds no newline.
     scanned: usize,
+    /// The line in `buf` is long: its long strings are being moved out as it arrives.
+    gather: Option<Gather>,
     /// The stream ended: nothing more is read.
     done: bool,
+    /// The most `buf` ever held (tests check what a long line costs).
+    #[cfg(test)]
+    peak: usize,
 }
 
 /// The reading side of one connection, shared by its callers and its supervisor.
@@ -213,7 +219,10 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
                 io,
                 buf: Vec::new(),
                 scanned: 0,
+                gather: None,
                 done: false,
+                #[cfg(test)]
+                peak: 0,
             }),
             retry: AtomicBool::new(false),
             sink,
@@ -437,42 +446,72 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
                     if !side.buf.is_empty() {
                         let last = std::mem::take(&mut side.buf);
                         side.scanned = 0;
-                        self.dispatch(&last, me, wake);
+                        let gather = side.gather.take();
+                        self.dispatch(&last, gather, me, wake);
                     }
                     self.stream_ended(side, StreamEnd::Eof, wake);
                 }
                 Poll::Ready(Ok(_)) => {
+                    #[cfg(test)]
+                    {
+                        side.peak = side.peak.max(side.buf.len());
+                    }
                     self.lines(side, me, wake);
                 }
             }
         }
     }
 
-    /// Dispatches the complete lines in the buffer and keeps the rest.
+    /// Dispatches the complete lines in the buffer and keeps the rest. A line that
+    /// grows long is gathered as it arrives (its long strings moved out of the buffer:
+    /// `mcp_runtime_core::gather`), so it is never held twice.
     fn lines(&self, side: &mut Side<R>, me: Option<&Id>, wake: &mut Vec<Waker>) {
-        let mut start = 0;
-        while let Some(i) = memchr::memchr(b'\n', &side.buf[side.scanned..]) {
-            let end = side.scanned + i;
-            if end - start > self.limit {
+        loop {
+            if let Some(gather) = &mut side.gather {
+                let Some(end) = gather.advance(&mut side.buf) else {
+                    if gather.len(side.buf.len()) > self.limit {
+                        self.stream_ended(side, StreamEnd::TooLong, wake);
+                    }
+                    return;
+                };
+                let gather = side.gather.take();
+                if gather.as_ref().is_some_and(|g| g.len(end) > self.limit) {
+                    self.stream_ended(side, StreamEnd::TooLong, wake);
+                    return;
+                }
+                self.dispatch(&side.buf[..end], gather, me, wake);
+                side.buf.drain(..=end);
+                side.scanned = 0;
+            }
+            let mut start = 0;
+            while let Some(i) = memchr::memchr(b'\n', &side.buf[side.scanned..]) {
+                let end = side.scanned + i;
+                if end - start > self.limit {
+                    self.stream_ended(side, StreamEnd::TooLong, wake);
+                    return;
+                }
+                self.dispatch(&side.buf[start..end], None, me, wake);
+                start = end + 1;
+                side.scanned = start;
+            }
+            side.scanned = side.buf.len();
+            if start > 0 {
+                side.buf.drain(..start);
+                side.scanned -= start;
+            }
+            if side.buf.len() > self.limit {
                 self.stream_ended(side, StreamEnd::TooLong, wake);
                 return;
             }
-            self.dispatch(&side.buf[start..end], me, wake);
-            start = end + 1;
-            side.scanned = start;
-        }
-        side.scanned = side.buf.len();
-        if start > 0 {
-            side.buf.drain(..start);
-            side.scanned -= start;
-        }
-        if side.buf.len() > self.limit {
-            self.stream_ended(side, StreamEnd::TooLong, wake);
+            if side.buf.len() > GATHER_FROM {
+                side.gather = Some(Gather::new(true));
+                continue;
+            }
+            // After a large message, give the memory back.
+            if side.buf.capacity() > 16 * READ_ROOM && side.buf.len() < READ_ROOM {
+                side.buf.shrink_to(READ_ROOM);
+            }
             return;
-        }
-        // After a large message, give the memory back.
-        if side.buf.capacity() > 16 * READ_ROOM && side.buf.len() < READ_ROOM {
-            side.buf.shrink_to(READ_ROOM);
         }
     }
 
@@ -480,6 +519,7 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
         side.done = true;
         side.scanned = 0;
         side.buf = Vec::new();
+        side.gather = None;
         let mut w = self.list.lock();
         if w.stream_end.is_none() {
             w.stream_end = Some(end);
@@ -487,12 +527,22 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
         wake.extend(w.idle.clone());
     }
 
-    fn dispatch(&self, line: &[u8], me: Option<&Id>, wake: &mut Vec<Waker>) {
+    fn dispatch(
+        &self,
+        line: &[u8],
+        gather: Option<Gather>,
+        me: Option<&Id>,
+        wake: &mut Vec<Waker>,
+    ) {
         let trimmed = line.trim_ascii();
         if trimmed.is_empty() {
             return;
         }
-        let messages = match Message::parse(trimmed) {
+        let parsed = match gather {
+            Some(g) => g.finish(trimmed),
+            None => Message::parse(trimmed),
+        };
+        let messages = match parsed {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(server = %self.sink.name(), error = %e, bytes = trimmed.len(), preview = %preview(trimmed), "skipped a malformed message from the server");

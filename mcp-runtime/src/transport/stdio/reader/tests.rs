@@ -215,6 +215,90 @@ async fn a_line_past_the_limit_ends_the_stream_and_every_call_fails() {
     assert!(reader.register(Id::Number(2)).is_err());
 }
 
+/// A long line is gathered as it arrives: its long string moves out of the read
+/// buffer, so the line is never held as bytes and as its parsed value at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_reply_is_gathered_not_held_twice() {
+    const LONG: usize = 4 << 20;
+    for (strings, gathered) in [(1, true), (LONG / 8, false)] {
+        let (reader, mut tx, sink) = start(32 << 20);
+        let callers: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|id| {
+                let r = reader.clone();
+                tokio::spawn(async move { call(&r, id).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // One string of 4 MiB, or (the positive control) as many bytes in short strings.
+        let piece = "\\u00e9".repeat(LONG / 6 / strings);
+        let texts = vec![format!("\"{piece}\""); strings].join(",");
+        let mut bytes = note(1).into_bytes();
+        bytes.extend_from_slice(
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"texts\":[{texts}]}}}}\n")
+                .as_bytes(),
+        );
+        bytes.extend_from_slice((reply(2) + &note(2)).as_bytes());
+        let writer = tokio::spawn(async move {
+            tx.write_all(&bytes).await.unwrap();
+            tx
+        });
+        let mut replies = Vec::new();
+        for c in callers {
+            let r = tokio::time::timeout(Duration::from_secs(60), c)
+                .await
+                .expect("no hang")
+                .unwrap()
+                .unwrap();
+            replies.push(r);
+        }
+        let _tx = writer.await.unwrap();
+        let texts = &replies[0].outcome.as_ref().unwrap()["texts"];
+        assert_eq!(texts.as_array().unwrap().len(), strings);
+        assert_eq!(
+            texts[0].as_str().unwrap(),
+            "é".repeat(LONG / 6 / strings),
+            "decoded as the parser would"
+        );
+        assert_eq!(result_n(&replies[1]), 2);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(*sink.0.notifications.lock().unwrap(), vec![1, 2]);
+        let peak = reader.side.lock().unwrap().peak;
+        if gathered {
+            assert!(peak < 1 << 20, "the read buffer grew to {peak} bytes");
+        } else {
+            assert!(peak > LONG, "short strings stay in the buffer: {peak}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_gathered_line_past_the_limit_ends_the_stream() {
+    let (reader, mut tx, _sink) = start(1 << 20);
+    let a = tokio::spawn({
+        let r = reader.clone();
+        async move { call(&r, 1).await }
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let long = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"{}\"}}\n",
+        "a".repeat(2 << 20)
+    );
+    let writer = tokio::spawn(async move {
+        // The reader stops reading at the limit; the rest may never be taken.
+        let _ = tx.write_all(long.as_bytes()).await;
+    });
+    let err = tokio::time::timeout(Duration::from_secs(30), a)
+        .await
+        .expect("no hang")
+        .unwrap()
+        .unwrap_err();
+    assert!(err.to_string().contains("TooLong"), "{err}");
+    let peak = reader.side.lock().unwrap().peak;
+    assert!(peak < 1 << 20, "the read buffer grew to {peak} bytes");
+    writer.abort();
+}
+
 #[tokio::test]
 async fn end_of_file_fails_the_waiting_calls() {
     let (reader, tx, _sink) = start(1 << 20);
