@@ -70,7 +70,8 @@ pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{
-    Claim, Lease, MemoryRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+    Claim, Durability, Lease, MemoryRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore,
+    RunSummary,
 };
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)

@@ -18,5 +18,7 @@ pub use postgres::PostgresRunStore;
 pub use sqlite::SqliteRunStore;
 
 pub(crate) use contract::{lease_lost, unix_now};
-pub use contract::{Claim, Lease, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary};
+pub use contract::{
+    Claim, Durability, Lease, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+};
 pub(crate) use mcp_runtime_core::lock;

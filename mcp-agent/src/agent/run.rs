@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::content::Input;
 use crate::error::{Error, Result};
 use crate::model::{Block, ChatRequest, Message, Role, Stop, Usage};
-use crate::store::{Claim, RunRecord, RunStatus};
+use crate::store::{Claim, Durability, RunRecord, RunStatus};
 
 use super::decision::{Outcome, PendingWait};
 use super::events::Event;
@@ -473,8 +473,11 @@ impl Agent {
                 }
             }
         }
-        // Their results are kept: none of them is sent again.
-        self.save(state, RunStatus::Running).await
+        // Their results are kept: none of them is sent again. A power cut may lose
+        // this save (not a crash of this process): the run then finds these calls in
+        // doubt — the flushed save before they were sent says so — never unsent.
+        self.save_as(state, RunStatus::Running, Durability::Deferred)
+            .await
     }
 
     /// [`Event::InputRequested`] for call `i`, which paused for `input`.

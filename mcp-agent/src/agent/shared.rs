@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, ToolFacts};
 use crate::model::{Block, Message, Model, Role};
-use crate::store::{Claim, Lease, RunRecord, RunStatus, RunStore};
+use crate::store::{Claim, Durability, Lease, RunRecord, RunStatus, RunStore};
 
 use super::decision::{Expiry, InputFn};
 use super::events::{Event, EventFn};
@@ -140,7 +140,18 @@ impl Agent {
         state.events.push(event);
     }
 
+    /// Keeps the run, on disk before this returns ([`Durability::Flushed`]).
     pub(super) async fn save(&self, state: &mut RunState, status: RunStatus) -> Result<()> {
+        self.save_as(state, status, Durability::Flushed).await
+    }
+
+    /// Keeps the run, as durably as `durability` says.
+    pub(super) async fn save_as(
+        &self,
+        state: &mut RunState,
+        status: RunStatus,
+        durability: Durability,
+    ) -> Result<()> {
         let mut state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
         if let Some(key) = &self.inner.integrity {
@@ -169,6 +180,7 @@ impl Agent {
                 state: state_json,
                 lease: state.lease.clone(),
                 events,
+                durability,
             })
             .await?;
         state.events.clear();

@@ -52,7 +52,7 @@ impl RunStatus {
 }
 
 /// A run as kept: its status, the suspension it waits in, and its whole state
-/// (transcript, pending calls, events).
+/// (transcript, pending calls, events); and, as saved, how durable the save must be.
 #[derive(Clone, Debug)]
 pub struct RunRecord {
     /// The run's id.
@@ -70,6 +70,29 @@ pub struct RunRecord {
     /// Events to append to the run's log with this save, in order (a load returns
     /// none: [`RunStore::events`] reads the log).
     pub events: Vec<Value>,
+    /// How soon the save must be on disk (a load returns [`Durability::Flushed`]).
+    pub durability: Durability,
+}
+
+/// How soon a save must be on disk: what a power cut (or an operating system crash)
+/// may lose. A crash of the process itself loses no save that returned, whichever
+/// this is. A store may always flush; one that defers must keep saves in order (a
+/// deferred save lost to a power cut takes only later saves with it, never earlier
+/// ones).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Durability {
+    /// On disk before the save returns (an fsync). The agent asks for it where losing
+    /// the save could make something run twice or undo what a person saw: the save
+    /// made before calls are sent (a recovered run finds them in doubt, never unsent),
+    /// a suspension, the run's end.
+    #[default]
+    Flushed,
+    /// On disk soon (at the store's next flushed save or checkpoint); a power cut may
+    /// lose it. The agent asks for it only for the results of calls just made: a run
+    /// recovered without them finds those calls in doubt — recorded as sent by the
+    /// flushed save before them — and never sends them again.
+    Deferred,
 }
 
 /// A process's hold on a run it works on: an owner token of its own and an expiry.
@@ -399,6 +422,7 @@ pub(super) fn record((id, status, suspension, state, owner, until): Row) -> Resu
         state: serde_json::from_str(&state)
             .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
         events: Vec::new(),
+        durability: Durability::Flushed,
         lease: owner.map(|owner| Lease {
             owner,
             until: until.unwrap_or(0).max(0) as u64,

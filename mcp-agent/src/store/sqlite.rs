@@ -18,7 +18,7 @@ use mcp_runtime_core::lock;
 pub struct SqliteRunStore {
     path: std::path::PathBuf,
     /// One connection, reused (opened again after a failure).
-    conn: std::sync::Arc<Mutex<Option<rusqlite::Connection>>>,
+    pub(super) conn: std::sync::Arc<Mutex<Option<rusqlite::Connection>>>,
 }
 
 #[cfg(feature = "sqlite")]
@@ -143,6 +143,63 @@ impl SqliteRunStore {
     }
 }
 
+/// The columns of one save.
+#[cfg(feature = "sqlite")]
+struct SaveRow {
+    id: String,
+    status: &'static str,
+    state: String,
+    suspension: Option<String>,
+    owner: Option<String>,
+    until: Option<i64>,
+}
+
+/// One save: the state (fenced by its lease) and its events, in one transaction.
+#[cfg(feature = "sqlite")]
+fn save(
+    s: &SqliteRunStore,
+    c: &rusqlite::Connection,
+    r: &SaveRow,
+    events: &[String],
+) -> Result<()> {
+    // The state and its events in one transaction, taken for writing at once
+    // (a deferred one could fail to upgrade while another process writes).
+    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| s.fail(e))?;
+    // Fenced: a row held by another lease owner is left as it is.
+    let n = tx
+        .prepare_cached(
+            "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
+               updated_at = excluded.updated_at, suspension = excluded.suspension,
+               lease_until = excluded.lease_until
+             WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
+        )
+        .and_then(|mut upsert| {
+            upsert.execute(rusqlite::params![r.id, r.status, r.state, now(), r.suspension, r.owner, r.until])
+        })
+        .map_err(|e| s.fail(e))?;
+    if n == 0 {
+        return Err(lease_lost(&r.id));
+    }
+    if !events.is_empty() {
+        let last: i64 = tx
+            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = ?1")
+            .and_then(|mut q| q.query_row([&r.id], |row| row.get(0)))
+            .map_err(|e| s.fail(e))?;
+        let mut insert = tx
+            .prepare_cached("INSERT INTO mcp_agent_events (run_id, seq, event) VALUES (?1, ?2, ?3)")
+            .map_err(|e| s.fail(e))?;
+        for (i, event) in events.iter().enumerate() {
+            insert
+                .execute(rusqlite::params![r.id, last + 1 + i as i64, event])
+                .map_err(|e| s.fail(e))?;
+        }
+    }
+    tx.commit().map_err(|e| s.fail(e))
+}
+
 #[cfg(feature = "sqlite")]
 fn now() -> i64 {
     std::time::SystemTime::now()
@@ -158,50 +215,32 @@ impl RunStore for SqliteRunStore {
         let suspension = run.suspension.clone();
         let (owner, until) = lease_columns(&run.lease);
         let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
+        let deferred = run.durability == Durability::Deferred;
         Box::pin(self.blocking(move |s, c| {
-            // The state and its events in one transaction, taken for writing at once
-            // (a deferred one could fail to upgrade while another process writes).
-            let tx = rusqlite::Transaction::new_unchecked(
-                c,
-                rusqlite::TransactionBehavior::Immediate,
-            )
-            .map_err(|e| s.fail(e))?;
-            // Fenced: a row held by another lease owner is left as it is.
-            let n = tx
-                .prepare_cached(
-                    "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                     ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
-                       updated_at = excluded.updated_at, suspension = excluded.suspension,
-                       lease_until = excluded.lease_until
-                     WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
-                )
-                .and_then(|mut upsert| {
-                    upsert.execute(rusqlite::params![id, status, state, now(), suspension, owner, until])
-                })
-                .map_err(|e| s.fail(e))?;
-            if n == 0 {
-                return Err(lease_lost(&id));
+            let row = SaveRow {
+                id,
+                status,
+                state,
+                suspension,
+                owner,
+                until,
+            };
+            if !deferred {
+                return save(s, c, &row, &events);
             }
-            if !events.is_empty() {
-                let last: i64 = tx
-                    .prepare_cached(
-                        "SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = ?1",
-                    )
-                    .and_then(|mut q| q.query_row([&id], |r| r.get(0)))
-                    .map_err(|e| s.fail(e))?;
-                let mut insert = tx
-                    .prepare_cached(
-                        "INSERT INTO mcp_agent_events (run_id, seq, event) VALUES (?1, ?2, ?3)",
-                    )
-                    .map_err(|e| s.fail(e))?;
-                for (i, event) in events.iter().enumerate() {
-                    insert
-                        .execute(rusqlite::params![id, last + 1 + i as i64, event])
-                        .map_err(|e| s.fail(e))?;
-                }
-            }
-            tx.commit().map_err(|e| s.fail(e))
+            // A deferred save is not fsynced: in WAL mode with synchronous=NORMAL a
+            // commit is in the log (a crash of this process keeps it) and reaches the
+            // disk with the next fsynced commit or checkpoint. All else this
+            // connection writes stays fsynced.
+            let sync = |pragma: &str| {
+                c.prepare_cached(pragma)
+                    .and_then(|mut p| p.execute([]))
+                    .map_err(|e| s.fail(e))
+            };
+            sync("PRAGMA synchronous = NORMAL")?;
+            let saved = save(s, c, &row, &events);
+            sync("PRAGMA synchronous = FULL")?;
+            saved
         }))
     }
 

@@ -18,6 +18,7 @@ async fn claims_once(store: &dyn RunStore) {
         state: json!({"n": 1}),
         lease: None,
         events: Vec::new(),
+        durability: Default::default(),
     };
     store.save(&run).await.unwrap();
     // Another suspension of the same run, or a retry, takes nothing.
@@ -62,6 +63,7 @@ async fn claims_once(store: &dyn RunStore) {
             state: json!({"n": 2}),
             lease: first.lease.clone(),
             events: Vec::new(),
+            durability: Default::default(),
         })
         .await
         .unwrap();
@@ -92,6 +94,7 @@ async fn the_memory_store_is_bounded() {
         state: json!({}),
         lease: None,
         events: Vec::new(),
+        durability: Default::default(),
     };
     store.save(&run("a", RunStatus::Suspended)).await.unwrap();
     store.save(&run("b", RunStatus::Suspended)).await.unwrap();
@@ -127,6 +130,7 @@ async fn sqlite_claims_once_even_when_many_try_at_once() {
             state: json!({}),
             lease: None,
             events: Vec::new(),
+            durability: Default::default(),
         })
         .await
         .unwrap();
@@ -163,6 +167,47 @@ fn a_store_error_keeps_its_cause() {
         cause.downcast_ref::<std::io::Error>().is_some()
             || cause.downcast_ref::<rusqlite::Error>().is_some(),
         "{cause:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A deferred save is committed (another connection reads it at once, as a process
+/// started after a crash of this one would) without being fsynced, and the connection
+/// is back to fsyncing every other write.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_defers_only_the_save_it_is_asked_to() {
+    let dir = std::env::temp_dir().join(format!("mcp-agent-defer-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("runs.sqlite3");
+    let store = SqliteRunStore::open(&path).unwrap();
+    let synchronous = |store: &SqliteRunStore| -> i64 {
+        let conn = mcp_runtime_core::lock(&store.conn);
+        let c = conn.as_ref().expect("the connection is kept");
+        c.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(synchronous(&store), 2, "FULL by default");
+    store
+        .save(&RunRecord {
+            id: "r".into(),
+            status: RunStatus::Running,
+            suspension: None,
+            state: json!({"results": "kept"}),
+            lease: None,
+            events: vec![json!({"event": "after_tool_call"})],
+            durability: Durability::Deferred,
+        })
+        .await
+        .unwrap();
+    assert_eq!(synchronous(&store), 2, "FULL again after the deferred save");
+    // As if the process died: nothing closes or checkpoints the store.
+    std::mem::forget(store);
+    let other = SqliteRunStore::open(&path).unwrap();
+    let kept = other.load("r").await.unwrap().unwrap();
+    assert_eq!(kept.state, json!({"results": "kept"}));
+    assert_eq!(
+        other.events("r").await.unwrap(),
+        [json!({"event": "after_tool_call"})]
     );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -288,6 +288,7 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
             state: json!({"not": "a run"}),
             lease: None,
             events: Vec::new(),
+            durability: Default::default(),
         })
         .await
         .unwrap();

@@ -11,9 +11,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use mcp_agent::runtime::BoxFuture;
 use mcp_agent::{
-    Agent, ChatCompletions, Claim, Decision, Event, Lease, MemoryRunStore, Mode, Outcome,
-    RunRecord, RunStatus, RunStore, SqliteRunStore,
+    Agent, ChatCompletions, Claim, Decision, Durability, Event, Lease, MemoryRunStore, Mode,
+    Outcome, RunRecord, RunStatus, RunStore, SqliteRunStore,
 };
 use serde_json::{json, Value};
 
@@ -41,6 +42,7 @@ fn running(state: Value, lease: Option<Lease>) -> RunRecord {
         state,
         lease: None,
         events: Vec::new(),
+        durability: Default::default(),
     };
     r.lease = lease;
     r
@@ -503,6 +505,118 @@ async fn an_idempotent_call_is_sent_again_after_a_crash() {
     assert_eq!(
         unknown(&events.lock().unwrap()),
         [("write_file".to_owned(), true)]
+    );
+    agent.close().await.unwrap();
+}
+
+/// A store that records how durable each save was asked to be, then saves it.
+struct Spy {
+    inner: Arc<dyn RunStore>,
+    saves: Mutex<Vec<(RunStatus, Durability)>>,
+}
+
+impl RunStore for Spy {
+    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, mcp_agent::Result<()>> {
+        self.saves
+            .lock()
+            .unwrap()
+            .push((run.status, run.durability));
+        self.inner.save(run)
+    }
+    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<Vec<Value>>> {
+        self.inner.events(id)
+    }
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<Option<RunRecord>>> {
+        self.inner.load(id)
+    }
+    fn claim<'a>(
+        &'a self,
+        id: &'a str,
+        claim: Claim<'a>,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, mcp_agent::Result<Option<RunRecord>>> {
+        self.inner.claim(id, claim, lease)
+    }
+    fn renew<'a>(
+        &'a self,
+        id: &'a str,
+        lease: &'a Lease,
+    ) -> BoxFuture<'a, mcp_agent::Result<bool>> {
+        self.inner.renew(id, lease)
+    }
+    fn list<'a>(
+        &'a self,
+        filter: &'a mcp_agent::RunFilter,
+    ) -> BoxFuture<'a, mcp_agent::Result<mcp_agent::RunPage>> {
+        self.inner.list(filter)
+    }
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<bool>> {
+        self.inner.delete(id)
+    }
+    fn prune(&self, secs: u64) -> BoxFuture<'_, mcp_agent::Result<u64>> {
+        self.inner.prune(secs)
+    }
+    fn save_allowance<'a>(
+        &'a self,
+        id: &'a str,
+        allowance: &'a Value,
+    ) -> BoxFuture<'a, mcp_agent::Result<()>> {
+        self.inner.save_allowance(id, allowance)
+    }
+    fn allowances(&self) -> BoxFuture<'_, mcp_agent::Result<Vec<Value>>> {
+        self.inner.allowances()
+    }
+    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<bool>> {
+        self.inner.delete_allowance(id)
+    }
+}
+
+/// Only the save that keeps the results of calls just made may wait for the disk
+/// (`Durability::Deferred`): the save before calls are sent, a suspension and the
+/// run's end are flushed — through a run with a call that runs at once and one that
+/// waits for a person, on SQLite.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_results_of_calls_are_saved_deferred() {
+    let dir = scratch("durability");
+    std::fs::write(dir.join("a.txt"), "hello").unwrap();
+    let model = ModelServer::scripted(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "read_text_file", "arguments": {"path": dir.join("a.txt")}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": dir.join("b.txt"), "content": "b"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let spy = Arc::new(Spy {
+        inner: store_for(&dir, "sqlite").await,
+        saves: Mutex::default(),
+    });
+    let agent = crash_agent(&dir, &model.url(), spy.clone(), |_, _| {});
+    let (run, decision) = match agent.run("read, then write").await.unwrap() {
+        Outcome::ApprovalRequired {
+            run_id, decision, ..
+        } => (run_id, decision),
+        other => panic!("{other:?}"),
+    };
+    let outcome = agent
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(dir.join("b.txt")).unwrap(), "b");
+    finished(outcome);
+    use Durability::{Deferred, Flushed};
+    use RunStatus::{Finished, Running, Suspended};
+    assert_eq!(
+        *spy.saves.lock().unwrap(),
+        [
+            (Running, Flushed),   // read_text_file recorded as sent
+            (Running, Deferred),  // its result kept
+            (Suspended, Flushed), // write_file waits for a person
+            (Running, Flushed),   // the decision kept
+            (Running, Flushed),   // write_file recorded as sent
+            (Running, Deferred),  // its result kept
+            (Finished, Flushed),  // the run's end
+        ]
     );
     agent.close().await.unwrap();
 }
