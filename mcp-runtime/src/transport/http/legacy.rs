@@ -1,14 +1,14 @@
 //! The legacy session wire (2025-03-26 … 2025-11-25): `initialize` and its session id,
 //! the standalone GET stream, re-initializing an expired session, DELETE on close.
 
-use super::connect::{insert, status_error};
+use super::connect::{insert, status_error, SessionHeaders};
 use super::shared::*;
 use super::streamable::{AnswerTarget, Answerer};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 use crate::transport::sse;
 use crate::transport::{Incoming, RequestContext};
-use http::{HeaderMap, Method, StatusCode};
+use http::{Method, StatusCode};
 use mcp_runtime_core::lock;
 use serde_json::Value;
 use std::sync::atomic::Ordering;
@@ -16,27 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 impl Shared {
-    pub(super) fn legacy_headers(
-        h: &mut HeaderMap,
-        session: Option<&str>,
-        version: Option<&str>,
-    ) -> Result<()> {
-        if let Some(s) = session {
-            insert(h, "mcp-session-id", s)?;
-        }
-        if let Some(v) = version {
-            // 2025-03-26 servers do not know the header; later ones require it.
-            if v >= "2025-06-18" {
-                insert(h, "mcp-protocol-version", v)?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn session_snapshot(&self) -> (Option<String>, Option<String>) {
+    /// The headers of the legacy session, or (before one starts) of `version`.
+    pub(super) fn session_headers(&self, version: &str) -> Result<SessionHeaders> {
         match &*lock(&self.mode) {
-            Mode::Streamable(s) => (s.session_id.clone(), Some(s.version.clone())),
-            _ => (None, None),
+            Mode::Streamable(s) => Ok(s.headers.clone()),
+            _ => SessionHeaders::new(None, Some(version)),
         }
     }
 
@@ -70,10 +54,7 @@ impl Shared {
             .map(str::to_owned);
         let answerer = Answerer {
             shared: self.clone(),
-            target: AnswerTarget::Post {
-                session: session_id.clone(),
-                version: None,
-            },
+            target: AnswerTarget::Post(SessionHeaders::new(session_id.as_deref(), None)?),
         };
         let reply = self
             .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
@@ -111,14 +92,13 @@ impl Shared {
                 .unwrap_or_default()
                 .to_owned();
             self.remember(Detected::Streamable);
-            let get_stream = self.clone().spawn_get_stream(
-                cx.incoming.clone(),
-                session_id.clone(),
-                version.clone(),
-            );
+            let headers = SessionHeaders::new(session_id.as_deref(), Some(&version))?;
+            let get_stream = self
+                .clone()
+                .spawn_get_stream(cx.incoming.clone(), headers.clone());
             *lock(&self.mode) = Mode::Streamable(LegacySession {
                 session_id,
-                version,
+                headers,
                 init_params: request.params.clone(),
                 get_stream: Some(get_stream),
             });
@@ -133,8 +113,7 @@ impl Shared {
     pub(super) fn spawn_get_stream(
         self: Arc<Self>,
         incoming: Incoming,
-        session: Option<String>,
-        version: String,
+        session: SessionHeaders,
     ) -> tokio::task::AbortHandle {
         let shared = self;
         shared.get_stream.send_replace(GetStream::Starting);
@@ -151,9 +130,7 @@ impl Shared {
                     Ok(h) => h,
                     Err(e) => return unavailable(e.to_string()),
                 };
-                if let Err(e) = Self::legacy_headers(&mut h, session.as_deref(), Some(&version)) {
-                    return unavailable(e.to_string());
-                }
+                session.apply(&mut h);
                 if let Some(id) = parser.last_id.clone() {
                     if let Err(e) = insert(&mut h, "last-event-id", &id) {
                         return unavailable(e.to_string());
@@ -178,7 +155,7 @@ impl Shared {
                 shared.get_stream.send_replace(GetStream::Open);
                 let answerer = Answerer {
                     shared: shared.clone(),
-                    target: AnswerTarget::Post { session: session.clone(), version: Some(version.clone()) },
+                    target: AnswerTarget::Post(session.clone()),
                 };
                 let read = shared
                     .read_stream(resp.into_body(), None, &incoming, Some(&answerer), parser.resume())
@@ -250,17 +227,17 @@ impl Shared {
     ) -> Result<Response> {
         let mut reinitialized = false;
         loop {
-            let (session, version) = self.session_snapshot();
-            let version = version.or_else(|| Some(cx.version.clone()));
+            let session = self.session_headers(&cx.version)?;
             let mut h = self
                 .base_headers("application/json, text/event-stream")
                 .await?;
-            Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+            session.apply(&mut h);
             let body = request.to_vec();
             let resp = self
                 .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
                 .await?;
-            if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !reinitialized {
+            if resp.status() == StatusCode::NOT_FOUND && session.session.is_some() && !reinitialized
+            {
                 // The session expired (or the server restarted): start a new one, once.
                 reinitialized = true;
                 self.reinitialize(&cx).await?;
@@ -268,10 +245,7 @@ impl Shared {
             }
             let answerer = Answerer {
                 shared: self.clone(),
-                target: AnswerTarget::Post {
-                    session: session.clone(),
-                    version: version.clone(),
-                },
+                target: AnswerTarget::Post(session.clone()),
             };
             let mut reply = self
                 .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
@@ -287,7 +261,7 @@ impl Shared {
                         let fruitless = if delivered { 0 } else { resumes };
                         tokio::time::sleep(sse::reconnect_delay(parser.retry, fruitless)).await;
                         let mut h = self.base_headers("text/event-stream").await?;
-                        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+                        session.apply(&mut h);
                         insert(&mut h, "last-event-id", &last)?;
                         let resp = self.send(Method::GET, &self.url, h, None, true).await?;
                         if !resp.status().is_success() {
@@ -324,11 +298,11 @@ impl Shared {
         if let Err(e) = r.outcome {
             return Err(Error::protocol(e.code, e.message, e.data));
         }
-        let (session, version) = self.session_snapshot();
+        let session = self.session_headers(&cx.version)?;
         let mut h = self
             .base_headers("application/json, text/event-stream")
             .await?;
-        Self::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+        session.apply(&mut h);
         let n = Notification {
             method: crate::protocol::Method::Initialized.as_str().into(),
             params: None,

@@ -178,8 +178,7 @@ impl Transport for HttpTransport {
                 insert(&mut h, "mcp-protocol-version", version)?;
                 insert(&mut h, "mcp-method", &n.method)?;
             } else {
-                let (session, v) = shared.session_snapshot();
-                Shared::legacy_headers(&mut h, session.as_deref(), v.as_deref().or(Some(version)))?;
+                shared.session_headers(version)?.apply(&mut h);
             }
             shared
                 .post_message(

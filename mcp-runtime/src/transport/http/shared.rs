@@ -4,6 +4,7 @@
 //! `sse2024`).
 
 use super::config::HttpConfig;
+use super::connect::SessionHeaders;
 use crate::error::Result;
 use crate::jsonrpc::{Id, Response};
 use crate::transport::sse;
@@ -95,7 +96,8 @@ pub(super) enum GetStream {
 /// A legacy Streamable HTTP session.
 pub(super) struct LegacySession {
     pub(super) session_id: Option<String>,
-    pub(super) version: String,
+    /// The session id and the negotiated version as headers, made once.
+    pub(super) headers: SessionHeaders,
     pub(super) init_params: Value,
     pub(super) get_stream: Option<tokio::task::AbortHandle>,
 }

@@ -1,7 +1,7 @@
 //! Streamable HTTP replies (JSON or an SSE stream), the 2026-07-28 request, and answering
 //! what a server asks on a reply stream.
 
-use super::connect::{insert, status_error};
+use super::connect::{insert, status_error, SessionHeaders};
 use super::shared::*;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Request, Response};
@@ -120,22 +120,20 @@ pub(super) struct Answerer {
 
 #[derive(Clone)]
 pub(super) enum AnswerTarget {
-    Post {
-        session: Option<String>,
-        version: Option<String>,
-    },
+    /// POSTed with the session's headers.
+    Post(SessionHeaders),
     Sse,
 }
 
 impl Answerer {
     pub(super) async fn send(&self, message: Message) -> Result<()> {
         match &self.target {
-            AnswerTarget::Post { session, version } => {
+            AnswerTarget::Post(session) => {
                 let mut h = self
                     .shared
                     .base_headers("application/json, text/event-stream")
                     .await?;
-                Shared::legacy_headers(&mut h, session.as_deref(), version.as_deref())?;
+                session.apply(&mut h);
                 self.shared
                     .post_message(&self.shared.url, h, &message, true, "")
                     .await
