@@ -72,7 +72,8 @@ pub(crate) fn parse_www_authenticate(header: &str) -> Vec<Challenge> {
                 value = v[..e].trim().to_owned();
                 v = &v[e..];
             }
-            if let Some(c) = out.last_mut() {
+            // A parameter needs a name (`=x` after a scheme is dropped).
+            if let (Some(c), false) = (out.last_mut(), key.is_empty()) {
                 c.params.insert(key, value);
             }
             rest = v.trim_start_matches([',', ' ']);

@@ -56,6 +56,10 @@ fn parses_challenges() {
         r#"Bearer error="invalid_token", error_description="a \"quoted\" word""#,
     );
     assert_eq!(c[0].params["error_description"], "a \"quoted\" word");
+    // Found by the `www_authenticate` fuzz target: a parameter with no name is dropped.
+    let c = parse_www_authenticate(r#"DPoPal"sg =ES256", Bearer"#);
+    assert!(c.iter().all(|c| !c.params.contains_key("")), "{c:?}");
+    assert_eq!(c.last().map(|c| c.scheme.as_str()), Some("Bearer"));
 }
 
 #[test]

@@ -10,6 +10,83 @@ fn templates_expand() {
         expand_template("demo://r/{id}{?q}", &[("id", "7"), ("q", "a b")]).unwrap(),
         "demo://r/7?q=a%20b"
     );
+    // Found by the `uri_template` fuzz target: iri-string panicked on a `%` followed
+    // by a multi-byte character; such a template is refused.
+    for bad in ["fg%aaaa%a\u{6e3}aap%p", "a%", "%g0", "x%4"] {
+        let e = expand_template(bad, &[]).unwrap_err();
+        assert!(e.to_string().contains("not a URI template"), "{e}");
+    }
+    assert!(expand_template("a%20b/{x}", &[("x", "1")]).is_ok());
+    // …and on a value of a reserved expansion with a multi-byte character (`Õ`, or
+    // one after a triplet): written in ASCII first, as the expansion would.
+    let v = "yxf +,z#%fz#\u{6e3}%22";
+    assert_eq!(
+        expand_template("x{#v}", &[("v", v)]).unwrap(),
+        "x#yxf%20+,z#%25fz#%DB%A3%22"
+    );
+    assert_eq!(
+        expand_template("{+v}", &[("v", "%aa\u{51d}me")]).unwrap(),
+        "%aa%D4%9Dme"
+    );
+    assert_eq!(
+        expand_template("{+path}{g}", &[("path", "Õy"), ("g", "x")]).unwrap(),
+        "%C3%95yx"
+    );
+    assert_eq!(
+        expand_template("x{v}", &[("v", v)]).unwrap(),
+        "xyxf%20%2B%2Cz%23%25fz%23%DB%A3%2522"
+    );
+    assert_eq!(
+        expand_template("{+v}{v}", &[("v", "é%")]).unwrap(),
+        "%C3%A9%25%C3%A9%25"
+    );
+    // RFC 6570's examples (section 3.2), string values.
+    let vars = [
+        ("var", "value"),
+        ("hello", "Hello World!"),
+        ("path", "/foo/bar"),
+        ("empty", ""),
+        ("x", "1024"),
+        ("y", "768"),
+    ];
+    for (t, want) in [
+        ("{var}", "value"),
+        ("{hello}", "Hello%20World%21"),
+        ("{+hello}", "Hello%20World!"),
+        ("{+path}/here", "/foo/bar/here"),
+        ("here?ref={+path}", "here?ref=/foo/bar"),
+        ("X{#var}", "X#value"),
+        ("{x,hello,y}", "1024,Hello%20World%21,768"),
+        ("{+x,hello,y}", "1024,Hello%20World!,768"),
+        ("{#path,x}/here", "#/foo/bar,1024/here"),
+        ("X{.var}", "X.value"),
+        ("X{.x,y}", "X.1024.768"),
+        ("{/var}", "/value"),
+        ("{/var,x}/here", "/value/1024/here"),
+        ("{;x,y}", ";x=1024;y=768"),
+        ("{;x,y,empty}", ";x=1024;y=768;empty"),
+        ("{?x,y}", "?x=1024&y=768"),
+        ("{?x,y,empty}", "?x=1024&y=768&empty="),
+        ("?fixed=yes{&x}", "?fixed=yes&x=1024"),
+        ("{var:3}", "val"),
+        ("{var:30}", "value"),
+        ("{+path:6}/here", "/foo/b/here"),
+        ("{undef}x{?undef}", "x"),
+    ] {
+        assert_eq!(expand_template(t, &vars).unwrap(), want, "{t}");
+    }
+    for bad in [
+        "{",
+        "}",
+        "{var",
+        "{=var}",
+        "{var:0}",
+        "{var:10000}",
+        "{va r}",
+        "{.}",
+    ] {
+        assert!(expand_template(bad, &vars).is_err(), "{bad}");
+    }
 }
 
 #[test]

@@ -383,6 +383,7 @@ impl Shared {
 
     /// Reads a whole body, refusing one larger than the message limit (from its
     /// `Content-Length` when it declares one) without holding more of it.
+    #[cfg(feature = "oauth")]
     pub(super) async fn read_body(&self, resp: http::Response<Body>, what: &str) -> Result<Bytes> {
         mcp_runtime_core::http::read_limited(resp, self.config.max_message_size)
             .await
