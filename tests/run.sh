@@ -28,6 +28,7 @@ bash tests/peers/install.sh
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 
 step "imports flow downward: no import circle, at most 3 upward imports (tests/imports.py)"
 python3 tests/imports.py --max-upward 3 --max-circles 0
@@ -103,6 +104,10 @@ cargo run -q --locked -p examples --example skills -- .peers/venv/bin/python tes
 
 step "the agent example, end to end (scripted model, real filesystem server)"
 bash tests/agent-example.sh
+
+step "fuzz targets: every kept input (seeds, regressions) replayed; the libFuzzer binaries build (fuzz/README.md)"
+CARGO_TARGET_DIR=target/fuzz cargo test --locked --manifest-path fuzz/Cargo.toml
+CARGO_TARGET_DIR=target/fuzz cargo build -q --locked --manifest-path fuzz/Cargo.toml --bins
 
 step "the side-by-side benchmark, smoke mode (every client runs; no timing asserted)"
 bash tests/bench/run.sh --smoke --reps 1

@@ -24,6 +24,22 @@ mod shared;
 mod skill_types;
 mod skills;
 mod state;
+
+/// What `crate::fuzzing` reaches: a stored run's state read as a resume reads it (no
+/// integrity key), and written back: the second read must give the same run.
+pub(crate) fn fuzz_stored_run(state: serde_json::Value) -> std::result::Result<(), String> {
+    let Ok(run) = serde_json::from_value::<state::RunState>(state) else {
+        return Ok(());
+    };
+    let once = serde_json::to_value(&run).map_err(|e| e.to_string())?;
+    let again: state::RunState = serde_json::from_value(once.clone())
+        .map_err(|e| format!("a run written back does not read: {e}"))?;
+    let twice = serde_json::to_value(&again).map_err(|e| e.to_string())?;
+    if once != twice {
+        return Err("a run read, written and read again changed".into());
+    }
+    Ok(())
+}
 mod toolbox;
 mod util;
 mod vault;

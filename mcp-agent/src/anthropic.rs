@@ -335,6 +335,14 @@ fn too_long(message: &str) -> bool {
         || m.contains("request too large")
 }
 
+/// What `crate::fuzzing` reaches: a streamed answer's body, assembled as the
+/// streamed `complete` assembles it, then read as an answer.
+pub(crate) fn fuzz_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
+    let mut assembled = MessageStream::default();
+    crate::http::replay_events(body, &mut |event, data| assembled.event(event, data, None))?;
+    Messages::answer(&assembled.answer()?)
+}
+
 /// A streamed Messages answer being put together from its events.
 #[derive(Default)]
 struct MessageStream {

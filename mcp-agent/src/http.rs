@@ -215,6 +215,24 @@ fn new_pool() -> Result<Pool, ModelError> {
     Pool::new(&mcp_runtime_core::http::PoolOptions::default()).map_err(other)
 }
 
+/// A whole event-stream body through the parser the model wires read streams with,
+/// each event handed to `on` (the fuzz targets reach the wires' assembly this way).
+pub(crate) fn replay_events(
+    body: &[u8],
+    on: &mut dyn FnMut(&str, &str) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    let mut parser = mcp_runtime_core::sse::Parser::new(MAX_ANSWER);
+    let mut events = Vec::new();
+    parser
+        .push(body, &mut events)
+        .map_err(|_| other(format!("an event is larger than {MAX_ANSWER} bytes")))?;
+    parser.finish(&mut events);
+    for e in events.drain(..) {
+        on(&e.event, &e.data)?;
+    }
+    Ok(())
+}
+
 fn other(detail: String) -> ModelError {
     ModelError::Other { detail }
 }

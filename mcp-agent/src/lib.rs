@@ -44,6 +44,8 @@ pub mod anthropic;
 mod content;
 mod error;
 pub mod function;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gate;
 mod http;
 pub mod model;

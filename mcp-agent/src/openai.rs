@@ -381,6 +381,14 @@ fn part(b: &Block, role: Role) -> Result<Value, ModelError> {
     })
 }
 
+/// What `crate::fuzzing` reaches: a streamed answer's body, assembled as
+/// `post_streamed` assembles it, then read as an answer.
+pub(crate) fn fuzz_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
+    let mut assembled = ChatStream::default();
+    crate::http::replay_events(body, &mut |_, data| assembled.chunk(data, None))?;
+    ChatCompletions::answer(&assembled.answer()?)
+}
+
 /// A streamed answer being put together from `chat.completion.chunk`s.
 #[derive(Default)]
 struct ChatStream {

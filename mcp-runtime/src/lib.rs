@@ -39,6 +39,8 @@ pub mod client;
 pub mod declared;
 pub mod digest;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hold;
 pub mod input;
 pub use mcp_runtime_core::jsonrpc;

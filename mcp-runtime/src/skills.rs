@@ -614,6 +614,14 @@ pub(crate) fn split_frontmatter(text: &str) -> Option<(&str, usize)> {
     None
 }
 
+/// What `crate::fuzzing` reaches: the frontmatter split off and parsed, as a read of
+/// `SKILL.md` does.
+pub(crate) fn fuzzing_frontmatter(
+    text: &str,
+) -> Option<std::result::Result<Map<String, Value>, String>> {
+    split_frontmatter(text).map(|(yaml, _)| parse_frontmatter(yaml))
+}
+
 /// The frontmatter as JSON, YAML 1.2 core schema (`yes` is a string, as the reference
 /// host reads it), with a budget against alias bombs.
 fn parse_frontmatter(yaml: &str) -> std::result::Result<Map<String, Value>, String> {

@@ -45,6 +45,29 @@ pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemorySt
 
 mod config;
 mod discovery;
+#[doc(hidden)]
+pub(crate) mod fuzzing {
+    //! What `crate::fuzzing` reaches in here.
+    use serde_json::Value;
+
+    pub(crate) fn www_authenticate(header: &str) -> Vec<(String, Vec<(String, String)>)> {
+        super::discovery::parse_www_authenticate(header)
+            .into_iter()
+            .map(|c| (c.scheme, c.params.into_iter().collect()))
+            .collect()
+    }
+
+    pub(crate) fn as_metadata(issuer: &str, body: &[u8]) -> Result<String, String> {
+        let raw: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+        super::discovery::metadata_from(issuer, raw)
+            .map(|m| m.token_endpoint)
+            .map_err(|e| e.to_string())
+    }
+
+    pub(crate) fn resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
+        super::discovery::resource_matches(resource, server, at_root)
+    }
+}
 mod grants;
 mod registration;
 mod shared;

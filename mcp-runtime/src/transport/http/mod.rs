@@ -53,6 +53,24 @@ use crate::protocol::{Era, MODERN_VERSIONS};
 
 mod config;
 mod connect;
+
+/// What `crate::fuzzing` reaches: an `endpoint` event resolved as the 2024-11-05
+/// transport resolves it, and whether the result is on the stream's origin (the
+/// transport refuses it otherwise).
+pub(crate) fn fuzzing_endpoint(
+    base: &str,
+    reference: &str,
+) -> Option<Result<(String, bool), String>> {
+    let base: http::Uri = base.parse().ok()?;
+    Some(
+        connect::resolve(&base, reference)
+            .map(|u| {
+                let same = connect::origin_of(&u) == connect::origin_of(&base);
+                (u.to_string(), same)
+            })
+            .map_err(|e| e.to_string()),
+    )
+}
 mod legacy;
 mod shared;
 mod sse2024;
