@@ -235,20 +235,30 @@ pub enum ReadError {
     Failed(String),
 }
 
+/// A body whose `Content-Length` declares more than `limit` is refused before it is
+/// read.
+fn refuse_declared(
+    resp: &http::Response<hyper::body::Incoming>,
+    limit: usize,
+) -> Result<(), ReadError> {
+    let declared = resp
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit as u64 => Err(ReadError::TooLarge { declared }),
+        _ => Ok(()),
+    }
+}
+
 /// Reads a whole body, never holding more than `limit` bytes of it; one whose
 /// `Content-Length` declares more is refused before it is read.
 pub async fn read_limited(
     resp: http::Response<hyper::body::Incoming>,
     limit: usize,
 ) -> Result<Bytes, ReadError> {
-    let declared = resp
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ReadError::TooLarge { declared });
-    }
+    refuse_declared(&resp, limit)?;
     match http_body_util::Limited::new(resp.into_body(), limit)
         .collect()
         .await
@@ -291,14 +301,7 @@ pub async fn read_gathered(
     limit: usize,
 ) -> Result<Gathered, ReadError> {
     use crate::gather::{Gather, GATHER_FROM};
-    let declared = resp
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return Err(ReadError::TooLarge { declared });
-    }
+    refuse_declared(&resp, limit)?;
     let mut body = resp.into_body();
     let mut first: Option<Bytes> = None;
     let mut buf: Vec<u8> = Vec::new();

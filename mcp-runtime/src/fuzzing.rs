@@ -5,20 +5,20 @@
 /// `WWW-Authenticate`: the challenges, as (scheme, parameters).
 #[cfg(feature = "oauth")]
 pub fn www_authenticate(header: &str) -> Vec<(String, Vec<(String, String)>)> {
-    crate::auth::fuzzing::www_authenticate(header)
+    crate::auth::fuzz_www_authenticate(header)
 }
 
 /// An authorization server's metadata document, read as the client reads it
 /// (`issuer` checked by the caller).
 #[cfg(feature = "oauth")]
 pub fn as_metadata(issuer: &str, body: &[u8]) -> Result<String, String> {
-    crate::auth::fuzzing::as_metadata(issuer, body)
+    crate::auth::fuzz_as_metadata(issuer, body)
 }
 
 /// Whether a protected resource's `resource` names this server (RFC 9728 §3.3).
 #[cfg(feature = "oauth")]
 pub fn resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
-    crate::auth::fuzzing::resource_matches(resource, server, at_root)
+    crate::auth::fuzz_resource_matches(resource, server, at_root)
 }
 
 /// `SKILL.md`: its frontmatter split off and parsed (YAML, with the alias budget).

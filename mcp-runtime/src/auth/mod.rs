@@ -45,29 +45,6 @@ pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemorySt
 
 mod config;
 mod discovery;
-#[doc(hidden)]
-pub(crate) mod fuzzing {
-    //! What `crate::fuzzing` reaches in here.
-    use serde_json::Value;
-
-    pub(crate) fn www_authenticate(header: &str) -> Vec<(String, Vec<(String, String)>)> {
-        super::discovery::parse_www_authenticate(header)
-            .into_iter()
-            .map(|c| (c.scheme, c.params.into_iter().collect()))
-            .collect()
-    }
-
-    pub(crate) fn as_metadata(issuer: &str, body: &[u8]) -> Result<String, String> {
-        let raw: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-        super::discovery::metadata_from(issuer, raw)
-            .map(|m| m.token_endpoint)
-            .map_err(|e| e.to_string())
-    }
-
-    pub(crate) fn resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
-        super::discovery::resource_matches(resource, server, at_root)
-    }
-}
 mod grants;
 mod registration;
 mod shared;
@@ -321,4 +298,26 @@ impl Authorization<'_> {
     pub async fn forget(&self) -> Result<()> {
         self.session.deauthorize().await
     }
+}
+
+/// What `crate::fuzzing` reaches: the challenges of a `WWW-Authenticate` header.
+pub(crate) fn fuzz_www_authenticate(header: &str) -> Vec<(String, Vec<(String, String)>)> {
+    discovery::parse_www_authenticate(header)
+        .into_iter()
+        .map(|c| (c.scheme, c.params.into_iter().collect()))
+        .collect()
+}
+
+/// What `crate::fuzzing` reaches: an authorization server's metadata, read as
+/// discovery reads it (its token endpoint, or why not).
+pub(crate) fn fuzz_as_metadata(issuer: &str, body: &[u8]) -> std::result::Result<String, String> {
+    let raw: serde_json::Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    discovery::metadata_from(issuer, raw)
+        .map(|m| m.token_endpoint)
+        .map_err(|e| e.to_string())
+}
+
+/// What `crate::fuzzing` reaches: RFC 9728 §3.3's check of a protected resource.
+pub(crate) fn fuzz_resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
+    discovery::resource_matches(resource, server, at_root)
 }

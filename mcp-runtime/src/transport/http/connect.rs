@@ -80,16 +80,6 @@ impl crate::auth::AuthHttp for Shared {
     }
 }
 
-/// The header names the transport sends on every request, made once (a name parsed
-/// per request is copied per request).
-static KNOWN: [HeaderName; 5] = [
-    HeaderName::from_static("mcp-session-id"),
-    HeaderName::from_static("mcp-protocol-version"),
-    HeaderName::from_static("mcp-method"),
-    HeaderName::from_static("mcp-name"),
-    HeaderName::from_static("last-event-id"),
-];
-
 pub(super) fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
     let n = match KNOWN.iter().find(|k| k.as_str() == name) {
         Some(known) => known.clone(),
@@ -100,50 +90,6 @@ pub(super) fn insert(h: &mut HeaderMap, name: &str, value: &str) -> Result<()> {
         .map_err(|_| Error::config(format!("the value of `{name}` is not a valid header value")))?;
     h.insert(n, v);
     Ok(())
-}
-
-/// The headers a legacy session adds to each request (`Mcp-Session-Id`, and
-/// `MCP-Protocol-Version` from 2025-06-18), made once when the session starts: a
-/// request clones a reference to them, not a string (a known version is static).
-#[derive(Clone, Default)]
-pub(super) struct SessionHeaders {
-    pub(super) session: Option<HeaderValue>,
-    pub(super) version: Option<HeaderValue>,
-}
-
-impl SessionHeaders {
-    pub(super) fn new(session: Option<&str>, version: Option<&str>) -> Result<SessionHeaders> {
-        let value = |name: &str, v: &str| {
-            HeaderValue::try_from(v).map_err(|_| {
-                Error::config(format!("the value of `{name}` is not a valid header value"))
-            })
-        };
-        let session = session.map(|s| value("mcp-session-id", s)).transpose()?;
-        // 2025-03-26 servers do not know the header; later ones require it.
-        let version = match version {
-            Some(v) if v >= "2025-06-18" => Some(
-                match crate::protocol::LEGACY_VERSIONS
-                    .iter()
-                    .chain(crate::protocol::MODERN_VERSIONS)
-                    .find(|known| **known == v)
-                {
-                    Some(known) => HeaderValue::from_static(known),
-                    None => value("mcp-protocol-version", v)?,
-                },
-            ),
-            _ => None,
-        };
-        Ok(SessionHeaders { session, version })
-    }
-
-    pub(super) fn apply(&self, h: &mut HeaderMap) {
-        if let Some(s) = &self.session {
-            h.insert(KNOWN[0].clone(), s.clone());
-        }
-        if let Some(v) = &self.version {
-            h.insert(KNOWN[1].clone(), v.clone());
-        }
-    }
 }
 
 pub(super) fn status_error(status: StatusCode, detail: &str) -> Error {

@@ -1,7 +1,7 @@
 //! The legacy session wire (2025-03-26 … 2025-11-25): `initialize` and its session id,
 //! the standalone GET stream, re-initializing an expired session, DELETE on close.
 
-use super::connect::{insert, status_error, SessionHeaders};
+use super::connect::{insert, status_error};
 use super::shared::*;
 use super::streamable::{AnswerTarget, Answerer};
 use crate::error::{Error, Result};

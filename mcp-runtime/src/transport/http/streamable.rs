@@ -1,7 +1,7 @@
 //! Streamable HTTP replies (JSON or an SSE stream), the 2026-07-28 request, and answering
 //! what a server asks on a reply stream.
 
-use super::connect::{insert, status_error, SessionHeaders};
+use super::connect::{insert, status_error};
 use super::shared::*;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Request, Response};
