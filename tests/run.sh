@@ -50,7 +50,27 @@ cargo run -q --locked -p mcp-runtime --no-default-features --features http,macro
 step "the crates meant for publishing package, and mcp-runtime-core, mcp-runtime, mcp-runtime-macros build from their packages"
 rm -rf target/package
 cargo package --workspace --locked --no-verify --allow-dirty
+# Cargo unpacks the packages it verifies against into its home, in a folder named after
+# target/package's path, and reuses an unpacked copy whose version has not changed: a
+# checkout at a fixed path (as CI's is) would verify against the sources of an earlier
+# run. Remove those copies first, and check below that what was built is what was packed.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/-*/mcp-runtime-core-0.1.0 \
+  "$cargo_home"/registry/src/-*/mcp-runtime-macros-0.1.0 \
+  "$cargo_home"/registry/src/-*/mcp-runtime-0.1.0
 cargo package --locked --allow-dirty -p mcp-runtime-core -p mcp-runtime -p mcp-runtime-macros
+for sibling in mcp-runtime-core mcp-runtime-macros; do
+  packed=$(mktemp -d)
+  tar -xzf "target/package/$sibling-0.1.0.crate" -C "$packed"
+  for unpacked in "$cargo_home"/registry/src/-*/"$sibling-0.1.0"; do
+    [ -d "$unpacked" ] || continue
+    if ! diff -r --exclude=.cargo-ok "$packed/$sibling-0.1.0" "$unpacked" > /dev/null; then
+      echo "$unpacked is not what target/package/$sibling-0.1.0.crate holds" >&2
+      exit 1
+    fi
+  done
+  rm -rf "$packed"
+done
 # Verification resolves siblings from the packages just built *and* crates.io: each
 # verified package must have used ours (same checksum as our .crate), never a
 # crates.io crate of the same name and version (docs/decisions.md, "Names nobody else owns").
