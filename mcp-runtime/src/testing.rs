@@ -37,6 +37,9 @@ pub(crate) struct Scripted {
     pub(crate) mirrors: bool,
     /// The headers the session computed for each request, in order.
     pub(crate) headers: SeenHeaders,
+    /// Whether it answers every request (as HTTP does) rather than being a message
+    /// stream (as stdio is).
+    pub(crate) answers_every: bool,
 }
 
 impl Transport for Scripted {
@@ -84,6 +87,9 @@ impl Transport for Scripted {
     fn mirrors_param_headers(&self) -> bool {
         self.mirrors
     }
+    fn answers_every_request(&self) -> bool {
+        self.answers_every
+    }
 }
 
 pub(crate) fn scripted(
@@ -110,6 +116,7 @@ pub(crate) fn scripted_log(
         log: log.clone(),
         mirrors: false,
         headers: Arc::default(),
+        answers_every: false,
     };
     (builder.build(t).unwrap(), (seen, log))
 }
@@ -131,6 +138,7 @@ pub(crate) fn scripted_mirroring(
         log: log.clone(),
         mirrors: true,
         headers: headers.clone(),
+        answers_every: false,
     };
     (builder.build(t).unwrap(), log, headers)
 }

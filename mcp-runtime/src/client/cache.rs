@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::model::Tool;
 use crate::protocol::{Method, APPS_EXTENSION};
 use serde_json::{Map, Value};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 pub(super) fn typed_items<T: serde::de::DeserializeOwned>(
@@ -24,6 +25,54 @@ pub(super) fn typed_items<T: serde::de::DeserializeOwned>(
             }
         })
         .collect()
+}
+
+/// How many times a list is read when the server keeps changing it meanwhile.
+const LIST_ATTEMPTS: u32 = 4;
+/// The most pages one listing follows.
+const MAX_PAGES: usize = 10_000;
+/// The most items one listing holds (all pages together).
+const MAX_LIST_ITEMS: usize = 100_000;
+
+/// The field that names an item of a list: two items with the same one are the same.
+fn identity(key: &str) -> Option<&'static str> {
+    match key {
+        "tools" | "prompts" => Some("name"),
+        "resources" => Some("uri"),
+        "resourceTemplates" => Some("uriTemplate"),
+        _ => None,
+    }
+}
+
+/// The items of a list, each once: a server whose pages overlap (its list moved
+/// between them) lists an item twice; the first is kept.
+fn distinct(server: &str, method: &str, key: &str, mut items: Vec<Value>) -> Vec<Value> {
+    let Some(field) = identity(key) else {
+        return items;
+    };
+    let keep: Vec<bool> = {
+        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        items
+            .iter()
+            .map(|item| {
+                item.get(field)
+                    .and_then(Value::as_str)
+                    .is_none_or(|id| seen.insert(id))
+            })
+            .collect()
+    };
+    let dropped = keep.iter().filter(|k| !**k).count();
+    if dropped > 0 {
+        tracing::warn!(
+            server,
+            method,
+            dropped,
+            "the server listed items more than once; each is kept once"
+        );
+        let mut keep = keep.into_iter();
+        items.retain(|_| keep.next().unwrap_or(true));
+    }
+    items
 }
 
 pub(super) fn ttl_of(v: &Value) -> u64 {
@@ -86,14 +135,24 @@ impl Inner {
         if let Some(hit) = self.lists.get(method) {
             return Ok(hit);
         }
-        let generation = self.lists.mark();
-        let (items, ttl) = self.pages(method, Map::new(), key).await?;
-        let items = Arc::new(items);
-        if ttl > 0 {
-            self.lists
-                .put(method.to_owned(), generation, ttl, items.clone());
+        // A list the server changed (and said so) while its pages were read may hold
+        // an item twice or miss one: read it again, a bounded number of times.
+        let mut attempt = 1;
+        loop {
+            let generation = self.lists.mark();
+            let (items, ttl) = self.pages(method, Map::new(), key).await?;
+            if attempt < LIST_ATTEMPTS && self.lists.changed_since(method, generation) {
+                tracing::debug!(server = %self.settings.name, method, attempt, "the list changed while it was read; reading it again");
+                attempt += 1;
+                continue;
+            }
+            let items = Arc::new(distinct(&self.settings.name, method, key, items));
+            if ttl > 0 {
+                self.lists
+                    .put(method.to_owned(), generation, ttl, items.clone());
+            }
+            return Ok(items);
         }
-        Ok(items)
     }
 
     /// Every page of a paginated request (`params` plus each `cursor`): the items under
@@ -106,6 +165,9 @@ impl Inner {
     ) -> Result<(Vec<Value>, u64)> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
+        // The cursors seen, hashed (a hostile server's long cursors are not kept).
+        let mut cursors = std::collections::HashSet::new();
+        let hasher = foldhash::quality::RandomState::default();
         let mut ttl: Option<u64> = None;
         let mut pages = 0usize;
         loop {
@@ -119,6 +181,11 @@ impl Inner {
             let page_ttl = ttl_of(&v);
             ttl = Some(ttl.map_or(page_ttl, |t| t.min(page_ttl)));
             match v.get_mut(key).map(Value::take) {
+                Some(Value::Array(page)) if items.len() + page.len() > MAX_LIST_ITEMS => {
+                    return Err(Error::invalid_response(format!(
+                        "`{method}` lists more than {MAX_LIST_ITEMS} items"
+                    )))
+                }
                 Some(Value::Array(page)) => items.extend(page),
                 None | Some(Value::Null) => {}
                 Some(_) => {
@@ -131,9 +198,9 @@ impl Inner {
             match v.get("nextCursor") {
                 // An empty string is a valid cursor: only its absence ends the list.
                 Some(Value::String(next)) => {
-                    if cursor.as_deref() == Some(next.as_str()) || pages >= 10_000 {
+                    if !cursors.insert(hasher.hash_one(next)) || pages >= MAX_PAGES {
                         return Err(Error::invalid_response(format!(
-                            "`{method}` pagination does not end (cursor {next:?} repeats)"
+                            "`{method}` pagination does not end (a cursor repeats, or more than {MAX_PAGES} pages)"
                         )));
                     }
                     cursor = Some(next.clone());

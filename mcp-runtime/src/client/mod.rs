@@ -23,6 +23,8 @@ mod listen;
 mod negotiate;
 mod options;
 mod parts;
+#[cfg(test)]
+mod props;
 mod shared;
 mod skills;
 mod tasks;

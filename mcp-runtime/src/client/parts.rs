@@ -115,11 +115,45 @@ struct CacheEntry {
 
 /// Lists (all pages) and reads, kept while the server's `ttlMs` allows and until the
 /// server announces a change. A change announced while a request ran makes its
-/// answer stale already: [`mark`](Self::mark) before, [`put`](Self::put) with the mark.
+/// answer stale already: [`mark`](Self::mark) before, [`put`](Self::put) with the mark,
+/// and [`changed_since`](Self::changed_since) says whether a change touched one key.
 #[derive(Default)]
 pub(super) struct ListCache {
     entries: Mutex<HashMap<String, CacheEntry>>,
     generation: AtomicU64,
+    changes: Mutex<Changes>,
+}
+
+/// The latest changes, by prefix, each with the generation it made: at most
+/// [`Changes::KEPT`] prefixes (a server announcing updates of ever new resources
+/// grows nothing); what is dropped counts as a change of everything.
+#[derive(Default)]
+struct Changes {
+    latest: Vec<(String, u64)>,
+    /// Changes up to this generation were dropped.
+    dropped: u64,
+}
+
+impl Changes {
+    const KEPT: usize = 16;
+
+    fn note(&mut self, prefix: &str, generation: u64) {
+        if let Some(i) = self.latest.iter().position(|(p, _)| p == prefix) {
+            self.latest.remove(i);
+        } else if self.latest.len() == Self::KEPT {
+            let (_, oldest) = self.latest.remove(0);
+            self.dropped = self.dropped.max(oldest);
+        }
+        self.latest.push((prefix.to_owned(), generation));
+    }
+
+    fn since(&self, key: &str, mark: u64) -> bool {
+        self.dropped > mark
+            || self
+                .latest
+                .iter()
+                .any(|(p, g)| *g > mark && key.starts_with(p.as_str()))
+    }
 }
 
 impl ListCache {
@@ -152,14 +186,19 @@ impl ListCache {
     }
     #[inline]
     pub(super) fn clear(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
-        lock(&self.entries).clear();
+        self.forget("");
     }
     /// Forgets what starts with `prefix`.
     #[inline]
     pub(super) fn forget(&self, prefix: &str) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        lock(&self.changes).note(prefix, generation);
         lock(&self.entries).retain(|k, _| !k.starts_with(prefix));
+    }
+    /// Whether a change announced since `mark` touched `key`.
+    #[inline]
+    pub(super) fn changed_since(&self, key: &str, mark: u64) -> bool {
+        lock(&self.changes).since(key, mark)
     }
 }
 
@@ -396,5 +435,33 @@ mod tests {
             Arc::new(vec![Value::Null]),
         );
         assert!(cache.get("tools/list").is_some());
+    }
+
+    /// A change is news to the keys under its prefix only; changes of more prefixes
+    /// than are kept count as changes of everything.
+    #[test]
+    fn a_change_is_news_to_its_own_lists() {
+        let cache = ListCache::default();
+        let mark = cache.mark();
+        assert!(!cache.changed_since("tools/list", mark));
+        cache.forget("prompts/");
+        assert!(!cache.changed_since("tools/list", mark));
+        assert!(cache.changed_since("prompts/list", mark));
+        cache.forget("tools/");
+        assert!(cache.changed_since("tools/list", mark));
+        let later = cache.mark();
+        assert!(!cache.changed_since("tools/list", later));
+        for i in 0..Changes::KEPT {
+            cache.forget(&format!("resources/read file:///{i}"));
+        }
+        assert!(
+            !cache.changed_since("tools/list", later),
+            "nothing dropped yet"
+        );
+        cache.forget("resources/read file:///more");
+        assert!(cache.changed_since("tools/list", later), "a dropped change");
+        let last = cache.mark();
+        cache.clear();
+        assert!(cache.changed_since("tools/list", last));
     }
 }

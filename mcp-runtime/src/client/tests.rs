@@ -228,6 +228,7 @@ async fn no_probe_clock_where_every_request_is_answered() {
         log: Arc::default(),
         mirrors: false,
         headers: Arc::default(),
+        answers_every: true,
     });
     let c = Client::builder().build(t).unwrap();
     assert_eq!(c.connect().await.unwrap().era, Era::Modern);
