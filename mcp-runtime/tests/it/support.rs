@@ -9,7 +9,9 @@ use mcp_runtime::jsonrpc::{Notification, Request, Response};
 use mcp_runtime::{
     transport::RequestContext, BoxFuture, Result, StdioConfig, StdioTransport, Transport,
 };
-pub use mcp_test_support::{free_port, peers, repo_root, Captured, HttpServer, Postgres};
+pub use mcp_test_support::{
+    free_port, http_get_text, peers, repo_root, Captured, HttpServer, Postgres,
+};
 use serde_json::Value;
 
 pub fn everything() -> StdioConfig {
@@ -311,22 +313,6 @@ impl Drop for SlowProxy {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// GET `path` on a loopback port: the body as text (test servers' counters).
-pub fn http_get_text(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n")
-        .map(|(_, b)| b.trim().to_owned())
-        .unwrap_or_default()
 }
 
 /// A loopback proxy to `backend` whose open connections can be cut at once (a network

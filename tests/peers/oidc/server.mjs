@@ -101,7 +101,7 @@ const configuration = {
           scope: RESOURCE_SCOPES,
           audience: mcpResource,
           accessTokenFormat: 'jwt',
-          accessTokenTTL: 3600,
+          accessTokenTTL: Number(process.env.OIDC_ACCESS_TOKEN_TTL) || 3600,
           jwt: { sign: { alg: 'ES256' } },
         };
       },

@@ -90,6 +90,23 @@ impl Drop for Killed {
     }
 }
 
+/// GET `path` on a loopback port: the body as text (test servers' counters).
+pub fn http_get_text(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s =
+        std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the test server");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send a GET");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("read the answer");
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// A real MCP server listening on a loopback port, in a process group of its own, all
 /// of which is stopped when dropped.
 #[derive(Debug)]
