@@ -129,6 +129,9 @@ step "fuzz targets: every kept input (seeds, regressions) replayed; the libFuzze
 CARGO_TARGET_DIR=target/fuzz cargo test --locked --manifest-path fuzz/Cargo.toml
 CARGO_TARGET_DIR=target/fuzz cargo build -q --locked --manifest-path fuzz/Cargo.toml --bins
 
+step "the soak run, smoke mode: 100 clients for 30 s against real peers (docs/reliability.md)"
+bash tests/soak.sh 0.5
+
 step "the side-by-side benchmark, smoke mode (every client runs; no timing asserted)"
 bash tests/bench/run.sh --smoke --reps 1
 

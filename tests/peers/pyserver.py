@@ -948,6 +948,21 @@ def extra_tool() -> str:
     return "extra"
 
 
+async def toggle_tool(ctx: Context) -> str:
+    """Only with PYSERVER_TOGGLE=1 (the soak run): adds `extra_tool` when it is absent,
+    removes it when present, and announces the change every time, so many clients
+    calling it make a storm of list changes."""
+    if server._tool_manager.get_tool("extra_tool") is None:
+        server.add_tool(extra_tool, description="Added at runtime by toggle_tool.", structured_output=False)
+        done = "added extra_tool"
+    else:
+        server.remove_tool("extra_tool")
+        done = "removed extra_tool"
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+    return done
+
+
 @server.tool(
     description="Register the tool `extra_tool` (returns 'extra') and announce notifications/tools/list_changed.",
     structured_output=False,
@@ -1290,6 +1305,11 @@ def main(argv: list[str]) -> None:
         # A name outside the spec's rule (a space, a right-to-left override): the SDK
         # warns and serves it; a client must not offer it to a model.
         server.add_tool(extra_tool, name="read\u202efile now", description="A tool named outside the rule.")
+    if os.environ.get("PYSERVER_TOGGLE") == "1":
+        server.tool(
+            description="Add `extra_tool` if absent, remove it if present, and announce the change.",
+            structured_output=False,
+        )(toggle_tool)
     if "headers" in flags:
         # Only with the flag, so the default tool list (and .mcp/pyserver.json) stays.
         server.tool(

@@ -239,7 +239,8 @@ fn start_modern(port: u16) -> HttpServer {
     let mut cmd = Command::new(python());
     cmd.arg(repo_root().join("tests/peers/pyserver.py"))
         .args(["http", &port.to_string(), "stateless"])
-        .env("PYSERVER_ERA", "modern");
+        .env("PYSERVER_ERA", "modern")
+        .env("PYSERVER_TOGGLE", "1");
     HttpServer::start(cmd, port)
 }
 
@@ -352,8 +353,13 @@ fn stdio_everything() -> StdioConfig {
     .name("everything")
 }
 
-fn client_of(kind: Kind, shared: &Shared, oauth: &OAuthPeers) -> Client {
-    let builder = Client::builder().timeout(REQUEST_TIMEOUT);
+fn client_of(kind: Kind, shared: &Shared, oauth: &OAuthPeers, changes: &Arc<AtomicU64>) -> Client {
+    let heard = changes.clone();
+    let builder = Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .after_change(move |_| {
+            heard.fetch_add(1, Ordering::Relaxed);
+        });
     let http = |url: String| HttpConfig::new(url);
     let built = match kind {
         Kind::StdioEverything => builder.stdio(stdio_everything()),
@@ -437,8 +443,9 @@ async fn operate(client: &Client, kind: Kind, rng: &mut Rng) -> (Op, mcp_runtime
                 client.call(tool.0, tool.1).cancel_on(token).await.map(drop),
             )
         }
-        // A list change: the server announces it, the client's cache drops its list.
-        (Kind::HttpModern, 27..=29) => plain(client.call("add_tool", json!({})).await.map(drop)),
+        // A list change: the server announces it on every client's listen stream,
+        // and each client's cache drops its list.
+        (Kind::HttpModern, 27..=31) => plain(client.call("toggle_tool", json!({})).await.map(drop)),
         (Kind::StdioEverything | Kind::HttpEverything, _) => plain(
             client
                 .call("get-sum", json!({"a": rng.below(1000), "b": 2}))
@@ -606,8 +613,16 @@ async fn soak(args: Args) -> bool {
         let events = chaos_events.clone();
         tokio::spawn(async move {
             let mut rng = Rng::new(0xC4A05);
-            while Instant::now() + Duration::from_secs(8) < deadline {
+            // Nothing is killed in the last 10 s: every kind of client must get
+            // through again after the last restart.
+            let quiet = deadline
+                .checked_sub(Duration::from_secs(10))
+                .unwrap_or(start);
+            loop {
                 tokio::time::sleep(Duration::from_millis(3_000 + rng.below(4_000))).await;
+                if Instant::now() >= quiet {
+                    break;
+                }
                 let what = match rng.below(3) {
                     0 => {
                         let stdio: Vec<i32> = children()
@@ -655,16 +670,26 @@ async fn soak(args: Args) -> bool {
 
     let tallies: Arc<Mutex<BTreeMap<Kind, Tally>>> = Arc::default();
     let operations = Arc::new(AtomicU64::new(0));
+    let changes = Arc::new(AtomicU64::new(0));
     let mut workers = Vec::new();
     for (i, kind) in kinds(args.clients).into_iter().enumerate() {
-        let client = client_of(kind, &shared, &oauth);
+        let client = client_of(kind, &shared, &oauth, &changes);
         let tallies = tallies.clone();
         let operations = operations.clone();
         workers.push(tokio::spawn(async move {
             let mut rng = Rng::new(i as u64 + 1);
             // Spread the starts over the first seconds.
             tokio::time::sleep(Duration::from_millis(rng.below(3_000))).await;
+            // The 2026-07-28 server announces changes only to those who listen: these
+            // clients keep a listen stream open (reopened after each restart).
+            let mut listening = kind != Kind::HttpModern;
             while Instant::now() < deadline {
+                if !listening {
+                    listening = matches!(
+                        tokio::time::timeout(HUNG, client.listen(&[])).await,
+                        Ok(Ok(()))
+                    );
+                }
                 let began = Instant::now();
                 let outcome = tokio::time::timeout(HUNG, operate(&client, kind, &mut rng)).await;
                 let took = began.elapsed();
@@ -733,6 +758,7 @@ async fn soak(args: Args) -> bool {
         tallies: &tallies,
         events: &events,
         tokens,
+        changes: changes.load(Ordering::Relaxed),
         panics: panics.load(Ordering::Relaxed) + joined_panics,
     };
     let (text, passed) = report.render();
@@ -770,6 +796,8 @@ struct Report<'a> {
     tallies: &'a BTreeMap<Kind, Tally>,
     events: &'a BTreeMap<&'static str, u64>,
     tokens: Option<u64>,
+    /// List changes the clients heard of (`after_change`).
+    changes: u64,
     panics: usize,
 }
 
@@ -858,6 +886,11 @@ impl Report<'_> {
         for (what, n) in self.events {
             let _ = writeln!(out, "* {what}: {n}");
         }
+        let _ = writeln!(
+            out,
+            "* list changes heard by the clients (`after_change`): {}",
+            self.changes
+        );
         if let Some(tokens) = self.tokens {
             let _ = writeln!(
                 out,
