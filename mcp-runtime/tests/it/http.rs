@@ -266,6 +266,36 @@ async fn a_restarted_server_is_recovered_on_the_next_call() {
     );
 }
 
+/// server-everything (the TypeScript SDK) answers a session it does not know with 400
+/// "Bad Request: No valid session ID provided", not the 404 the specification asks
+/// for: after it restarts, the next calls — many at once — start a new session and
+/// get through (found by the soak run, where such clients never recovered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_that_answers_400_is_recovered_too() {
+    let mut server = HttpServer::everything("streamableHttp");
+    let port = server.port;
+    let c = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let sum = |c: Client, a: i64| async move {
+        c.call("get-sum", json!({"a": a, "b": 1}))
+            .await
+            .map(|r| r.text())
+    };
+    assert_eq!(sum(c.clone(), 1).await.unwrap(), "The sum of 1 and 1 is 2.");
+    server.stop();
+    let _server = HttpServer::everything_on("streamableHttp", port);
+    let mut calls = tokio::task::JoinSet::new();
+    for a in 0..8 {
+        calls.spawn(sum(c.clone(), a));
+    }
+    while let Some(r) = calls.join_next().await {
+        let text = r.unwrap().unwrap();
+        assert!(text.starts_with("The sum of"), "{text}");
+    }
+    c.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_401_without_auth_says_what_to_do() {
     // A real HTTP server that wants credentials.

@@ -230,9 +230,7 @@ struct Shared {
 }
 
 fn start_everything(port: u16) -> HttpServer {
-    let mut cmd = Command::new(peers().join("npm/node_modules/.bin/mcp-server-everything"));
-    cmd.arg("streamableHttp").env("PORT", port.to_string());
-    HttpServer::start(cmd, port)
+    HttpServer::everything_on("streamableHttp", port)
 }
 
 fn start_modern(port: u16) -> HttpServer {

@@ -161,7 +161,11 @@ impl HttpServer {
 
     /// server-everything in `streamableHttp` (path /mcp) or `sse` (path /sse) mode.
     pub fn everything(mode: &str) -> HttpServer {
-        let port = free_port();
+        Self::everything_on(mode, free_port())
+    }
+
+    /// [`everything`](Self::everything) on a given port (a server restarted in place).
+    pub fn everything_on(mode: &str, port: u16) -> HttpServer {
         let mut cmd = Command::new(peers().join("npm/node_modules/.bin/mcp-server-everything"));
         cmd.arg(mode).env("PORT", port.to_string());
         HttpServer::start(cmd, port)

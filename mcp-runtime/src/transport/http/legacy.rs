@@ -227,6 +227,8 @@ impl Shared {
     ) -> Result<Response> {
         let mut reinitialized = false;
         loop {
+            // A lost session being replaced: wait for the new one.
+            drop(self.reinit_gate.read().await);
             let session = self.session_headers(&cx.version)?;
             let mut h = self
                 .base_headers("application/json, text/event-stream")
@@ -236,20 +238,34 @@ impl Shared {
             let resp = self
                 .send(Method::POST, &self.url, h, Some(body), cx.idempotent)
                 .await?;
-            if resp.status() == StatusCode::NOT_FOUND && session.session.is_some() && !reinitialized
-            {
-                // The session expired (or the server restarted): start a new one, once.
-                reinitialized = true;
-                self.reinitialize(&cx).await?;
-                continue;
-            }
             let answerer = Answerer {
                 shared: self.clone(),
                 target: AnswerTarget::Post(session.clone()),
             };
-            let mut reply = self
-                .read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
-                .await?;
+            let status = resp.status();
+            let lost = session.session.is_some() && !reinitialized;
+            let mut reply = if lost && status == StatusCode::NOT_FOUND {
+                // The session expired (or the server restarted): start a new one, once.
+                self.session_lost(&session, &cx).await?;
+                reinitialized = true;
+                continue;
+            } else if lost && status == StatusCode::BAD_REQUEST {
+                // What many servers answer a session they do not know (the TypeScript
+                // SDK's: "Bad Request: No valid session ID provided"), though the
+                // specification says 404. The server refused the request unread: when
+                // its answer speaks of the session, start a new one and send it again,
+                // once; any other 400 is the answer.
+                let gathered = self.read_message(resp, "reply body").await?;
+                if speaks_of_session(&gathered.body) {
+                    self.session_lost(&session, &cx).await?;
+                    reinitialized = true;
+                    continue;
+                }
+                self.reply_of(status, gathered, &request.id, &cx.incoming, Some(&answerer))?
+            } else {
+                self.read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
+                    .await?
+            };
             let mut resumes = 0;
             loop {
                 match reply {
@@ -280,6 +296,20 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// The server no longer knows the session `sent` named: start a new one, unless
+    /// another request already did since (many requests learn it at once).
+    async fn session_lost(
+        self: &Arc<Self>,
+        sent: &SessionHeaders,
+        cx: &RequestContext,
+    ) -> Result<()> {
+        let _replacing = self.reinit_gate.write().await;
+        if self.session_headers(&cx.version)?.session != sent.session {
+            return Ok(());
+        }
+        self.reinitialize(cx).await
     }
 
     pub(super) async fn reinitialize(self: &Arc<Self>, cx: &RequestContext) -> Result<()> {
@@ -354,4 +384,12 @@ impl Drop for Forget {
     fn drop(&mut self) {
         lock(&self.shared.waiting).remove(&self.id);
     }
+}
+
+/// Whether an error body (its first kilobyte) speaks of the session: what tells a
+/// session the server does not know from any other bad request.
+pub(super) fn speaks_of_session(body: &[u8]) -> bool {
+    body[..body.len().min(1024)]
+        .windows(b"session".len())
+        .any(|w| w.eq_ignore_ascii_case(b"session"))
 }

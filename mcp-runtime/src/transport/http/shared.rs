@@ -55,6 +55,9 @@ pub(super) struct Shared {
     pub(super) clients: Clients,
     pub(super) mode: Mutex<Mode>,
     pub(super) reinit: AtomicU64,
+    /// Held (write) while a lost legacy session is replaced: requests wait for the new
+    /// one rather than go out with none.
+    pub(super) reinit_gate: tokio::sync::RwLock<()>,
     pub(super) get_stream: tokio::sync::watch::Sender<GetStream>,
     /// Legacy requests waiting for their response, by id: a response that arrives on
     /// another stream (a server may answer a request whose reply stream broke on the

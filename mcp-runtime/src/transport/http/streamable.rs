@@ -8,7 +8,7 @@ use crate::jsonrpc::{Id, Message, Request, Response};
 use crate::transport::sse;
 use crate::transport::{Incoming, RequestContext};
 use http::header::CONTENT_TYPE;
-use http::Method;
+use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming as Body;
 use mcp_runtime_core::lock;
@@ -173,6 +173,18 @@ impl Shared {
                 .await;
         }
         let gathered = self.read_message(resp, "reply body").await?;
+        self.reply_of(status, gathered, id, incoming, answer)
+    }
+
+    /// [`read_reply`](Self::read_reply) for a body already read whole.
+    pub(super) fn reply_of(
+        self: &Arc<Self>,
+        status: StatusCode,
+        gathered: mcp_runtime_core::http::Gathered,
+        id: &Id,
+        incoming: &Incoming,
+        answer: Option<&Answerer>,
+    ) -> Result<Reply> {
         if gathered.gather.is_none() && gathered.body.iter().all(u8::is_ascii_whitespace) {
             return Err(status_error(status, ""));
         }

@@ -62,3 +62,21 @@ fn endpoint_resolution() {
         "http://127.0.0.1:3001/m"
     );
 }
+
+/// A 400 to a request in a legacy session means the session is gone only when its
+/// body says so (the TypeScript SDK's words, and others'); any other 400 is the answer.
+#[test]
+fn a_400_is_a_lost_session_only_when_it_says_so() {
+    use super::legacy::speaks_of_session;
+    assert!(speaks_of_session(
+        br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#
+    ));
+    assert!(speaks_of_session(b"Invalid or missing SESSION id"));
+    assert!(!speaks_of_session(
+        br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params"}}"#
+    ));
+    assert!(!speaks_of_session(b""));
+    // Only the first kilobyte is read.
+    let late = [vec![b' '; 2048], b"session".to_vec()].concat();
+    assert!(!speaks_of_session(&late));
+}
