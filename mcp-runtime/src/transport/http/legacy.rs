@@ -31,6 +31,7 @@ impl Shared {
         cx: RequestContext,
     ) -> Result<Response> {
         self.end_session(false).await;
+        *lock(&self.last_init) = Some(request.params.clone());
         if self.cached_era() == Some(Detected::Sse) {
             match self.sse_initialize(request.clone(), cx.clone()).await {
                 Ok(r) => return Ok(r),
@@ -230,6 +231,13 @@ impl Shared {
             // A lost session being replaced: wait for the new one.
             drop(self.reinit_gate.read().await);
             let session = self.session_headers(&cx.version)?;
+            if !reinitialized && self.lost_its_session() {
+                // An attempt to replace a lost session failed (the server was still
+                // down): replace it now, rather than send a request with none.
+                self.session_lost(&session, &cx).await?;
+                reinitialized = true;
+                continue;
+            }
             let mut h = self
                 .base_headers("application/json, text/event-stream")
                 .await?;
@@ -312,10 +320,20 @@ impl Shared {
         self.reinitialize(cx).await
     }
 
+    /// Whether the session was lost and not replaced: no session, though one was
+    /// started and the transport was not closed since.
+    fn lost_its_session(&self) -> bool {
+        matches!(*lock(&self.mode), Mode::Fresh) && lock(&self.last_init).is_some()
+    }
+
     pub(super) async fn reinitialize(self: &Arc<Self>, cx: &RequestContext) -> Result<()> {
         let params = match &*lock(&self.mode) {
-            Mode::Streamable(s) => s.init_params.clone(),
-            _ => return Err(Error::closed("the session expired")),
+            Mode::Streamable(s) => Some(s.init_params.clone()),
+            Mode::Fresh => lock(&self.last_init).clone(),
+            Mode::Sse(_) => None,
+        };
+        let Some(params) = params else {
+            return Err(Error::closed("the session expired"));
         };
         let n = self.reinit.fetch_add(1, Ordering::Relaxed);
         let request = Request {

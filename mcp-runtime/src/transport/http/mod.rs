@@ -119,6 +119,7 @@ impl HttpTransport {
                 mode: Mutex::new(Mode::Fresh),
                 reinit: AtomicU64::new(0),
                 reinit_gate: tokio::sync::RwLock::new(()),
+                last_init: Mutex::new(None),
                 get_stream: tokio::sync::watch::Sender::new(GetStream::Starting),
                 waiting: Mutex::default(),
             }),
@@ -224,6 +225,7 @@ impl Transport for HttpTransport {
 
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
+            *lock(&self.inner.last_init) = None;
             self.inner.end_session(true).await;
             Ok(())
         })

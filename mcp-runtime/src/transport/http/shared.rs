@@ -58,6 +58,10 @@ pub(super) struct Shared {
     /// Held (write) while a lost legacy session is replaced: requests wait for the new
     /// one rather than go out with none.
     pub(super) reinit_gate: tokio::sync::RwLock<()>,
+    /// The params of the last legacy `initialize`, until the transport is closed: what
+    /// replaces a lost session, even after an attempt to replace it failed (the server
+    /// was still down) and left no session.
+    pub(super) last_init: Mutex<Option<Value>>,
     pub(super) get_stream: tokio::sync::watch::Sender<GetStream>,
     /// Legacy requests waiting for their response, by id: a response that arrives on
     /// another stream (a server may answer a request whose reply stream broke on the
