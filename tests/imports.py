@@ -5,8 +5,8 @@ directly or through others).
 
     python3 tests/imports.py [--max-upward N] [--max-circles N] [--verbose]
 
-A module is a source file (inline `mod tests` blocks and `tests.rs`/`testing.rs` files
-are test code and are left out). An import is a `use` path or a `crate::`/`super::`/
+A module is a source file (inline `mod tests` blocks, `tests.rs`/`testing.rs` files
+and files declared `#[cfg(test)] mod name;` are test code and are left out). An import is a `use` path or a `crate::`/`super::`/
 `self::` path in code; it is an edge to the module that defines the item, following
 re-exports (`pub use`, `pub(crate) use`, `use`) to their source. A glob (`use
 super::*`) is an edge to the module it globs. Exits non-zero when a count passes its
@@ -49,6 +49,10 @@ def modules(crate):
             else:
                 path = ("crate",) + tuple(rel)
             out[path] = os.path.join(dirpath, f)
+    # `#[cfg(test)] mod name;`: a file of test code, like `tests.rs`.
+    for path, file in list(out.items()):
+        for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*;", open(file).read()):
+            out.pop(path + (m.group(1),), None)
     # `#[path = "x.rs"] mod name;`
     for path, file in list(out.items()):
         for m in re.finditer(r'#\[path\s*=\s*"([^"]+)"\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)', open(file).read()):
