@@ -36,6 +36,13 @@ http modes:
   retry-zero                legacy Streamable HTTP; GET /mcp -> `retry: 0\\nid: <n>\\n\\n`, then the response
                             ends at once; GET /count as in flood-get
   no-get-stream             legacy Streamable HTTP, tool `echo`; GET /mcp -> 405
+  restart-400               legacy Streamable HTTP, tool `echo`, answering as the TypeScript SDK does: an
+                            unknown session -> 400 "No valid session ID provided", no session -> 400
+                            "Server not initialized". After the first tools/call it "restarts" (forgets
+                            every session) and refuses the next initialize with 503 (still down);
+                            GET /stats -> JSON counts: initialize, sessionless (requests with no
+                            session, initialize and the era probe aside), unknown (requests with a
+                            session it forgot)
   flood-2024 [MB]           2024-11-05 HTTP+SSE: POST /mcp -> 405; GET /mcp -> endpoint event
                             (/messages?session=s1); answers go on the GET stream; tools/call -> the
                             event `event: message\\ndata: ` + the flood
@@ -69,9 +76,10 @@ EVIL_TOOL = "\x1b[31mred\x1b[0m"
 STDIO_MODES = {"big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
                "silent-discover": None, "mute": None, "evil-names": None}
 HTTP_MODES = {"big-json": "MB", "flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
-              "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB"}
+              "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB",
+              "restart-400": None}
 MODERN_HTTP = {"big-json", "flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
-LEGACY_HTTP = {"flood-get", "retry-zero", "no-get-stream"}
+LEGACY_HTTP = {"flood-get", "retry-zero", "no-get-stream", "restart-400"}
 RESULT_PREFIX = '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"'
 CHUNK = b"x" * 65536
 # The text of a `big` result: BIG_UNIT repeated (escaped, it is 41 bytes; decoded, 26).
@@ -216,6 +224,9 @@ class State:
     get_count = 0
     sessions: set[str] = set()
     sse_2024: queue.Queue | None = None  # the open GET stream of session s1 (flood-2024)
+    stats = {"initialize": 0, "sessionless": 0, "unknown": 0}  # restart-400
+    restarted = False
+    refuse_inits = 0
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -287,6 +298,9 @@ class Handler(BaseHTTPRequestHandler):
         path, mode = urlsplit(self.path).path, State.mode
         if path == "/count":
             return self.send(200, str(State.get_count).encode())
+        if path == "/stats":
+            with State.lock:
+                return self.send_json(dict(State.stats))
         if path != "/mcp":
             return self.send(404, b"Not Found")
         with State.lock:
@@ -325,6 +339,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(400, json.dumps({"jsonrpc": "2.0", "id": None, "error": {
                 "code": -32700, "message": "Parse error"}}).encode(), "application/json")
         rid, method = msg.get("id"), msg.get("method")
+        if mode == "restart-400":
+            return self.restart_400(msg)
         if mode in LEGACY_HTTP:
             sid = self.headers.get("Mcp-Session-Id")
             if method == "initialize" and rid is not None:
@@ -363,6 +379,44 @@ class Handler(BaseHTTPRequestHandler):
             write(b"data: %s\n\n" % json.dumps(tick, separators=(",", ":")).encode())
             time.sleep(0.001)
         self.end_chunked()
+
+    def restart_400(self, msg: dict) -> None:
+        rid, method = msg.get("id"), msg.get("method")
+        sid = self.headers.get("Mcp-Session-Id")
+        with State.lock:
+            if method == "initialize" and rid is not None:
+                State.stats["initialize"] += 1
+                refuse = State.refuse_inits > 0
+                if refuse:
+                    State.refuse_inits -= 1
+                else:
+                    sid = uuid.uuid4().hex
+                    State.sessions.add(sid)
+                answer = None if refuse else "initialize"
+            elif sid is None:
+                State.stats["sessionless"] += method != "server/discover"
+                answer = "sessionless"
+            elif sid not in State.sessions:
+                State.stats["unknown"] += 1
+                answer = "unknown"
+            else:
+                answer = "ok"
+                if method == "tools/call" and not State.restarted:
+                    State.restarted = True
+                    State.sessions.clear()
+                    State.refuse_inits = 1
+        caps = {"tools": {"listChanged": True}}
+        if answer is None:
+            return self.send(503, b"Service Unavailable")
+        if answer == "initialize":
+            return self.send_json(jsonrpc_answer(msg, "legacy", ["echo"], caps), {"Mcp-Session-Id": sid})
+        if answer == "sessionless":
+            return self.send(400, b"Bad Request: Server not initialized")
+        if answer == "unknown":
+            return self.send(400, b"Bad Request: No valid session ID provided")
+        if rid is None:
+            return self.send(202)
+        return self.send_json(jsonrpc_answer(msg, "legacy", ["echo"], caps))
 
     # --- the 2024-11-05 HTTP+SSE transport (flood-2024)
     def sse_2024(self) -> None:

@@ -1,6 +1,7 @@
 //! Deliberately misbehaving servers (tests/peers/hostile.py): floods without a newline
 //! on stdout and stderr, invalid UTF-8 on stderr, floods in HTTP bodies and in every
-//! kind of event stream, endless streams, `retry: 0`, a server with no event stream;
+//! kind of event stream, endless streams, `retry: 0`, a server with no event stream, a
+//! restarted server that refuses a new session once;
 //! long results (held once, not as bytes and as text).
 //! Every read stays bounded, the client's peak memory stays far below the flood, and
 //! the next request works.
@@ -251,6 +252,41 @@ async fn retry_zero_does_not_make_the_client_spin() {
     // 250 ms floor doubling while nothing comes: at most 6 in 6 s (a spinning client
     // opens thousands); a slow machine only opens fewer.
     assert!((1..=8).contains(&gets), "{gets} GET requests in 6 s");
+    client.close().await.unwrap();
+}
+
+/// A server that forgot the session (it restarted; 400 "No valid session ID provided",
+/// as the TypeScript SDK answers) and then refused the new session (still down, 503):
+/// that call fails cleanly, and the next one starts a new session rather than go out
+/// with none — before, every later request went out with no session and got a 400,
+/// for as long as the client lived (found by the soak run).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_replacement_failed_is_replaced_by_the_next_request() {
+    let server = support::hostile_http(&["restart-400"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let echo = |m: &'static str| client.call("echo", json!({ "message": m }));
+    assert_eq!(echo("1").await.unwrap().text(), "echo: 1");
+    // The server restarted after that call: the session is gone, and its replacement
+    // is refused.
+    let e = tokio::time::timeout(Duration::from_secs(60), echo("2"))
+        .await
+        .expect("a clean error, not a hang")
+        .unwrap_err();
+    assert_eq!(e.status(), Some(503), "{e}");
+    // The server is back: the next call starts a new session and gets through.
+    assert_eq!(echo("3").await.unwrap().text(), "echo: 3");
+    assert_eq!(echo("4").await.unwrap().text(), "echo: 4");
+    let stats: serde_json::Value =
+        serde_json::from_str(&support::http_get_text(server.port, "/stats")).unwrap();
+    // The first session, the refused replacement, the one that worked; the one request
+    // that met the forgotten session; and never a request without one.
+    assert_eq!(
+        stats,
+        json!({"initialize": 3, "unknown": 1, "sessionless": 0}),
+        "{stats}"
+    );
     client.close().await.unwrap();
 }
 

@@ -18,9 +18,23 @@ use std::time::Duration;
 impl Shared {
     /// The headers of the legacy session, or (before one starts) of `version`.
     pub(super) fn session_headers(&self, version: &str) -> Result<SessionHeaders> {
-        match &*lock(&self.mode) {
-            Mode::Streamable(s) => Ok(s.headers.clone()),
-            _ => SessionHeaders::new(None, Some(version)),
+        Ok(self.session_now(version)?.0)
+    }
+
+    /// The headers of the legacy session (or, when there is none, of `version`), and
+    /// whether the session was lost and not replaced: none, though one was started
+    /// and the transport was not closed since (an attempt to replace it failed, or one
+    /// is under way). One lock of the mode on a request's path.
+    fn session_now(&self, version: &str) -> Result<(SessionHeaders, bool)> {
+        let mode = lock(&self.mode);
+        match &*mode {
+            Mode::Streamable(s) => Ok((s.headers.clone(), false)),
+            Mode::Fresh => {
+                let lost = lock(&self.last_init).is_some();
+                drop(mode);
+                Ok((SessionHeaders::new(None, Some(version))?, lost))
+            }
+            Mode::Sse(_) => Ok((SessionHeaders::new(None, Some(version))?, false)),
         }
     }
 
@@ -228,12 +242,11 @@ impl Shared {
     ) -> Result<Response> {
         let mut reinitialized = false;
         loop {
-            // A lost session being replaced: wait for the new one.
-            drop(self.reinit_gate.read().await);
-            let session = self.session_headers(&cx.version)?;
-            if !reinitialized && self.lost_its_session() {
-                // An attempt to replace a lost session failed (the server was still
-                // down): replace it now, rather than send a request with none.
+            let (session, lost) = self.session_now(&cx.version)?;
+            if lost && !reinitialized {
+                // A lost session is being replaced (wait for the new one), or an
+                // attempt to replace it failed (the server was still down): replace it
+                // now. Never send a request with no session.
                 self.session_lost(&session, &cx).await?;
                 reinitialized = true;
                 continue;
@@ -313,17 +326,11 @@ impl Shared {
         sent: &SessionHeaders,
         cx: &RequestContext,
     ) -> Result<()> {
-        let _replacing = self.reinit_gate.write().await;
+        let _replacing = self.reinit_gate.lock().await;
         if self.session_headers(&cx.version)?.session != sent.session {
             return Ok(());
         }
         self.reinitialize(cx).await
-    }
-
-    /// Whether the session was lost and not replaced: no session, though one was
-    /// started and the transport was not closed since.
-    fn lost_its_session(&self) -> bool {
-        matches!(*lock(&self.mode), Mode::Fresh) && lock(&self.last_init).is_some()
     }
 
     pub(super) async fn reinitialize(self: &Arc<Self>, cx: &RequestContext) -> Result<()> {

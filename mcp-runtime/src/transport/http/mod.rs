@@ -118,7 +118,7 @@ impl HttpTransport {
                 config,
                 mode: Mutex::new(Mode::Fresh),
                 reinit: AtomicU64::new(0),
-                reinit_gate: tokio::sync::RwLock::new(()),
+                reinit_gate: tokio::sync::Mutex::new(()),
                 last_init: Mutex::new(None),
                 get_stream: tokio::sync::watch::Sender::new(GetStream::Starting),
                 waiting: Mutex::default(),

@@ -55,9 +55,10 @@ pub(super) struct Shared {
     pub(super) clients: Clients,
     pub(super) mode: Mutex<Mode>,
     pub(super) reinit: AtomicU64,
-    /// Held (write) while a lost legacy session is replaced: requests wait for the new
-    /// one rather than go out with none.
-    pub(super) reinit_gate: tokio::sync::RwLock<()>,
+    /// Held while a lost legacy session is replaced: one replacement at a time; the
+    /// requests that find no session meanwhile wait for the new one rather than go
+    /// out with none (taken only then, never on a request's ordinary path).
+    pub(super) reinit_gate: tokio::sync::Mutex<()>,
     /// The params of the last legacy `initialize`, until the transport is closed: what
     /// replaces a lost session, even after an attempt to replace it failed (the server
     /// was still down) and left no session.
