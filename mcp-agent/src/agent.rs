@@ -18,6 +18,7 @@ mod gating;
 mod host;
 mod inbox;
 mod integrity;
+mod pins;
 mod resume;
 mod run;
 mod shared;
@@ -54,5 +55,6 @@ pub use decision::{
     PendingWait,
 };
 pub use events::Event;
+pub use pins::Pin;
 pub use shared::{Agent, MAX_PROGRESS_KEPT};
 pub use skill_types::SkillApproval;

@@ -20,6 +20,10 @@ enum Kind {
     Store(String, Option<Box<dyn std::error::Error + Send + Sync>>),
     /// Another process holds the run now.
     LeaseLost(String),
+    /// The stored run is older than what its ledger records (put back from a copy).
+    RolledBack(String),
+    /// The run was deleted while this process held it.
+    Deleted(String),
     Config(String),
     NotSuspended(String),
     /// A decision that does not apply to what the run waits for now; `waiting` when
@@ -49,6 +53,16 @@ impl Error {
     pub(crate) fn lease_lost(detail: impl Into<String>) -> Self {
         Error {
             kind: Kind::LeaseLost(detail.into()),
+        }
+    }
+    pub(crate) fn rolled_back(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::RolledBack(detail.into()),
+        }
+    }
+    pub(crate) fn deleted(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Deleted(detail.into()),
         }
     }
     pub(crate) fn config(detail: impl Into<String>) -> Self {
@@ -89,7 +103,23 @@ impl Error {
     /// The run store failed (or refused a change: see
     /// [`is_lease_lost`](Self::is_lease_lost)).
     pub fn is_store(&self) -> bool {
-        matches!(self.kind, Kind::Store(..) | Kind::LeaseLost(_))
+        matches!(
+            self.kind,
+            Kind::Store(..) | Kind::LeaseLost(_) | Kind::RolledBack(_) | Kind::Deleted(_)
+        )
+    }
+    /// The stored run is older than what its sent ledger records: a copy of it was put
+    /// back (a restored backup, a rolled-back store). It is refused — by resume,
+    /// retry, recover and `recover_stale` — so no approved call runs twice and no spent
+    /// decision applies again; an [`Event::RunRolledBack`](crate::Event::RunRolledBack)
+    /// says so. Cancel or delete it.
+    pub fn is_rolled_back(&self) -> bool {
+        matches!(self.kind, Kind::RolledBack(_))
+    }
+    /// The run was deleted ([`Agent::delete`](crate::Agent::delete)) while this
+    /// process held it: its save is refused and the run stays deleted.
+    pub fn is_deleted(&self) -> bool {
+        matches!(self.kind, Kind::Deleted(_))
     }
     /// This process no longer holds the run: its lease ended and another process
     /// recovered the run ([`Agent::recover`](crate::Agent::recover)), or claimed it
@@ -139,7 +169,9 @@ impl fmt::Display for Error {
         match &self.kind {
             Kind::Model(e) => write!(f, "{e}"),
             Kind::Mcp(e) => write!(f, "an MCP server: {e}"),
-            Kind::Store(d, _) | Kind::LeaseLost(d) => write!(f, "the run store: {d}"),
+            Kind::Store(d, _) | Kind::LeaseLost(d) | Kind::RolledBack(d) | Kind::Deleted(d) => {
+                write!(f, "the run store: {d}")
+            }
             Kind::Config(d) => write!(f, "agent configuration: {d}"),
             Kind::NotSuspended(d) => write!(f, "{d}"),
             Kind::Stale { detail, .. } => write!(f, "a stale decision, refused: {detail}"),

@@ -54,7 +54,7 @@ pub mod store;
 
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Conversation, Decision, DecisionKind, Event,
-    Expiry, InputAsk, Outcome, Pending, PendingWait, SkillApproval, MAX_PROGRESS_KEPT,
+    Expiry, InputAsk, Outcome, Pending, PendingWait, Pin, SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use anthropic::Messages;
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
@@ -72,8 +72,8 @@ pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{
-    Claim, Durability, Lease, MemoryRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore,
-    RunSummary,
+    Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
+    RunRecord, RunStatus, RunStore, RunSummary,
 };
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)

@@ -19,6 +19,7 @@ pub use sqlite::SqliteRunStore;
 
 pub(crate) use contract::{lease_lost, unix_now};
 pub use contract::{
-    Claim, Durability, Lease, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+    Claim, Durability, Lease, LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus,
+    RunStore, RunSummary,
 };
 pub(crate) use mcp_runtime_core::lock;

@@ -7,10 +7,12 @@ use crate::error::{Error, Result};
 
 use super::decision::Allowance;
 use super::integrity::{Sealed, INTEGRITY_FIELD};
+use super::pins::PIN_PREFIX;
 use super::shared::Agent;
 
 impl Agent {
-    /// The standing allowances kept in this agent's store ([`Always::Agent`](crate::Always::Agent)). With an
+    /// The standing allowances kept in this agent's store ([`Always::Agent`](crate::Always::Agent)) for
+    /// its scope ([`AgentBuilder::scope`](crate::AgentBuilder::scope)). With an
     /// integrity key, one that fails its check is left out (and logged).
     pub async fn allowances(&self) -> Result<Vec<Allowance>> {
         let mut out = Vec::new();
@@ -20,6 +22,9 @@ impl Agent {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
+            if id.starts_with(PIN_PREFIX) {
+                continue; // a pinned definition, not an allowance
+            }
             if let Some(key) = &self.inner.integrity {
                 if let Err(e) = key.open(Sealed::Allowance, &id, &mut kept) {
                     tracing::warn!(error = %e, "a standing allowance is ignored");
@@ -29,6 +34,8 @@ impl Agent {
                 m.remove(INTEGRITY_FIELD);
             }
             match serde_json::from_value::<Allowance>(kept) {
+                // Another scope's allowances are not this agent's.
+                Ok(a) if a.id == id && a.scope != self.inner.scope => {}
                 Ok(a) if a.id == id => out.push(a),
                 _ => {
                     tracing::warn!(allowance = %id, "a standing allowance cannot be read; it is ignored")

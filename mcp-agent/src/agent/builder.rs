@@ -45,6 +45,9 @@ pub struct AgentBuilder {
     expiry: Option<std::time::Duration>,
     on_expiry: Expiry,
     lease: std::time::Duration,
+    scope: Option<String>,
+    always_outlives_run: bool,
+    pin_allow_list: bool,
     /// The servers the loop calls, when not the attached ones (the loop's unit tests).
     host: Option<Arc<dyn Host>>,
 }
@@ -250,15 +253,49 @@ impl AgentBuilder {
     }
 
     /// Protects stored runs against changes made outside the agent: each run is kept
-    /// with an HMAC-SHA-256 of its state under this key (the key itself is never
-    /// stored), and a run whose MAC does not match — its arguments rewritten, a later
-    /// call pre-approved in the store, a run kept without the key — is refused with an
-    /// error for which `is_store()` is true. Every process that resumes the runs needs
-    /// the same key. Without a key the store is trusted: whoever can write it can
-    /// change what a run does. (A MAC cannot tell an older copy of the same run from
-    /// the current one: keep the store's own history out of reach too.)
+    /// with an HMAC-SHA-256 of its state — with its save counter and the status it
+    /// was saved with — under this key (the key itself is never stored), and so is
+    /// each entry of its sent ledger and each standing allowance. A run whose MAC does
+    /// not match — its arguments rewritten, a later call pre-approved in the store, a
+    /// row mixed from two saves, a run kept without the key — is refused with an
+    /// error for which `is_store()` is true; an older copy put back is refused by its
+    /// ledger (`is_rolled_back()`). Every process that resumes the runs needs the same
+    /// key. Without a key the store is trusted: whoever can write it can change what a
+    /// run does.
     pub fn integrity_key(mut self, key: impl AsRef<[u8]>) -> Self {
         self.integrity = Some(IntegrityKey(Arc::from(key.as_ref())));
+        self
+    }
+
+    /// The scope of the standing allowances this agent keeps and uses (a tenant, an
+    /// organisation — whatever the application separates): an
+    /// [`Always::Agent`](crate::Always::Agent) given through this agent carries it
+    /// (inside its MAC, with an integrity key), and only allowances of this scope meet
+    /// a need for approval here. Agents without a scope share the allowances without
+    /// one. Default: none.
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
+    /// Pins the definition of every allow-listed tool on its first use (trust on
+    /// first use): the server, its configuration and the tool's definition digest,
+    /// kept in the store (MACed, with an integrity key; [`Agent::pins`],
+    /// [`Agent::unpin`]). A later call of that tool whose definition or server
+    /// changed since — a rug pull — is no longer allowed by the allow-list alone:
+    /// under [`Mode::Approve`] a person is asked, in every other mode it is denied;
+    /// [`Event::PinnedToolChanged`](crate::Event::PinnedToolChanged) says so either way.
+    /// The pin stays as it was until [`Agent::unpin`] forgets it.
+    pub fn pin_allow_list(mut self) -> Self {
+        self.pin_allow_list = true;
+        self
+    }
+
+    /// Lets a run's [`Always::Run`](crate::Always::Run) decisions last through its
+    /// follow-ups ([`Agent::follow_up`]). By default they end when the run finishes:
+    /// a follow-up — whoever sends it — asks again.
+    pub fn run_allowances_outlive_the_run(mut self) -> Self {
+        self.always_outlives_run = true;
         self
     }
 
@@ -296,6 +333,9 @@ impl AgentBuilder {
                 expiry: self.expiry,
                 on_expiry: self.on_expiry,
                 lease: self.lease,
+                scope: self.scope,
+                always_outlives_run: self.always_outlives_run,
+                pin_allow_list: self.pin_allow_list,
                 host: self
                     .host
                     .unwrap_or_else(|| Arc::new(Servers(self.servers.clone(), self.functions))),
@@ -347,6 +387,9 @@ impl Agent {
             expiry: None,
             on_expiry: Expiry::Continue,
             lease: std::time::Duration::from_secs(60),
+            scope: None,
+            always_outlives_run: false,
+            pin_allow_list: false,
             host: None,
             calls_in_flight: 16,
             required: Vec::new(),

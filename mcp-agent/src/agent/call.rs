@@ -8,11 +8,12 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::model::Block;
-use crate::store::{lock, RunStatus};
+use crate::store::{lock, LedgerEntry, LedgerKind, RunStatus};
 
-use super::decision::InputAsk;
+use super::decision::{Binding, InputAsk};
 use super::events::Event;
 use super::host::AgentTool;
+use super::run::error_result;
 use super::shared::{Agent, MAX_PROGRESS_KEPT};
 use super::state::{CallEnd, CallState, Paused, PendingCall, RunState, MAX_INPUT_ROUNDS};
 use super::util::{now, random_id};
@@ -58,7 +59,7 @@ impl Agent {
                 return Err(Error::config("a call to run names no tool"));
             };
             let start = match &call.at {
-                CallState::Answered { input, answers } => {
+                CallState::Answered { input, answers, .. } => {
                     let before = asked.len();
                     let completed = self
                         .complete_answers((&state.id, &call), input.clone(), answers, &mut asked)
@@ -89,13 +90,55 @@ impl Agent {
             };
             batch.push((slot, (call, tool, start, random_id()?)));
         }
-        // At most once: the calls are recorded as sent before they are, so a run
-        // recovered after a crash knows their outcome is unknown.
+        // A call the sent ledger holds was sent already (this is a copy of the run
+        // put back from before it was): never sent twice.
+        let mut n = 0;
+        while n < batch.len() {
+            let (slot, (call, tool, _, _)) = &batch[n];
+            if !state.sent.contains(&call.ledger_item()) {
+                n += 1;
+                continue;
+            }
+            let (server, name) = (tool.facts.server.clone(), call.name.clone());
+            out[*slot] = Some(Ok(error_result(
+                call.id.clone(),
+                format!("outcome unknown: `{name}` was sent to server `{server}` before (the run's sent ledger records it); it may or may not have taken effect, and it was not sent again"),
+            )));
+            self.event(
+                state,
+                Event::OutcomeUnknown {
+                    server,
+                    tool: name,
+                    resent: false,
+                },
+            );
+            batch.remove(n);
+        }
+        // At most once: the calls are recorded as sent before they are — in the run,
+        // bound to what they are sent to, and in the sent ledger, by the same save —
+        // so a run recovered after a crash knows their outcome is unknown, and a copy
+        // of the run from before never sends them again.
         for (_, (call, tool, _, _)) in &batch {
             if let Some(c) = state.pending.iter_mut().find(|c| c.id == call.id) {
+                let config = self.inner.host.config_fingerprint(tool.server);
+                let binding = Binding::new(config, tool, &c.arguments);
+                let (decision, approved) = match &c.at {
+                    CallState::Approved { person: Some(p) } => (p.decision.clone(), true),
+                    CallState::Answered { asker, .. } => {
+                        (None, asker.as_ref().is_some_and(|a| a.approved))
+                    }
+                    _ => (None, false),
+                };
+                let item = c.ledger_item();
+                c.round += 1;
                 c.at = CallState::Executing {
                     server: tool.facts.server.clone(),
+                    binding: Some(binding),
+                    approved,
                 };
+                state
+                    .ledger
+                    .push(LedgerEntry::new(LedgerKind::Sent, item, decision, 0));
             }
         }
         if !batch.is_empty() {

@@ -453,16 +453,21 @@ pub struct Allowance {
     pub by: String,
     /// When (seconds since the epoch).
     pub at: u64,
+    /// The scope it holds in ([`AgentBuilder::scope`](crate::AgentBuilder::scope)):
+    /// only an agent of the same scope uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 impl Allowance {
     /// The allowance of the tool a binding names, by `by`.
-    pub(super) fn new(b: &Binding, by: &str) -> Allowance {
+    pub(super) fn new(b: &Binding, by: &str, scope: Option<String>) -> Allowance {
         let id = mcp_runtime::digest::sha256_json(&json!([
             b.server,
             b.server_config,
             b.tool,
-            b.definition
+            b.definition,
+            scope
         ]));
         Allowance {
             id,
@@ -472,6 +477,7 @@ impl Allowance {
             definition: b.definition.clone(),
             by: by.to_owned(),
             at: now(),
+            scope,
         }
     }
 

@@ -107,6 +107,18 @@ pub enum Event {
         /// What changed.
         reason: String,
     },
+    /// An allow-listed tool's definition or server changed since it was pinned
+    /// ([`AgentBuilder::pin_allow_list`](crate::AgentBuilder::pin_allow_list)): the
+    /// allow-list no longer lets it run alone — a person is asked (`approve`), or it
+    /// is denied.
+    PinnedToolChanged {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What changed.
+        reason: String,
+    },
     /// A server asked for input (elicitation) that no `on_input` callback answered.
     InputRequested {
         /// The server.
@@ -239,10 +251,22 @@ pub enum Event {
     /// A run whose process stopped working on it (its lease ended) was taken over
     /// ([`Agent::recover`](crate::Agent::recover)).
     RunRecovered,
+    /// A run was refused because it is older than what its sent ledger records: a
+    /// copy of it was put back in the store (a restored backup, a rolled-back
+    /// database). Nothing of it ran.
+    RunRolledBack {
+        /// The save counter of the run as kept.
+        kept: u64,
+        /// The newest save counter its ledger records.
+        ledger: u64,
+    },
     /// A call had been sent when the run's process stopped, and its result was never
     /// kept: it may or may not have taken effect. It is not sent again — the model
     /// reads "outcome unknown" — unless the tool's annotations say it is idempotent
-    /// or read-only (`resent`).
+    /// or read-only, it is still the same tool of the same server, configured the
+    /// same, with the same arguments, and the run's gate allows it now (`resent`).
+    /// Also recorded when the sent ledger shows a call about to be sent was sent
+    /// already (never sent twice).
     OutcomeUnknown {
         /// The server it was sent to.
         server: String,

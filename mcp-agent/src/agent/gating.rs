@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::gate::Verdict;
+use crate::gate::{Mode, Verdict};
 
 use super::decision::Binding;
 use super::events::Event;
@@ -18,19 +18,46 @@ use super::util::random_id;
 impl Agent {
     /// Calls a process that stopped had sent without keeping their results: each
     /// ends with "outcome unknown" — or is sent again, to the same server, when its
-    /// tool says a repeat is harmless.
-    pub(super) fn settle_unknown(&self, state: &mut RunState, tools: &HashMap<String, AgentTool>) {
+    /// tool says a repeat is harmless, it is still the tool it was sent to (the same
+    /// server, configured the same, the same definition and arguments), and the run's
+    /// gate allows it now (under a policy tightened since, too; a need for a person is
+    /// met by the approval it was sent under, which still holds).
+    pub(super) async fn settle_unknown(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+    ) {
         let mut i = 0;
         while i < state.pending.len() {
-            let CallState::Executing { server } = &state.pending[i].at else {
+            let CallState::Executing {
+                server,
+                binding,
+                approved,
+            } = &state.pending[i].at
+            else {
                 i += 1;
                 continue;
             };
-            let server = server.clone();
-            let name = state.pending[i].name.clone();
-            let resent = tools
-                .get(&name)
-                .is_some_and(|t| t.facts.server == server && repeat_is_harmless(t));
+            let (server, binding, approved) = (server.clone(), binding.clone(), *approved);
+            let call = state.pending[i].clone();
+            let name = call.name.clone();
+            let mut resent = false;
+            if let (Some(tool), Some(binding)) = (tools.get(&name), binding) {
+                let now = (self.inner.host.config_fingerprint(tool.server), tool);
+                if tool.facts.server == server
+                    && repeat_is_harmless(tool)
+                    && binding.changed(Some(now), &call.arguments).is_none()
+                {
+                    let gate = self.gate(state);
+                    // The gate allows it, or wants a person, who approved it (the
+                    // binding held: the approval still holds).
+                    resent = match self.verdict(&gate, &call, Some(tool), state).await {
+                        Verdict::Allow => true,
+                        Verdict::Suspend => approved,
+                        Verdict::Deny(_) => false,
+                    };
+                }
+            }
             self.event(
                 state,
                 Event::OutcomeUnknown {
@@ -48,6 +75,69 @@ impl Agent {
             state.results.push(error_result(
                 call.id,
                 format!("outcome unknown: `{name}` was sent to server `{server}`, but the agent stopped before its result was kept; it may or may not have taken effect, and it was not sent again"),
+            ));
+        }
+    }
+
+    /// Answered input calls about to be sent again: each goes only to the server and
+    /// tool that asked (the same server, configured the same, the same definition and
+    /// arguments), and only while the run's gate allows it now (a need for approval
+    /// is met when a person had approved the call). Otherwise the call is voided —
+    /// [`Event::DecisionVoided`], an error result for the model — and the answers and
+    /// the server's state go nowhere.
+    pub(super) async fn check_answered(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+    ) {
+        let mut i = 0;
+        while i < state.pending.len() {
+            let CallState::Answered { asker, .. } = &state.pending[i].at else {
+                i += 1;
+                continue;
+            };
+            let asker = asker.clone();
+            let call = state.pending[i].clone();
+            let why = match (asker, tools.get(&call.name)) {
+                (None, _) => Some("the run keeps no record of the server that asked".to_owned()),
+                (Some(_), None) => Some(format!(
+                    "`{}` is no longer offered by any attached server",
+                    call.name
+                )),
+                (Some(a), Some(tool)) => {
+                    let now = (self.inner.host.config_fingerprint(tool.server), tool);
+                    match a.binding.changed(Some(now), &call.arguments) {
+                        Some(changed) => Some(changed),
+                        None => {
+                            let gate = self.gate(state);
+                            match self.verdict(&gate, &call, Some(tool), state).await {
+                                Verdict::Allow => None,
+                                Verdict::Suspend if a.approved => None,
+                                Verdict::Suspend => Some(format!(
+                                    "`{}` needs a person's approval under the run's policy now",
+                                    call.name
+                                )),
+                                Verdict::Deny(reason) => Some(reason),
+                            }
+                        }
+                    }
+                }
+            };
+            let Some(reason) = why else {
+                i += 1;
+                continue;
+            };
+            let call = state.pending.remove(i);
+            self.event(
+                state,
+                Event::DecisionVoided {
+                    tool: call.name.clone(),
+                    reason: reason.clone(),
+                },
+            );
+            state.results.push(error_result(
+                call.id,
+                format!("the input given for `{}` was not sent: {reason}", call.name),
             ));
         }
     }
@@ -93,7 +183,31 @@ impl Agent {
             match &call.at {
                 CallState::New => {
                     let gate = self.gate(state);
-                    match self.verdict(&gate, &call, tool, state).await {
+                    let mut verdict = self.verdict(&gate, &call, tool, state).await;
+                    // A pinned allow-listed tool runs on the allow-list alone only
+                    // while it is as pinned.
+                    if let (Verdict::Allow, Some(t), true) =
+                        (&verdict, tool, self.inner.pin_allow_list)
+                    {
+                        if gate.allowed().any(|n| n == call.name) {
+                            if let Some(reason) = self.pin_changed(t).await? {
+                                let event = Event::PinnedToolChanged {
+                                    server: t.facts.server.clone(),
+                                    tool: call.name.clone(),
+                                    reason: reason.clone(),
+                                };
+                                self.event(state, event);
+                                verdict = match gate.mode() {
+                                    Mode::Approve => Verdict::Suspend,
+                                    _ => Verdict::Deny(format!(
+                                        "`{}` is not run: {reason}",
+                                        call.name
+                                    )),
+                                };
+                            }
+                        }
+                    }
+                    match verdict {
                         Verdict::Allow => {
                             state.pending[i].at = CallState::Approved { person: None }
                         }

@@ -22,7 +22,7 @@ impl Agent {
         if record.status != RunStatus::Suspended {
             return Ok(Vec::new());
         }
-        let state = self.read(run_id, record.state)?;
+        let state = self.read(&record)?;
         let Some(s) = &state.suspension else {
             return Ok(Vec::new());
         };
@@ -66,7 +66,7 @@ impl Agent {
         let Some(record) = self.inner.store.load(run_id).await? else {
             return Ok(None);
         };
-        let state = self.read(run_id, record.state)?;
+        let state = self.read(&record)?;
         let Some(s) = state
             .suspension
             .clone()
@@ -132,7 +132,7 @@ impl Agent {
             Error::not_suspended(format!("run {run_id} is unknown to the run store"))
         })?;
         let status = record.status;
-        let mut state = self.read(run_id, record.state)?;
+        let mut state = self.read(&record)?;
         let claim = match (status, state.suspension.as_ref()) {
             (RunStatus::Suspended, Some(s)) => Claim::Suspended(&s.id),
             (RunStatus::Failed, _) => Claim::Failed,

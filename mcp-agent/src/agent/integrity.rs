@@ -25,19 +25,29 @@ pub(super) const INTEGRITY_FIELD: &str = "integrity";
 pub(super) enum Sealed {
     Run,
     Allowance,
+    /// An entry of a run's sent ledger.
+    Ledger,
+    /// A pinned definition of an allow-listed tool.
+    Pin,
 }
 
 impl Sealed {
     fn domain(self) -> &'static [u8] {
         match self {
-            Sealed::Run => b"mcp-agent run v1",
-            Sealed::Allowance => b"mcp-agent allowance v1",
+            // v2: the state it covers holds the save counter and the saved status.
+            Sealed::Run => b"mcp-agent run v2",
+            // v2: an allowance carries its scope.
+            Sealed::Allowance => b"mcp-agent allowance v2",
+            Sealed::Ledger => b"mcp-agent ledger v1",
+            Sealed::Pin => b"mcp-agent pin v1",
         }
     }
     fn name(self) -> &'static str {
         match self {
             Sealed::Run => "run",
             Sealed::Allowance => "allowance",
+            Sealed::Ledger => "a ledger entry of run",
+            Sealed::Pin => "pin",
         }
     }
 }
@@ -73,6 +83,21 @@ impl IntegrityKey {
             m.insert(INTEGRITY_FIELD.into(), tag.into());
         }
         Ok(())
+    }
+
+    /// The MAC of `value` (`hmac-sha256:` and hex).
+    pub(super) fn tag(&self, what: Sealed, id: &str, value: &Value) -> Result<String> {
+        use hmac::Mac as _;
+        let tag = self.mac(what, id, value)?.finalize().into_bytes();
+        Ok(format!("hmac-sha256:{}", mcp_runtime::digest::hex(&tag)))
+    }
+
+    /// Whether `tag` is the MAC of `value` (checked in constant time).
+    pub(super) fn verify(&self, what: Sealed, id: &str, value: &Value, tag: &str) -> Result<bool> {
+        use hmac::Mac as _;
+        let tag = tag.strip_prefix("hmac-sha256:").and_then(unhex);
+        let mac = self.mac(what, id, value)?;
+        Ok(tag.is_some_and(|t| mac.verify_slice(&t).is_ok()))
     }
 
     /// Takes the MAC out of `state` and checks it (in constant time).

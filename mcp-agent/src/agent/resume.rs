@@ -6,7 +6,7 @@ use mcp_runtime::InputResponse;
 
 use crate::error::{Error, Result};
 use crate::gate::{Gate, Mode};
-use crate::store::{Claim, Lease, RunRecord, RunStatus};
+use crate::store::{Claim, Lease, LedgerEntry, LedgerKind, RunRecord, RunStatus};
 
 use super::decision::{Allowance, Always, Decision, DecisionKind, Outcome};
 use super::events::Event;
@@ -77,7 +77,7 @@ impl Agent {
             let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
                 Error::not_suspended(format!("run {run_id} is unknown to the run store"))
             })?;
-            let state = self.read(run_id, record.state)?;
+            let state = self.read(&record)?;
             let sid = state
                 .suspension
                 .as_ref()
@@ -138,6 +138,15 @@ impl Agent {
         if let Err((why, still)) = applicable(&state, &decisions) {
             self.put_back(run_id, waiting(claimed)).await;
             return Err(refuse(why, still));
+        }
+        // A decision the sent ledger records as spent (a call it approved was sent)
+        // never applies again, whatever the run's row says.
+        if let Some((id, _)) = decisions.iter().find(|(id, _)| state.spent.contains(id)) {
+            self.put_back(run_id, waiting(claimed)).await;
+            return Err(refuse(
+                format!("decision {id} was spent: the call it approved was sent (the sent ledger records it)"),
+                false,
+            ));
         }
         // The run as it waits, to put back if an error stops it before anything ran.
         let kept = state.clone();
@@ -213,16 +222,17 @@ impl Agent {
                         }
                         match (always, &binding) {
                             (Some(Always::Run), Some(b)) => {
-                                state.always.push(Allowance::new(b, &by));
+                                state.always.push(Allowance::new(b, &by, None));
                             }
                             (Some(Always::Agent), Some(b)) => {
-                                standing = Some(Allowance::new(b, &by));
+                                standing = Some(Allowance::new(b, &by, self.inner.scope.clone()));
                             }
                             _ => {}
                         }
                         state.pending[i].at = CallState::Approved {
                             person: Some(Box::new(PersonApproval {
                                 by: by.clone(),
+                                decision: Some(id.to_owned()),
                                 binding: binding.clone(),
                                 skill: a.skill,
                                 grant_tools: allowed_tools,
@@ -246,7 +256,10 @@ impl Agent {
                 }
             }
             CallState::AwaitingInput {
-                input, mut answers, ..
+                input,
+                mut answers,
+                asker,
+                ..
             } => {
                 let given = match what {
                     DecisionKind::Answer { answers } => answers,
@@ -273,7 +286,11 @@ impl Agent {
                     // Its secret fields stay in this agent's memory.
                     self.keep_person_answer(&state.id, &input, key, &answer, &mut answers)?;
                 }
-                state.pending[i].at = CallState::Answered { input, answers };
+                state.pending[i].at = CallState::Answered {
+                    input,
+                    answers,
+                    asker,
+                };
                 Event::InputAnswered {
                     tool,
                     actions,
@@ -289,6 +306,14 @@ impl Agent {
             }
         };
         self.event(state, event);
+        // The save that keeps the decision records it in the sent ledger: a copy of
+        // the run from before it (that would take the decision again) is refused.
+        state.ledger.push(LedgerEntry::new(
+            LedgerKind::Decided,
+            format!("{id}@{}", state.seq + 1),
+            Some(id.to_owned()),
+            0,
+        ));
         Ok(standing)
     }
 
@@ -395,18 +420,32 @@ impl Agent {
         lease: Lease,
         back: impl FnOnce(RunRecord) -> RunRecord,
     ) -> Result<RunState> {
-        let prepared = self.read(run_id, claimed.state.clone()).and_then(|mut s| {
+        let prepared = self.read(&claimed).and_then(|mut s| {
             self.resume_policy(&mut s)?;
             Ok(s)
         });
+        let prepared = match prepared {
+            Ok(mut state) => match self.check_ledger(&mut state).await {
+                Ok(()) => Ok(state),
+                Err(e) => Err((e, std::mem::take(&mut state.events))),
+            },
+            Err(e) => Err((e, Vec::new())),
+        };
         match prepared {
             Ok(mut state) => {
                 state.lease = Some(lease);
                 state.persisted = true;
                 Ok(state)
             }
-            Err(e) => {
-                self.put_back(run_id, back(claimed)).await;
+            Err((e, events)) => {
+                // Put back as it was, with what was found (a rollback) in its log.
+                let mut back = back(claimed);
+                for event in events {
+                    if let Ok(v) = serde_json::to_value(&event) {
+                        back.events.push(v);
+                    }
+                }
+                self.put_back(run_id, back).await;
                 Err(e)
             }
         }
@@ -450,6 +489,13 @@ impl Agent {
             }
             state.gate = None;
             state.policy = Some(self.own_policy());
+            // Calls the run's gate had allowed go through this (tighter) one again:
+            // its denials win, and what it wants a person for waits for one.
+            for call in &mut state.pending {
+                if matches!(call.at, CallState::Approved { person: None }) {
+                    call.at = CallState::New;
+                }
+            }
             return Ok(());
         }
         let mode = match kept.mode.as_str() {

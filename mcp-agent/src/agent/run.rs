@@ -14,7 +14,7 @@ use super::decision::{Outcome, PendingWait};
 use super::events::Event;
 use super::host::AgentTool;
 use super::shared::Agent;
-use super::state::{CallState, PendingCall, RunState, Suspension, STATE_VERSION};
+use super::state::{Asker, CallState, PendingCall, RunState, Suspension, STATE_VERSION};
 use super::util::{now_ms, random_id};
 use super::vault::Answers;
 
@@ -57,6 +57,11 @@ impl Agent {
             standing: Vec::new(),
             lease: Some(self.new_lease()?),
             usage: Usage::default(),
+            seq: 0,
+            saved_as: None,
+            ledger: Vec::new(),
+            sent: Default::default(),
+            spent: Default::default(),
         };
         self.event(&mut state, Event::RunStarted);
         self.drive(state, None).await
@@ -96,6 +101,11 @@ impl Agent {
         let kept = state.clone();
         state.messages.extend(input.messages);
         state.steps = 0;
+        // "Always" for the run ended with it: a follow-up asks again (unless the
+        // application lets them last).
+        if !self.inner.always_outlives_run {
+            state.always.clear();
+        }
         self.event(&mut state, Event::RunContinued);
         self.drive(state, Some(kept)).await
     }
@@ -110,7 +120,7 @@ impl Agent {
         mut state: RunState,
         claimed: Option<RunState>,
     ) -> Result<Outcome> {
-        let ran = state.ran;
+        let (ran, sent) = (state.ran, state.sent.len());
         let before = state.usage;
         let (id, lease) = (state.id.clone(), state.lease.clone());
         // The lease is renewed while the loop works; when another process holds the
@@ -154,7 +164,8 @@ impl Agent {
             Ok(outcome) => Ok(outcome),
             Err(e) if e.is_lease_lost() => Err(e),
             Err(e) => {
-                let claimed = claimed.filter(|_| state.ran == ran);
+                // Put back only when nothing ran and nothing was sent.
+                let claimed = claimed.filter(|_| state.ran == ran && state.sent.len() == sent);
                 self.fail(state, claimed, e).await
             }
         }
@@ -170,7 +181,9 @@ impl Agent {
         let error = crate::error::clip(&e.to_string(), 1000);
         if let Some(mut kept) = claimed {
             // Nothing ran: the same suspension, the same decision to make — or, for a
-            // follow-up, the run finished as it was.
+            // follow-up, the run finished as it was. Its save counter goes on from
+            // the latest save (it is never behind the ledger).
+            kept.seq = kept.seq.max(state.seq);
             let status = if kept.suspension.is_some() {
                 RunStatus::Suspended
             } else {
@@ -227,7 +240,9 @@ impl Agent {
         let mut skills = self.skills().await;
         state.standing = self.standing().await;
         loop {
-            self.settle_unknown(state, &tools);
+            self.settle_unknown(state, &tools).await;
+            // Answered input goes only to the tool that asked, while the gate allows.
+            self.check_answered(state, &tools).await;
             // Approvals whose binding no longer holds go back through the gate.
             self.void_changed(state, &tools);
             self.gate_turn(state, &tools, &mut skills).await?;
@@ -407,13 +422,17 @@ impl Agent {
             }
             state.pending = calls
                 .into_iter()
-                .map(|(id, name, arguments)| PendingCall {
-                    id,
-                    name,
-                    arguments,
-                    at: CallState::New,
+                .map(|(id, name, arguments)| {
+                    Ok(PendingCall {
+                        id,
+                        name,
+                        arguments,
+                        at: CallState::New,
+                        key: random_id()?,
+                        round: 0,
+                    })
                 })
-                .collect();
+                .collect::<Result<_>>()?;
         }
     }
 
@@ -453,9 +472,19 @@ impl Agent {
             .iter()
             .map(|_| random_id())
             .collect::<Result<Vec<_>>>()?;
+        // Whether a person had approved each call (kept with a call that pauses for
+        // input: its answers meet the need for approval again).
+        let approved: Vec<bool> = batch
+            .iter()
+            .map(|&i| match &state.pending[i].at {
+                CallState::Approved { person } => person.is_some(),
+                CallState::Answered { asker, .. } => asker.as_ref().is_some_and(|a| a.approved),
+                _ => false,
+            })
+            .collect();
         let ends = self.run_tools(state, &batch, tools).await?;
         // From the last: removing a call leaves the indices before it as they are.
-        for (&i, end) in batch.iter().zip(ends).rev() {
+        for ((&i, end), approved) in batch.iter().zip(ends).zip(approved).rev() {
             match end {
                 Ok(block) => {
                     state.pending.remove(i);
@@ -465,10 +494,24 @@ impl Agent {
                     let (input, answers) = *paused;
                     let decision = decisions.pop().unwrap_or_default();
                     self.input_requested(state, i, &input, &answers, tools);
+                    // Bound to what it was sent to: the answers go back only there.
+                    let asker = match &state.pending[i].at {
+                        CallState::Executing {
+                            binding: Some(binding),
+                            ..
+                        } => Some(Box::new(Asker {
+                            binding: binding.clone(),
+                            approved,
+                        })),
+                        // Answered elsewhere, lacking an answer here: not sent.
+                        CallState::Answered { asker, .. } => asker.clone(),
+                        _ => None,
+                    };
                     state.pending[i].at = CallState::AwaitingInput {
                         decision,
                         input,
                         answers,
+                        asker,
                     };
                 }
             }

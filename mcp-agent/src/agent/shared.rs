@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, ToolFacts};
 use crate::model::{Block, Message, Model, Role};
-use crate::store::{Claim, Durability, Lease, RunRecord, RunStatus, RunStore};
+use crate::store::{Claim, Durability, Lease, LedgerKind, RunRecord, RunStatus, RunStore};
 
 use super::decision::{Expiry, InputFn};
 use super::events::{Event, EventFn};
@@ -57,6 +57,12 @@ pub(super) struct AgentInner {
     pub(super) on_expiry: Expiry,
     /// How long a hold on a run lasts unless renewed.
     pub(super) lease: std::time::Duration,
+    /// The scope of the standing allowances this agent keeps and uses.
+    pub(super) scope: Option<String>,
+    /// A run's `Always::Run` decisions last through its follow-ups.
+    pub(super) always_outlives_run: bool,
+    /// Allow-listed tools are pinned on first use.
+    pub(super) pin_allow_list: bool,
     pub(super) servers: Vec<Mcp>,
     /// What the loop lists tools from and calls them on: the servers (a scripted
     /// host in the loop's unit tests).
@@ -152,10 +158,24 @@ impl Agent {
         status: RunStatus,
         durability: Durability,
     ) -> Result<()> {
+        // The MAC covers the save counter and the status saved with: an older copy
+        // put back is found by the ledger, a row mixed from two saves by its parts.
+        state.seq += 1;
+        state.saved_as = Some(status);
         let mut state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
         if let Some(key) = &self.inner.integrity {
             key.seal(Sealed::Run, &state.id, &mut state_json)?;
+        }
+        let mut ledger = std::mem::take(&mut state.ledger);
+        for entry in &mut ledger {
+            entry.seq = state.seq;
+            entry.mac = None;
+            if let Some(key) = &self.inner.integrity {
+                let value = serde_json::to_value(&*entry)
+                    .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")))?;
+                entry.mac = Some(key.tag(Sealed::Ledger, &state.id, &value)?);
+            }
         }
         if let Some(lease) = &mut state.lease {
             lease.until = self.lease_end();
@@ -171,18 +191,24 @@ impl Agent {
                     .map_err(|e| Error::store(format!("cannot encode an event: {e}")))?,
             );
         }
-        self.inner
-            .store
-            .save(&RunRecord {
-                id: state.id.clone(),
-                status,
-                suspension,
-                state: state_json,
-                lease: state.lease.clone(),
-                events,
-                durability,
-            })
-            .await?;
+        let record = RunRecord {
+            id: state.id.clone(),
+            status,
+            suspension,
+            state: state_json,
+            lease: state.lease.clone(),
+            events,
+            durability,
+            ledger,
+            first: !state.persisted,
+        };
+        self.inner.store.save(&record).await?;
+        for entry in record.ledger {
+            if entry.kind == LedgerKind::Sent {
+                state.sent.insert(entry.item);
+                state.spent.extend(entry.decision);
+            }
+        }
         state.events.clear();
         state.persisted = true;
         if matches!(
@@ -265,11 +291,14 @@ impl Agent {
             .load(run_id)
             .await?
             .ok_or_else(|| Error::not_suspended(format!("no run {run_id}")))?;
-        self.read(run_id, record.state)
+        self.read(&record)
     }
 
-    /// A stored run's state, checked (its integrity, with a key) and parsed.
-    pub(super) fn read(&self, run_id: &str, mut state: Value) -> Result<RunState> {
+    /// A stored run's state, checked (its integrity, with a key; that its row's
+    /// status and suspension are those it was saved with) and parsed.
+    pub(super) fn read(&self, record: &RunRecord) -> Result<RunState> {
+        let run_id = record.id.as_str();
+        let mut state = record.state.clone();
         if let Some(key) = &self.inner.integrity {
             key.open(Sealed::Run, run_id, &mut state)?;
         } else if let Value::Object(m) = &mut state {
@@ -289,8 +318,62 @@ impl Agent {
                 state.id
             )));
         }
+        // The row's parts come from one save: its status is the one saved (or
+        // `running`, which a claim makes it), a waiting row's suspension the state's.
+        let mixed = match state.saved_as {
+            None => true,
+            Some(saved) => {
+                (record.status != saved && record.status != RunStatus::Running)
+                    || (record.status == RunStatus::Suspended
+                        && record.suspension.as_deref()
+                            != state.suspension.as_ref().map(|s| s.id.as_str()))
+            }
+        };
+        if mixed {
+            return Err(Error::store(format!(
+                "run {run_id}: its row's status or suspension is not the one its state was saved with (the row was put together from different saves, or changed outside the agent); it is not used"
+            )));
+        }
         state.persisted = true;
         Ok(state)
+    }
+
+    /// Reads the run's sent ledger into `state` (what was sent, which decisions are
+    /// spent) and refuses a run whose save counter is behind it: a copy put back
+    /// from before what the ledger records.
+    pub(super) async fn check_ledger(&self, state: &mut RunState) -> Result<()> {
+        let entries = self.inner.store.ledger(&state.id).await?;
+        let mut newest = 0;
+        for mut entry in entries {
+            if let Some(key) = &self.inner.integrity {
+                let tag = entry.mac.take().unwrap_or_default();
+                let value = serde_json::to_value(&entry)
+                    .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")))?;
+                if !key.verify(Sealed::Ledger, &state.id, &value, &tag)? {
+                    return Err(Error::store(format!(
+                        "a ledger entry of run {} failed its integrity check: it was changed outside the agent, or kept without (or with another) integrity key; the run is not used",
+                        state.id
+                    )));
+                }
+            }
+            newest = newest.max(entry.seq);
+            if entry.kind == LedgerKind::Sent {
+                state.spent.extend(entry.decision);
+                state.sent.insert(entry.item);
+            }
+        }
+        if state.seq < newest {
+            let event = Event::RunRolledBack {
+                kept: state.seq,
+                ledger: newest,
+            };
+            self.event(state, event);
+            return Err(Error::rolled_back(format!(
+                "run {} was put back from an older copy: it is at save {}, and its sent ledger records save {newest}; it is refused so that nothing it sent runs again and no decision it spent applies again (cancel or delete it)",
+                state.id, state.seq
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::model::{Block, Message, Usage};
-use crate::store::Lease;
+use crate::store::{Lease, LedgerEntry, RunStatus};
 
 use super::decision::{Allowance, Binding, Pending, PendingWait};
 use super::events::Event;
@@ -20,8 +20,9 @@ use super::vault::Answers;
 pub(super) const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The version of the stored run state this code writes (and the only one it reads).
-/// Version 1 (before batch decisions) kept one flag per fact of a call.
-pub(super) const STATE_VERSION: u32 = 2;
+/// Version 1 (before batch decisions) kept one flag per fact of a call; version 2
+/// had no save counter, sealed status, call keys nor bindings of sent and paused calls.
+pub(super) const STATE_VERSION: u32 = 3;
 
 /// A call of the current model turn that has not ended yet.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,6 +32,20 @@ pub(super) struct PendingCall {
     pub(super) arguments: Value,
     /// Where it stands.
     pub(super) at: CallState,
+    /// A random key of its own (model call ids may repeat across turns): the sent
+    /// ledger names it `key/round`.
+    #[serde(default)]
+    pub(super) key: String,
+    /// How many times it was sent (a call that paused for input is sent again).
+    #[serde(default)]
+    pub(super) round: u32,
+}
+
+impl PendingCall {
+    /// Its item in the sent ledger, for the send about to be made.
+    pub(super) fn ledger_item(&self) -> String {
+        format!("{}/{}", self.key, self.round)
+    }
 }
 
 /// Where one call of the current turn stands. A call moves
@@ -58,7 +73,17 @@ pub(super) enum CallState {
         message: Option<String>,
     },
     /// Sent to this server; its result is not kept yet.
-    Executing { server: String },
+    Executing {
+        server: String,
+        /// What it was sent to: the server, its configuration, the tool's definition
+        /// and the arguments (a recovery resends it only while they are the same).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        binding: Option<Binding>,
+        /// A person had approved it (a need for approval the gate finds again, when
+        /// it is recovered, is met while the binding holds).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        approved: bool,
+    },
     /// Paused for input a server asked for that no callback gave.
     AwaitingInput {
         /// The decision that names it.
@@ -68,12 +93,17 @@ pub(super) enum CallState {
         /// run may keep them.
         #[serde(flatten)]
         answers: Answers,
+        /// The server and tool that asked (the call is sent again only to them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asker: Option<Box<Asker>>,
     },
     /// Input given: it is sent again with the answers.
     Answered {
         input: PendingInput,
         #[serde(flatten)]
         answers: Answers,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asker: Option<Box<Asker>>,
     },
 }
 
@@ -94,6 +124,16 @@ impl CallState {
             _ => None,
         }
     }
+}
+
+/// Who asked for input: the binding of the call as it was sent (server, its
+/// configuration, the tool's definition, the arguments), and whether a person had
+/// approved it (a need for approval the gate finds again is then met).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Asker {
+    pub(super) binding: Binding,
+    #[serde(default)]
+    pub(super) approved: bool,
 }
 
 /// A call waiting for a person's approval: the decision that names it and what the
@@ -121,6 +161,9 @@ pub(super) struct Awaiting {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PersonApproval {
     pub(super) by: String,
+    /// The decision that approved it (the sent ledger records it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) decision: Option<String>,
     /// The call runs on it only while these are the same (tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) binding: Option<Binding>,
@@ -151,6 +194,14 @@ pub(super) struct RunState {
     #[serde(default)]
     pub(super) version: u32,
     pub(super) id: String,
+    /// The save counter: one more at every save (the MAC covers it). A run whose
+    /// counter is behind its sent ledger's was put back from an older copy.
+    #[serde(default)]
+    pub(super) seq: u64,
+    /// The status it was saved with (the MAC covers it; a claim moves the row to
+    /// `running` and nothing else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) saved_as: Option<RunStatus>,
     pub(super) messages: Vec<Message>,
     pub(super) pending: Vec<PendingCall>,
     pub(super) results: Vec<Block>,
@@ -204,6 +255,16 @@ pub(super) struct RunState {
     /// That policy's gate, for this process, when it is not the agent's own.
     #[serde(skip)]
     pub(super) gate: Option<Arc<Gate>>,
+    /// Sent-ledger entries the next save appends.
+    #[serde(skip)]
+    pub(super) ledger: Vec<LedgerEntry>,
+    /// The ledger's `Sent` items, as read when this process took the run up (and
+    /// appended since): a call among them is never sent again.
+    #[serde(skip)]
+    pub(super) sent: std::collections::HashSet<String>,
+    /// The decisions the ledger records as spent (a call they approved was sent).
+    #[serde(skip)]
+    pub(super) spent: std::collections::HashSet<String>,
 }
 
 /// The mode, allow-list and step limit in force for a run.
@@ -242,6 +303,7 @@ impl PendingCall {
                 decision,
                 input,
                 answers,
+                ..
             } => {
                 let requests = input
                     .requests()

@@ -326,10 +326,16 @@ impl Agent {
         }
         let config = self.inner.host.config_fingerprint(tool.server);
         let definition = tool.def.definition_digest();
+        // A standing allowance holds only in its own scope.
         state
             .always
             .iter()
-            .chain(&state.standing)
+            .chain(
+                state
+                    .standing
+                    .iter()
+                    .filter(|a| a.scope == self.inner.scope),
+            )
             .any(|a| a.covers(&tool.facts, &config, &definition))
     }
 }

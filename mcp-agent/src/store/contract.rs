@@ -72,6 +72,73 @@ pub struct RunRecord {
     pub events: Vec<Value>,
     /// How soon the save must be on disk (a load returns [`Durability::Flushed`]).
     pub durability: Durability,
+    /// Entries to append to the run's sent ledger with this save, atomically (a load
+    /// returns none: [`RunStore::ledger`] reads the ledger). An entry whose kind and
+    /// item the ledger holds already fails the whole save (nothing is kept), with an
+    /// error for which `is_rolled_back()` is true.
+    pub ledger: Vec<LedgerEntry>,
+    /// This save creates the run (its first). A later save of a run that is no longer
+    /// kept — it was deleted meanwhile — is refused with an error for which
+    /// `is_deleted()` is true: a deleted run stays deleted.
+    pub first: bool,
+}
+
+/// One entry of a run's **sent ledger**: append-only, never changed nor deleted by
+/// the agent. Before a call is sent, the save that records it as sent appends a
+/// `Sent` entry; the save that keeps a person's decision appends a `Decided` entry.
+/// A call already in the ledger is never sent again and a decision in it never
+/// applies again, whatever the run's row says; a run whose save counter is behind the
+/// ledger's was put back from an older copy, and is refused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LedgerEntry {
+    /// What it records.
+    pub kind: LedgerKind,
+    /// For `Sent`: the call's key and how many times it was sent before (`key/round`);
+    /// for `Decided`: the decision id. Unique in a run's ledger with `kind`.
+    pub item: String,
+    /// The person's decision that approved the call (`Sent`), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// The save counter of the save that appended it.
+    pub seq: u64,
+    /// `hmac-sha256:…` of the entry (with an integrity key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+impl LedgerEntry {
+    /// An entry (the agent MACs it when it has a key).
+    pub fn new(kind: LedgerKind, item: String, decision: Option<String>, seq: u64) -> Self {
+        LedgerEntry {
+            kind,
+            item,
+            decision,
+            seq,
+            mac: None,
+        }
+    }
+}
+
+/// What a [`LedgerEntry`] records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LedgerKind {
+    /// A call was (about to be) sent to its server.
+    Sent,
+    /// A person's decision was applied.
+    Decided,
+}
+
+impl LedgerKind {
+    /// Its name in a store (`sent`, `decided`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LedgerKind::Sent => "sent",
+            LedgerKind::Decided => "decided",
+        }
+    }
 }
 
 /// How soon a save must be on disk: what a power cut (or an operating system crash)
@@ -326,7 +393,12 @@ pub trait RunStore: Send + Sync + 'static {
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>>;
     /// The runs `filter` names, a page at a time.
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>>;
-    /// Forgets the run `id` and its events; `false` when there was none.
+    /// The run's sent ledger, in the order appended (empty for an unknown run): at
+    /// most its first 100,000 entries. Entries outlive [`delete`](Self::delete) and
+    /// [`prune`](Self::prune): the ledger is append-only.
+    fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>>;
+    /// Forgets the run `id` and its events (never its ledger); `false` when there was
+    /// none.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
     /// the epoch), with their events; how many.
@@ -344,6 +416,30 @@ pub trait RunStore: Send + Sync + 'static {
 
 /// The most events of one run a store returns.
 pub(crate) const MAX_EVENTS: usize = 100_000;
+
+/// The most ledger entries of one run a store returns.
+pub(crate) const MAX_LEDGER: usize = 100_000;
+
+/// The error of a save whose ledger entries the ledger holds already.
+pub(crate) fn already_in_ledger(id: &str) -> Error {
+    Error::rolled_back(format!(
+        "run {id}: what this save records as sent or decided is in the run's ledger already — the run was put back from an older copy; nothing is kept"
+    ))
+}
+
+/// The error of a save of a run deleted while this process held it.
+pub(crate) fn deleted(id: &str) -> Error {
+    Error::deleted(format!(
+        "run {id} was deleted while this process held it: it stays deleted, and this process's changes to it are not kept"
+    ))
+}
+
+/// A stored ledger entry's JSON.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn ledger_entry(text: &str) -> Result<LedgerEntry> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored ledger entry cannot be read: {e}")))
+}
 
 /// The most standing allowances a store returns.
 pub(crate) const MAX_ALLOWANCES: usize = 10_000;
@@ -374,6 +470,9 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
         (**self).delete(id)
+    }
+    fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
+        (**self).ledger(id)
     }
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
         (**self).prune(secs)
@@ -423,6 +522,8 @@ pub(super) fn record((id, status, suspension, state, owner, until): Row) -> Resu
             .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
         events: Vec::new(),
         durability: Durability::Flushed,
+        ledger: Vec::new(),
+        first: false,
         lease: owner.map(|owner| Lease {
             owner,
             until: until.unwrap_or(0).max(0) as u64,

@@ -21,6 +21,8 @@ type Kept = (RunRecord, u64, Vec<Value>);
 pub struct MemoryRunStore {
     runs: Mutex<HashMap<String, Kept>>,
     allowances: Mutex<std::collections::BTreeMap<String, Value>>,
+    /// Each run's sent ledger (append-only; outlives the run).
+    ledgers: Mutex<HashMap<String, Vec<LedgerEntry>>>,
     capacity: usize,
 }
 
@@ -39,6 +41,7 @@ impl MemoryRunStore {
         MemoryRunStore {
             runs: Mutex::new(HashMap::new()),
             allowances: Mutex::new(Default::default()),
+            ledgers: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
         }
     }
@@ -54,6 +57,22 @@ impl RunStore for MemoryRunStore {
         if let Some((kept, _, _)) = runs.get(&run.id) {
             if owner(&kept.lease) != owner(&run.lease) {
                 let e = lease_lost(&run.id);
+                return Box::pin(async move { Err(e) });
+            }
+        } else if !run.first {
+            let e = deleted(&run.id);
+            return Box::pin(async move { Err(e) });
+        }
+        let mut ledgers = lock(&self.ledgers);
+        if !run.ledger.is_empty() {
+            let kept = ledgers.get(&run.id).map(Vec::as_slice).unwrap_or_default();
+            let twice = run.ledger.iter().enumerate().any(|(n, e)| {
+                kept.iter()
+                    .chain(&run.ledger[..n])
+                    .any(|k| k.kind == e.kind && k.item == e.item)
+            });
+            if twice || kept.len() + run.ledger.len() > MAX_LEDGER {
+                let e = already_in_ledger(&run.id);
                 return Box::pin(async move { Err(e) });
             }
         }
@@ -81,8 +100,15 @@ impl RunStore for MemoryRunStore {
         // The events are appended to the run's log, in order.
         let mut events = runs.remove(&run.id).map(|(_, _, e)| e).unwrap_or_default();
         events.extend(run.events.iter().cloned());
+        if !run.ledger.is_empty() {
+            ledgers
+                .entry(run.id.clone())
+                .or_default()
+                .extend(run.ledger.iter().cloned());
+        }
         let kept = RunRecord {
             events: Vec::new(),
+            ledger: Vec::new(),
             ..run.clone()
         };
         runs.insert(run.id.clone(), (kept, unix_now(), events));
@@ -106,6 +132,10 @@ impl RunStore for MemoryRunStore {
             .map(|(_, _, e)| e.iter().take(MAX_EVENTS).cloned().collect())
             .unwrap_or_default();
         Box::pin(async move { Ok(events) })
+    }
+    fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
+        let entries = lock(&self.ledgers).get(id).cloned().unwrap_or_default();
+        Box::pin(async move { Ok(entries) })
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
         let gone = lock(&self.runs).remove(id).is_some();

@@ -19,12 +19,10 @@ pub struct PostgresRunStore {
 
 #[cfg(feature = "postgres")]
 impl PostgresRunStore {
-    /// Connects (`postgres://user:password@host/db`) and creates the table when missing.
-    pub async fn connect(url: &str) -> Result<Self> {
-        let pool = PgPool::new(url).map_err(pg)?;
-        pool.create_once(
-            "mcp_agent_runs",
-            "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
+    /// The tables the store uses, as it creates them when missing. An application
+    /// whose role may not create tables (or may only append to the ledger: see
+    /// docs/agent.md, "The sent ledger") has them created with this by an owner.
+    pub const SCHEMA: &'static str = "CREATE TABLE IF NOT EXISTS mcp_agent_runs (
                  id text PRIMARY KEY,
                  status text NOT NULL,
                  state text NOT NULL,
@@ -42,10 +40,42 @@ impl PostgresRunStore {
                  seq bigint NOT NULL,
                  event text NOT NULL,
                  PRIMARY KEY (run_id, seq)
-             );",
-        )
-        .await
-        .map_err(pg)?;
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_ledger (
+                 run_id text NOT NULL,
+                 kind text NOT NULL,
+                 item text NOT NULL,
+                 entry text NOT NULL,
+                 at timestamptz NOT NULL DEFAULT now(),
+                 PRIMARY KEY (run_id, kind, item)
+             );";
+
+    /// Connects (`postgres://user:password@host/db`) and creates the tables when
+    /// missing ([`SCHEMA`](Self::SCHEMA)); when they are all there, it creates
+    /// nothing, so a role that may only use them (not create tables) works.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let pool = PgPool::new(url).map_err(pg)?;
+        let ready = {
+            let client = pool.client().await.map_err(pg)?;
+            let row = client
+                .query_one(
+                    "SELECT to_regclass('mcp_agent_runs') IS NOT NULL
+                        AND to_regclass('mcp_agent_allowances') IS NOT NULL
+                        AND to_regclass('mcp_agent_events') IS NOT NULL
+                        AND to_regclass('mcp_agent_ledger') IS NOT NULL
+                        AND EXISTS (SELECT 1 FROM information_schema.columns
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'lease_until')",
+                    &[],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("looking for the tables", e)))?;
+            row.get::<_, bool>(0)
+        };
+        if !ready {
+            pool.create_once("mcp_agent_runs", Self::SCHEMA)
+                .await
+                .map_err(pg)?;
+        }
         Ok(PostgresRunStore {
             pool: std::sync::Arc::new(pool),
         })
@@ -82,26 +112,53 @@ impl RunStore for PostgresRunStore {
             let state = run.state.to_string();
             let (owner, until) = lease_columns(&run.lease);
             let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
-            // One statement, so one transaction: the state (fenced: a row held by
-            // another lease owner is left as it is) and, only when it was saved, its
-            // events after the last one kept.
+            let (mut kinds, mut items, mut entries) = (Vec::new(), Vec::new(), Vec::new());
+            for e in &run.ledger {
+                kinds.push(e.kind.as_str());
+                items.push(e.item.clone());
+                entries.push(
+                    serde_json::to_string(e)
+                        .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")))?,
+                );
+            }
+            // Only the first save inserts (a later one finds a deleted run deleted);
+            // fenced: a row held by another lease owner is left as it is.
+            let saved = if run.first {
+                "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+                   suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
+                   updated_at = now()
+                 WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
+                 RETURNING id"
+            } else {
+                "UPDATE mcp_agent_runs SET status = $2, state = $3, suspension = $4,
+                   lease_until = $6, updated_at = now()
+                 WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $5::text
+                 RETURNING id"
+            };
+            // One statement, so one transaction: the state and, only when it was
+            // saved, its events after the last one kept and its ledger entries (one
+            // the ledger holds already fails the whole statement).
+            let sql = format!(
+                "WITH saved AS ({saved}),
+                 last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM mcp_agent_events WHERE run_id = $1),
+                 appended AS (
+                   INSERT INTO mcp_agent_events (run_id, seq, event)
+                   SELECT saved.id, last.seq + e.n, e.event
+                   FROM saved, last, unnest($7::text[]) WITH ORDINALITY AS e(event, n)
+                   RETURNING 1),
+                 ledgered AS (
+                   INSERT INTO mcp_agent_ledger (run_id, kind, item, entry)
+                   SELECT saved.id, l.kind, l.item, l.entry
+                   FROM saved, unnest($8::text[], $9::text[], $10::text[]) AS l(kind, item, entry)
+                   RETURNING 1)
+                 SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM mcp_agent_runs WHERE id = $1),
+                        (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered)"
+            );
             let row = client
                 .query_one(
-                    "WITH saved AS (
-                       INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
-                       VALUES ($1, $2, $3, $4, $5, $6)
-                       ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
-                         suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
-                         updated_at = now()
-                       WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
-                       RETURNING id),
-                     last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM mcp_agent_events WHERE run_id = $1),
-                     appended AS (
-                       INSERT INTO mcp_agent_events (run_id, seq, event)
-                       SELECT saved.id, last.seq + e.n, e.event
-                       FROM saved, last, unnest($7::text[]) WITH ORDINALITY AS e(event, n)
-                       RETURNING 1)
-                     SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM appended)",
+                    &sql,
                     &[
                         &run.id,
                         &run.status.as_str(),
@@ -110,15 +167,46 @@ impl RunStore for PostgresRunStore {
                         &owner,
                         &until,
                         &events,
+                        &kinds,
+                        &items,
+                        &entries,
                     ],
                 )
-                .await
-                .map_err(|e| pg(PgPool::error("saving a run", e)))?;
-            let n: i64 = row.get(0);
+                .await;
+            let row = match row {
+                Ok(row) => row,
+                Err(e)
+                    if e.code()
+                        == Some(&mcp_runtime_core::postgres::tokio_postgres::error::SqlState::UNIQUE_VIOLATION)
+                        && !run.ledger.is_empty() =>
+                {
+                    return Err(already_in_ledger(&run.id));
+                }
+                Err(e) => return Err(pg(PgPool::error("saving a run", e))),
+            };
+            let (n, kept): (i64, i64) = (row.get(0), row.get(1));
             if n == 0 {
-                return Err(lease_lost(&run.id));
+                return Err(if kept == 0 && !run.first {
+                    deleted(&run.id)
+                } else {
+                    lease_lost(&run.id)
+                });
             }
             Ok(())
+        })
+    }
+
+    fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
+        Box::pin(async move {
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT entry FROM mcp_agent_ledger WHERE run_id = $1 ORDER BY at, item LIMIT $2",
+                    &[&id, &(MAX_LEDGER as i64)],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("reading the ledger", e)))?;
+            rows.iter().map(|r| ledger_entry(r.get(0))).collect()
         })
     }
 

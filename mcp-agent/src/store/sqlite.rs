@@ -69,6 +69,14 @@ impl SqliteRunStore {
                  seq INTEGER NOT NULL,
                  event TEXT NOT NULL,
                  PRIMARY KEY (run_id, seq)
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_ledger (
+                 run_id TEXT NOT NULL,
+                 kind TEXT NOT NULL,
+                 item TEXT NOT NULL,
+                 entry TEXT NOT NULL,
+                 at INTEGER NOT NULL,
+                 PRIMARY KEY (run_id, kind, item)
              );",
         )
         .map_err(|e| store.fail(e))?;
@@ -152,6 +160,9 @@ struct SaveRow {
     suspension: Option<String>,
     owner: Option<String>,
     until: Option<i64>,
+    first: bool,
+    /// The ledger entries: kind, item, entry.
+    ledger: Vec<(&'static str, String, String)>,
 }
 
 /// One save: the state (fenced by its lease) and its events, in one transaction.
@@ -166,9 +177,10 @@ fn save(
     // (a deferred one could fail to upgrade while another process writes).
     let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
         .map_err(|e| s.fail(e))?;
-    // Fenced: a row held by another lease owner is left as it is.
-    let n = tx
-        .prepare_cached(
+    // Fenced: a row held by another lease owner is left as it is. Only the first
+    // save inserts: a later one finds the run deleted, and leaves it deleted.
+    let n = if r.first {
+        tx.prepare_cached(
             "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
@@ -179,9 +191,45 @@ fn save(
         .and_then(|mut upsert| {
             upsert.execute(rusqlite::params![r.id, r.status, r.state, now(), r.suspension, r.owner, r.until])
         })
-        .map_err(|e| s.fail(e))?;
+    } else {
+        tx.prepare_cached(
+            "UPDATE mcp_agent_runs SET status = ?2, state = ?3, updated_at = ?4, suspension = ?5,
+               lease_until = ?7
+             WHERE id = ?1 AND lease_owner IS ?6",
+        )
+        .and_then(|mut update| {
+            update.execute(rusqlite::params![r.id, r.status, r.state, now(), r.suspension, r.owner, r.until])
+        })
+    }
+    .map_err(|e| s.fail(e))?;
     if n == 0 {
-        return Err(lease_lost(&r.id));
+        let kept: i64 = tx
+            .prepare_cached("SELECT COUNT(*) FROM mcp_agent_runs WHERE id = ?1")
+            .and_then(|mut q| q.query_row([&r.id], |row| row.get(0)))
+            .map_err(|e| s.fail(e))?;
+        return Err(if kept == 0 {
+            deleted(&r.id)
+        } else {
+            lease_lost(&r.id)
+        });
+    }
+    if !r.ledger.is_empty() {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO mcp_agent_ledger (run_id, kind, item, entry, at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(|e| s.fail(e))?;
+        for (kind, item, entry) in &r.ledger {
+            match insert.execute(rusqlite::params![r.id, kind, item, entry, now()]) {
+                Ok(_) => {}
+                Err(rusqlite::Error::SqliteFailure(f, _))
+                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                {
+                    return Err(already_in_ledger(&r.id));
+                }
+                Err(e) => return Err(s.fail(e)),
+            }
+        }
     }
     if !events.is_empty() {
         let last: i64 = tx
@@ -216,6 +264,16 @@ impl RunStore for SqliteRunStore {
         let (owner, until) = lease_columns(&run.lease);
         let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
         let deferred = run.durability == Durability::Deferred;
+        let first = run.first;
+        let mut ledger = Vec::with_capacity(run.ledger.len());
+        for e in &run.ledger {
+            let entry = serde_json::to_string(e)
+                .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")));
+            match entry {
+                Ok(entry) => ledger.push((e.kind.as_str(), e.item.clone(), entry)),
+                Err(e) => return Box::pin(async move { Err(e) }),
+            }
+        }
         Box::pin(self.blocking(move |s, c| {
             let row = SaveRow {
                 id,
@@ -224,6 +282,8 @@ impl RunStore for SqliteRunStore {
                 suspension,
                 owner,
                 until,
+                first,
+                ledger,
             };
             if !deferred {
                 return save(s, c, &row, &events);
@@ -260,6 +320,27 @@ impl RunStore for SqliteRunStore {
             let mut out = Vec::new();
             for row in rows {
                 out.push(event_value(&row.map_err(|e| s.fail(e))?)?);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
+        let id = id.to_owned();
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT entry FROM mcp_agent_ledger WHERE run_id = ?1 ORDER BY rowid LIMIT ?2",
+                )
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map(rusqlite::params![id, MAX_LEDGER as i64], |r| {
+                    r.get::<_, String>(0)
+                })
+                .map_err(|e| s.fail(e))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(ledger_entry(&row.map_err(|e| s.fail(e))?)?);
             }
             Ok(out)
         }))

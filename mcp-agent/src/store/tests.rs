@@ -19,6 +19,8 @@ async fn claims_once(store: &dyn RunStore) {
         lease: None,
         events: Vec::new(),
         durability: Default::default(),
+        ledger: Vec::new(),
+        first: true,
     };
     store.save(&run).await.unwrap();
     // Another suspension of the same run, or a retry, takes nothing.
@@ -64,6 +66,8 @@ async fn claims_once(store: &dyn RunStore) {
             lease: first.lease.clone(),
             events: Vec::new(),
             durability: Default::default(),
+            ledger: Vec::new(),
+            first: true,
         })
         .await
         .unwrap();
@@ -95,6 +99,8 @@ async fn the_memory_store_is_bounded() {
         lease: None,
         events: Vec::new(),
         durability: Default::default(),
+        ledger: Vec::new(),
+        first: true,
     };
     store.save(&run("a", RunStatus::Suspended)).await.unwrap();
     store.save(&run("b", RunStatus::Suspended)).await.unwrap();
@@ -131,6 +137,8 @@ async fn sqlite_claims_once_even_when_many_try_at_once() {
             lease: None,
             events: Vec::new(),
             durability: Default::default(),
+            ledger: Vec::new(),
+            first: true,
         })
         .await
         .unwrap();
@@ -196,6 +204,8 @@ async fn sqlite_defers_only_the_save_it_is_asked_to() {
             lease: None,
             events: vec![json!({"event": "after_tool_call"})],
             durability: Durability::Deferred,
+            ledger: Vec::new(),
+            first: true,
         })
         .await
         .unwrap();

@@ -289,6 +289,8 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
             lease: None,
             events: Vec::new(),
             durability: Default::default(),
+            ledger: Vec::new(),
+            first: true,
         })
         .await
         .unwrap();

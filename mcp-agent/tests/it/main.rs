@@ -254,6 +254,7 @@ fn secrets_never_reach_logs_events_or_the_store() {
 
 mod applications;
 mod batch;
+mod bindings;
 mod decisions;
 mod gate;
 mod gate_props;
@@ -261,6 +262,7 @@ mod inbox;
 mod models;
 mod real_llm;
 mod recovery;
+mod rollback;
 mod seams;
 mod security;
 mod settings;

@@ -43,6 +43,8 @@ fn running(state: Value, lease: Option<Lease>) -> RunRecord {
         lease: None,
         events: Vec::new(),
         durability: Default::default(),
+        ledger: Vec::new(),
+        first: true,
     };
     r.lease = lease;
     r
@@ -552,6 +554,12 @@ impl RunStore for Spy {
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<bool>> {
         self.inner.delete(id)
+    }
+    fn ledger<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> BoxFuture<'a, mcp_agent::Result<Vec<mcp_agent::LedgerEntry>>> {
+        self.inner.ledger(id)
     }
     fn prune(&self, secs: u64) -> BoxFuture<'_, mcp_agent::Result<u64>> {
         self.inner.prune(secs)

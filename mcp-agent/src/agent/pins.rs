@@ -1,0 +1,140 @@
+//! Pinned definitions of allow-listed tools ([`AgentBuilder::pin_allow_list`](crate::AgentBuilder::pin_allow_list)):
+//! trust on first use, kept in the store under the integrity MAC. A tool whose
+//! definition or server changed since it was pinned is no longer allowed by the
+//! allow-list alone.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+use super::host::AgentTool;
+use super::integrity::{Sealed, INTEGRITY_FIELD};
+use super::shared::Agent;
+use super::util::now;
+
+/// The definition an allow-listed tool had when it was first used
+/// ([`AgentBuilder::pin_allow_list`](crate::AgentBuilder::pin_allow_list)): its
+/// server, the server's configuration and the tool's definition digest. Kept in the
+/// store beside the standing allowances (MACed, with an integrity key).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Pin {
+    /// Its id ([`Agent::unpin`]); `pin:` and a digest of scope, server and tool.
+    pub id: String,
+    /// The server's name.
+    pub server: String,
+    /// The server's configuration when pinned.
+    pub server_config: String,
+    /// The tool's model-facing name.
+    pub tool: String,
+    /// The tool's definition digest when pinned.
+    pub definition: String,
+    /// When it was pinned (seconds since the epoch).
+    pub at: u64,
+    /// The agent's scope ([`AgentBuilder::scope`](crate::AgentBuilder::scope)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Where pins' ids begin (the allowances' are `sha256:` digests).
+pub(super) const PIN_PREFIX: &str = "pin:";
+
+impl Agent {
+    /// The pinned definitions of allow-listed tools, for this agent's scope. With an
+    /// integrity key, one that fails its check is left out (and logged) — and a call
+    /// of its tool is then refused, as for a changed definition.
+    pub async fn pins(&self) -> Result<Vec<Pin>> {
+        let mut out = Vec::new();
+        for mut kept in self.inner.store.allowances().await? {
+            let id = kept
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !id.starts_with(PIN_PREFIX) {
+                continue;
+            }
+            if let Some(key) = &self.inner.integrity {
+                if let Err(e) = key.open(Sealed::Pin, &id, &mut kept) {
+                    tracing::warn!(error = %e, "a pinned tool definition is ignored");
+                    continue;
+                }
+            } else if let Value::Object(m) = &mut kept {
+                m.remove(INTEGRITY_FIELD);
+            }
+            match serde_json::from_value::<Pin>(kept) {
+                Ok(p) if p.id == id && p.scope == self.inner.scope => out.push(p),
+                Ok(_) => {}
+                Err(_) => {
+                    tracing::warn!(pin = %id, "a pinned tool definition cannot be read; it is ignored")
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets a pin: the next call of its tool pins the definition in force then.
+    /// `false` when there was none.
+    pub async fn unpin(&self, id: &str) -> Result<bool> {
+        if !id.starts_with(PIN_PREFIX) {
+            return Ok(false);
+        }
+        self.inner.store.delete_allowance(id).await
+    }
+
+    /// With pinning on, for a call the allow-list allows: `None` when `tool` is as
+    /// pinned (or is pinned now, on its first use), else what changed.
+    pub(super) async fn pin_changed(&self, tool: &AgentTool) -> Result<Option<String>> {
+        let server = tool.facts.server.clone();
+        let config = self.inner.host.config_fingerprint(tool.server);
+        let definition = tool.def.definition_digest();
+        let id = format!(
+            "{PIN_PREFIX}{}",
+            mcp_runtime::digest::sha256_json(&serde_json::json!([
+                self.inner.scope,
+                server,
+                tool.facts.name
+            ]))
+        );
+        // A pin kept but unreadable (its MAC fails) is not a first use.
+        let kept = self.inner.store.allowances().await?;
+        let stored = kept
+            .iter()
+            .any(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
+        let pinned = self.pins().await?.into_iter().find(|p| p.id == id);
+        match pinned {
+            Some(p) if p.server_config != config => Ok(Some(format!(
+                "server `{server}` is started or reached differently than when `{}` was pinned",
+                tool.facts.name
+            ))),
+            Some(p) if p.definition != definition => Ok(Some(format!(
+                "the definition of `{}` changed since it was pinned",
+                tool.facts.name
+            ))),
+            Some(_) => Ok(None),
+            None if stored => Ok(Some(format!(
+                "the pinned definition of `{}` failed its integrity check",
+                tool.facts.name
+            ))),
+            None => {
+                let pin = Pin {
+                    id: id.clone(),
+                    server,
+                    server_config: config,
+                    tool: tool.facts.name.clone(),
+                    definition,
+                    at: now(),
+                    scope: self.inner.scope.clone(),
+                };
+                let mut value = serde_json::to_value(&pin)
+                    .map_err(|e| Error::store(format!("cannot encode a pin: {e}")))?;
+                if let Some(key) = &self.inner.integrity {
+                    key.seal(Sealed::Pin, &id, &mut value)?;
+                }
+                self.inner.store.save_allowance(&id, &value).await?;
+                Ok(None)
+            }
+        }
+    }
+}
