@@ -3,7 +3,10 @@
 //! written `sha256:` and 64 lowercase hex digits. Used for a tool's definition
 //! ([`McpTool::definition_digest`](crate::McpTool::definition_digest)), a server's
 //! configuration ([`Mcp::config_fingerprint`](crate::Mcp::config_fingerprint)), a
-//! call's arguments, and a skill's fingerprint.
+//! call's arguments, and a skill's fingerprint. A value that may be a secret (an
+//! environment variable's, a header's) enters a digest only as its HMAC-SHA-256 under
+//! a key the application chooses
+//! ([`Mcp::config_fingerprint_keyed`](crate::Mcp::config_fingerprint_keyed)).
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -36,6 +39,19 @@ pub fn sha256_json(v: &Value) -> String {
     )
 }
 
+/// HMAC-SHA-256 of `value` under `key`, as lowercase hex: how a value that may be a
+/// secret enters a digest. Any key length works (an empty key too).
+pub(crate) fn hmac_sha256_hex(key: &[u8], value: &[u8]) -> String {
+    use hmac::Mac as _;
+    // HMAC takes a key of any length, so this never fails; were it to, the value
+    // would be left out (a constant in its place), never put in clear.
+    let Ok(mut mac) = <hmac::Hmac<Sha256> as hmac::Mac>::new_from_slice(key) else {
+        return String::from("unkeyed");
+    };
+    mac.update(value);
+    hex(&mac.finalize().into_bytes())
+}
+
 /// `bytes` as lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -63,5 +79,16 @@ mod tests {
             sha256_json(&json!({"b": 2, "a": {"x": null, "y": [1, "x"]}}))
         );
         assert!(sha256_json(&a).starts_with("sha256:") && sha256_json(&a).len() == 71);
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_and_depends_on_the_key() {
+        // RFC 4231, test case 2.
+        assert_eq!(
+            hmac_sha256_hex(b"Jefe", b"what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+        assert_ne!(hmac_sha256_hex(b"", b"v"), hmac_sha256_hex(b"k", b"v"));
+        assert_eq!(hmac_sha256_hex(b"", b"v").len(), 64);
     }
 }

@@ -37,7 +37,7 @@ pub struct McpBuilder {
     pub(super) connect: Connect,
     pub(super) directory: Option<String>,
     pub(super) env: Vec<(String, ArgEnv)>,
-    pub(super) headers: Vec<(String, Shared<Option<String>>)>,
+    pub(super) headers: Vec<(String, ArgHeader)>,
     pub(super) bearer: Option<Shared<Option<String>>>,
     pub(super) timeout: Option<Duration>,
     pub(super) log_level: Option<LogLevel>,
@@ -69,6 +69,14 @@ pub struct McpBuilder {
 pub(super) enum ArgEnv {
     Fixed(String),
     Computed(Shared<String>),
+}
+
+/// A header's value: the same for every request (part of the configuration
+/// fingerprint, keyed), or computed for every request.
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(super) enum ArgHeader {
+    Fixed(String),
+    Computed(Shared<Option<String>>),
 }
 
 impl fmt::Debug for McpBuilder {
@@ -170,9 +178,10 @@ impl McpBuilder {
         self
     }
     /// An HTTP header sent with every request.
-    pub fn header(self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        let v = value.into();
-        self.header_with(name, move || Some(v.clone()))
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .push((name.into(), ArgHeader::Fixed(value.into())));
+        self
     }
     /// An HTTP header computed for every request.
     pub fn header_with(
@@ -180,7 +189,8 @@ impl McpBuilder {
         name: impl Into<String>,
         value: impl Fn() -> Option<String> + Send + Sync + 'static,
     ) -> Self {
-        self.headers.push((name.into(), Arc::new(value)));
+        self.headers
+            .push((name.into(), ArgHeader::Computed(Arc::new(value))));
         self
     }
     /// The bearer token.
@@ -489,8 +499,10 @@ impl McpBuilder {
                     c = c.env(k, v);
                 }
                 if !computed.is_empty() {
-                    c = c
-                        .env_with(move || computed.iter().map(|(k, f)| (k.clone(), f())).collect());
+                    let names = computed.iter().map(|(k, _)| k.clone()).collect();
+                    c = c.env_with_named(names, move || {
+                        computed.iter().map(|(k, f)| (k.clone(), f())).collect()
+                    });
                 }
                 Connect::Stdio(Box::new(c))
             }
@@ -500,8 +512,11 @@ impl McpBuilder {
                 if let Some(n) = self.max_message_size {
                     c = c.max_message_size(n);
                 }
-                for (name, f) in self.headers {
-                    c = c.header_with(name, move || f());
+                for (name, v) in self.headers {
+                    c = match v {
+                        ArgHeader::Fixed(v) => c.header(name, v),
+                        ArgHeader::Computed(f) => c.header_with(name, move || f()),
+                    };
                 }
                 if let Some(b) = self.bearer {
                     c = c.bearer_token_with(move || {

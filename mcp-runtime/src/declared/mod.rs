@@ -79,26 +79,44 @@ impl Mcp {
         &self.spec.name
     }
 
-    /// A digest of how this server is reached (see [`crate::digest`]): for a stdio
-    /// server its program, arguments and working directory; for an HTTP server its
-    /// URL without userinfo or query; for a custom transport its name. Never an
-    /// environment value, a header, a token or a password. Two configurations that
-    /// start or reach a server differently have different fingerprints: an agent binds
-    /// a person's approval to it.
+    /// A digest of which server this is and how it is started or reached (see
+    /// [`crate::digest`]): [`config_fingerprint_keyed`](Self::config_fingerprint_keyed)
+    /// with an empty key. Two configurations that start or reach a server differently —
+    /// another program, argument, folder, URL, environment value or header value — have
+    /// different fingerprints: an agent binds a person's approval to it.
+    ///
+    /// No value is in it in clear, but with an empty key anyone can compute the digest
+    /// of a guess: a low-entropy environment or header value (a short tenant id, a
+    /// database URL that follows a pattern) could be confirmed from a stored
+    /// fingerprint. An application that stores fingerprints should key them
+    /// ([`config_fingerprint_keyed`](Self::config_fingerprint_keyed)).
     pub fn config_fingerprint(&self) -> String {
+        self.config_fingerprint_keyed(b"")
+    }
+
+    /// A digest of which server this is and how it is started or reached, with every
+    /// environment and header value keyed by `key` (see [`crate::digest`]). It covers,
+    /// for a stdio server, its program, arguments and working directory, the names of
+    /// the variables it inherits and whether it inherits the whole environment, and for
+    /// each variable set ([`env`](McpBuilder::env)) its name and the HMAC-SHA-256 of
+    /// its value under `key`; for an HTTP server, its URL without userinfo or query,
+    /// the HMAC-SHA-256 of its query (a query may carry a tenant or a key), each
+    /// static header's name and the HMAC-SHA-256 of its value, and whether a bearer
+    /// token is configured; for a custom transport, the server's name. A value
+    /// computed at start or per request ([`env_with`](McpBuilder::env_with),
+    /// [`header_with`](McpBuilder::header_with)) counts by its name only, and the
+    /// bearer token never (it rotates; it is not part of which server this is).
+    ///
+    /// Never a value in clear; the same configuration and key give the same
+    /// fingerprint in every process, and two keys give two fingerprints.
+    pub fn config_fingerprint_keyed(&self, key: &[u8]) -> String {
+        #[cfg(not(any(feature = "stdio", feature = "http")))]
+        let _ = key;
         let described = match &self.spec.connect {
             #[cfg(feature = "stdio")]
-            Connect::Stdio(c) => serde_json::json!({
-                "kind": "stdio",
-                "program": c.program(),
-                "args": c.arguments(),
-                "directory": c.working_directory().map(|d| d.display().to_string()),
-            }),
+            Connect::Stdio(c) => c.fingerprint(key),
             #[cfg(feature = "http")]
-            Connect::Http(c) => serde_json::json!({
-                "kind": "http",
-                "url": crate::url_rule::redact(c.url()),
-            }),
+            Connect::Http(c) => c.fingerprint(key),
             Connect::Custom(_) => serde_json::json!({"kind": "custom", "name": self.spec.name}),
             Connect::Missing => serde_json::json!({"kind": "none"}),
         };
@@ -332,6 +350,7 @@ impl Mcp {
                 server_name: Some(tool.name.clone()),
                 definition: Some(tool),
                 approvals: spec.approvals.clone(),
+                fixed: shape.and_then(ToolShape::fixed_description),
                 owner: Some(self.downgrade()),
             });
         }
@@ -350,6 +369,7 @@ impl Mcp {
                 app_only: false,
                 definition: Some(def),
                 approvals: spec.approvals.clone(),
+                fixed: None,
                 owner: Some(self.downgrade()),
             });
         }

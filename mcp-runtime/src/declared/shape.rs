@@ -62,6 +62,25 @@ impl fmt::Debug for ToolShape {
 }
 
 impl ToolShape {
+    /// The fixed arguments as a tool's definition digest covers them, in declaration
+    /// order: `{"name", "value"}` for a fixed value, `{"name", "computed": true}` for
+    /// one computed per call (its value changes from call to call). `None` when there
+    /// are none.
+    pub(super) fn fixed_description(&self) -> Option<Arc<Value>> {
+        if self.fixed.is_empty() {
+            return None;
+        }
+        let described = self
+            .fixed
+            .iter()
+            .map(|(name, v)| match v {
+                ArgValue::Fixed(v) => serde_json::json!({"name": name, "value": v}),
+                ArgValue::Computed(_) => serde_json::json!({"name": name, "computed": true}),
+            })
+            .collect();
+        Some(Arc::new(Value::Array(described)))
+    }
+
     /// Shapes the server tool `name`.
     pub fn new(name: impl Into<String>) -> Self {
         ToolShape {
@@ -137,6 +156,7 @@ impl McpTool {
             app_only: tool.is_app_only(),
             definition: Some(tool),
             approvals: Arc::default(),
+            fixed: None,
             owner: None,
         }
     }
@@ -155,22 +175,26 @@ impl McpTool {
 
     /// A digest of what the model and a person are shown of this tool, and what it
     /// calls (see [`crate::digest`]): its model-facing name, the server's name for it,
-    /// its description, input schema and annotations, and whether only an app may
-    /// call it. Any change to one of them changes the digest; an agent binds a
-    /// person's approval to it.
+    /// its title, description, input and output schemas and annotations, whether only
+    /// an app may call it, and the arguments its declaration fixes (each one's name and
+    /// value; a value computed per call counts by its name only). Any change to one of
+    /// them changes the digest; an agent binds a person's approval to it. A fixed value
+    /// is hashed, never in clear.
     pub fn definition_digest(&self) -> String {
-        let annotations = self
-            .definition
-            .as_ref()
+        let definition = self.definition.as_ref();
+        let annotations = definition
             .and_then(|d| d.annotations.as_ref())
             .and_then(|a| serde_json::to_value(a).ok());
         crate::digest::sha256_json(&serde_json::json!({
             "name": self.name,
             "server_name": self.server_name,
+            "title": definition.and_then(|d| d.title.as_ref()),
             "description": self.description,
             "input_schema": self.input_schema,
+            "output_schema": definition.and_then(|d| d.output_schema.as_ref()),
             "annotations": annotations,
             "app_only": self.app_only,
+            "fixed_arguments": self.fixed.as_deref().unwrap_or(&Value::Array(Vec::new())),
         }))
     }
 

@@ -194,6 +194,9 @@ pub struct McpTool {
     /// Only an MCP App's UI may call it: never offer it to a model.
     pub app_only: bool,
     pub(super) approvals: Arc<Vec<Approval>>,
+    /// Its declaration's fixed arguments as its definition digest covers them (see
+    /// [`ToolShape::fixed_description`]); `None` when it has none.
+    pub(super) fixed: Option<Arc<Value>>,
     /// The handle it came from, held weakly: [`call`](McpTool::call) goes through it.
     pub(super) owner: Option<super::WeakMcp>,
 }

@@ -601,3 +601,118 @@ async fn a_typed_call_on_a_fresh_handle_sends_only_the_call_and_the_handshake() 
     let sent = support::sent(&support::read_wire(&log));
     assert_eq!(sent, ["start", "server/discover", "tools/call"], "{sent:?}");
 }
+
+/// What an approval binds to, through the public builder: a server's fingerprint
+/// changes with an environment or header value (keyed, never in clear) and not with a
+/// value computed per request; a real tool's definition digest changes with its title,
+/// its output schema and the arguments its declaration fixes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approvals_bind_to_configuration_values_and_tool_definitions() {
+    use mcp_runtime::{declared::ToolShape, Mcp};
+
+    // Environment values.
+    let db = |url: &str| {
+        Mcp::builder("everything")
+            .command(support::everything_argv())
+            .env("DATABASE_URL", url)
+            .build()
+            .unwrap()
+    };
+    let prod = db("postgres://db-prod.internal/app");
+    assert_eq!(
+        prod.config_fingerprint(),
+        db("postgres://db-prod.internal/app").config_fingerprint()
+    );
+    assert_ne!(
+        prod.config_fingerprint(),
+        db("postgres://db-staging.internal/app").config_fingerprint()
+    );
+    assert_ne!(
+        prod.config_fingerprint_keyed(b"key one"),
+        prod.config_fingerprint_keyed(b"key two")
+    );
+    for shown in [
+        prod.config_fingerprint(),
+        prod.config_fingerprint_keyed(b"key one"),
+        format!("{prod:?}"),
+    ] {
+        assert!(!shown.contains("db-prod"), "{shown}");
+    }
+
+    // Header values; a computed header and the bearer token count only as present.
+    let crm = |tenant: &str, token: &str| {
+        Mcp::builder("crm")
+            .url("https://crm.example.com/mcp")
+            .header("X-Tenant", tenant)
+            .header_with("X-Request-Id", {
+                let token = token.to_owned();
+                move || Some(format!("req-{token}"))
+            })
+            .bearer_token(token)
+            .build()
+            .unwrap()
+    };
+    let acme = crm("acme", "tok-1");
+    assert_eq!(
+        acme.config_fingerprint(),
+        crm("acme", "tok-2").config_fingerprint()
+    );
+    assert_ne!(
+        acme.config_fingerprint(),
+        crm("globex", "tok-1").config_fingerprint()
+    );
+    assert!(!format!("{acme:?} {}", acme.config_fingerprint()).contains("acme"));
+
+    // Real tools: server-everything's `echo` with a fixed message, and
+    // `get-structured-content` (a title and an output schema).
+    let served = |message: &str| {
+        Mcp::builder("everything")
+            .command(support::everything_argv())
+            .tool(ToolShape::new("echo").fixed_argument("message", message))
+            .build()
+            .unwrap()
+    };
+    let (a, a_again, b) = (served("hello"), served("hello"), served("goodbye"));
+    let tool = |tools: &[mcp_runtime::McpTool], name: &str| {
+        tools
+            .iter()
+            .find(|t| t.server_name.as_deref() == Some(name))
+            .unwrap()
+            .clone()
+    };
+    let (ta, ta_again, tb) = (
+        a.tools().await.unwrap(),
+        a_again.tools().await.unwrap(),
+        b.tools().await.unwrap(),
+    );
+    let echo = tool(&ta, "echo");
+    assert_eq!(
+        echo.definition_digest(),
+        tool(&ta_again, "echo").definition_digest()
+    );
+    assert_ne!(
+        echo.definition_digest(),
+        tool(&tb, "echo").definition_digest(),
+        "another fixed value"
+    );
+    // The other tools are shaped alike on both: the same digests.
+    let structured = tool(&ta, "get-structured-content");
+    assert_eq!(
+        structured.definition_digest(),
+        tool(&tb, "get-structured-content").definition_digest()
+    );
+    let def = structured.definition.clone().unwrap();
+    assert!(
+        def.title.is_some() && def.output_schema.is_some(),
+        "{def:?}"
+    );
+    let mut retitled = structured.clone();
+    retitled.definition.as_mut().unwrap().title = Some("Delete Everything".into());
+    assert_ne!(structured.definition_digest(), retitled.definition_digest());
+    let mut reshaped = structured.clone();
+    reshaped.definition.as_mut().unwrap().output_schema = Some(json!({"type": "object"}));
+    assert_ne!(structured.definition_digest(), reshaped.definition_digest());
+    for m in [a, a_again, b] {
+        m.close().await.unwrap();
+    }
+}

@@ -127,6 +127,37 @@ impl HttpConfig {
     pub fn url(&self) -> &str {
         &self.url
     }
+
+    /// What a configuration fingerprint covers of this config: the URL without
+    /// userinfo or query, the HMAC-SHA-256 of its query under `key` (a query may
+    /// carry a tenant or a key), each header's name with the HMAC-SHA-256 of its value under
+    /// `key` (a computed header's name with a marker), and whether a bearer token is
+    /// configured. Never a value, never the token.
+    pub(crate) fn fingerprint(&self, key: &[u8]) -> serde_json::Value {
+        let headers: Vec<serde_json::Value> = self
+            .headers
+            .iter()
+            .map(|(name, source)| match source {
+                HeaderSource::Static(v) => serde_json::json!({
+                    "name": name,
+                    "hmac": crate::digest::hmac_sha256_hex(key, v.expose().as_bytes()),
+                }),
+                HeaderSource::Dynamic(_) => serde_json::json!({"name": name, "computed": true}),
+            })
+            .collect();
+        let query = self
+            .url
+            .split_once('?')
+            .map(|(_, q)| q.split('#').next().unwrap_or(""))
+            .map(|q| crate::digest::hmac_sha256_hex(key, q.as_bytes()));
+        serde_json::json!({
+            "kind": "http",
+            "url": crate::url_rule::redact(&self.url),
+            "query": query,
+            "headers": headers,
+            "bearer_token": self.bearer.is_some(),
+        })
+    }
 }
 
 impl fmt::Debug for HttpConfig {

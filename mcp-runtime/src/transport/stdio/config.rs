@@ -19,6 +19,9 @@ pub struct StdioConfig {
     pub(super) directory: Option<PathBuf>,
     pub(super) env: Vec<(String, String)>,
     pub(super) env_providers: Vec<EnvProvider>,
+    /// The names of the variables the providers compute, where known (a declared
+    /// server's `env_with`): part of its configuration fingerprint.
+    pub(super) env_computed: Vec<String>,
     pub(super) name: String,
     pub(super) close_grace: Duration,
     pub(super) max_message_size: usize,
@@ -43,6 +46,7 @@ impl StdioConfig {
             directory: None,
             env: Vec::new(),
             env_providers: Vec::new(),
+            env_computed: Vec::new(),
             close_grace: Duration::from_secs(2),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             inherit_all: false,
@@ -136,6 +140,50 @@ impl StdioConfig {
         self
     }
 
+    /// [`env_with`](Self::env_with) for a provider that computes the variables
+    /// `names` (a declared server's `env_with`), so that the fingerprint can name them.
+    pub(crate) fn env_with_named(
+        mut self,
+        names: Vec<String>,
+        provider: impl Fn() -> Vec<(String, String)> + Send + Sync + 'static,
+    ) -> Self {
+        self.env_computed.extend(names);
+        self.env_providers.push(Arc::new(provider));
+        self
+    }
+
+    /// What a configuration fingerprint covers of this config: program, arguments,
+    /// working directory, the inherited variables' names, whether the whole
+    /// environment is inherited, and each set variable's name with the HMAC-SHA-256 of
+    /// its value under `key` (a computed one's name with a marker). Never a value.
+    pub(crate) fn fingerprint(&self, key: &[u8]) -> serde_json::Value {
+        let mut env: Vec<serde_json::Value> = self
+            .env
+            .iter()
+            .map(|(name, value)| {
+                serde_json::json!({
+                    "name": name,
+                    "hmac": crate::digest::hmac_sha256_hex(key, value.as_bytes()),
+                })
+            })
+            .collect();
+        env.extend(
+            self.env_computed
+                .iter()
+                .map(|name| serde_json::json!({"name": name, "computed": true})),
+        );
+        serde_json::json!({
+            "kind": "stdio",
+            "program": self.program,
+            "args": self.args,
+            "directory": self.directory.as_ref().map(|d| d.display().to_string()),
+            "env": env,
+            "inherit_env": self.inherit,
+            "inherit_all_env": self.inherit_all,
+            "env_remove": self.remove,
+        })
+    }
+
     /// The name used in logs (defaults to the program).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
@@ -174,6 +222,7 @@ impl fmt::Debug for StdioConfig {
             .field("directory", &self.directory)
             .field("env", &env_names)
             .field("env_providers", &self.env_providers.len())
+            .field("env_computed", &self.env_computed)
             .field("inherit_all_env", &self.inherit_all)
             .field("inherit", &self.inherit)
             .field("env_remove", &self.remove)
