@@ -324,6 +324,12 @@ impl AgentBuilder {
                 )));
             }
         }
+        // Configuration fingerprints digest values keyed (never the integrity key
+        // itself); without an integrity key, unkeyed.
+        let fingerprint_key = match &self.integrity {
+            Some(key) => key.derive(b"mcp-agent configuration fingerprint v1")?,
+            None => Vec::new(),
+        };
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model,
@@ -336,9 +342,14 @@ impl AgentBuilder {
                 scope: self.scope,
                 always_outlives_run: self.always_outlives_run,
                 pin_allow_list: self.pin_allow_list,
-                host: self
-                    .host
-                    .unwrap_or_else(|| Arc::new(Servers(self.servers.clone(), self.functions))),
+                host: match self.host {
+                    Some(host) => host,
+                    None => Arc::new(Servers(
+                        self.servers.clone(),
+                        self.functions,
+                        fingerprint_key,
+                    )),
+                },
                 servers: self.servers,
                 store: self.store,
                 max_steps: self.max_steps.max(1),

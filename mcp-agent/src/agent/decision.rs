@@ -308,13 +308,16 @@ impl Decision {
 pub struct Binding {
     /// The server's name (the host's label for it).
     pub server: String,
-    /// The server's configuration ([`Mcp::config_fingerprint`](mcp_runtime::Mcp::config_fingerprint)): how it is started or
-    /// reached.
+    /// The server's configuration ([`Mcp::config_fingerprint_keyed`](mcp_runtime::Mcp::config_fingerprint_keyed),
+    /// keyed with a key derived from the integrity key, or none): how it is started or
+    /// reached — with the names of its environment variables and headers and a keyed
+    /// digest of their values, never a value.
     pub server_config: String,
     /// The tool's model-facing name.
     pub tool: String,
     /// The tool's definition ([`mcp_runtime::McpTool::definition_digest`]): name,
-    /// description, input schema, annotations.
+    /// title, description, input and output schemas, annotations, and the arguments
+    /// its declaration fixes.
     pub definition: String,
     /// The arguments the person saw.
     pub arguments: String,
@@ -443,7 +446,7 @@ pub struct Allowance {
     pub id: String,
     /// The server's name.
     pub server: String,
-    /// The server's configuration ([`Mcp::config_fingerprint`](mcp_runtime::Mcp::config_fingerprint)).
+    /// The server's configuration (as in [`Binding::server_config`]).
     pub server_config: String,
     /// The tool's model-facing name.
     pub tool: String,

@@ -17,7 +17,7 @@ pub(super) trait Host: Send + Sync + 'static {
     fn count(&self) -> usize;
     /// Server `i`'s name (the host's label for it).
     fn name(&self, i: usize) -> &str;
-    /// How server `i` is started or reached ([`Mcp::config_fingerprint`]).
+    /// How server `i` is started or reached ([`Mcp::config_fingerprint_keyed`]).
     fn config_fingerprint(&self, i: usize) -> String;
     /// Server `i`'s tools.
     fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>>;
@@ -47,8 +47,14 @@ pub(super) trait Host: Send + Sync + 'static {
 }
 
 /// The attached servers, and after them — as one more server, [`FUNCTIONS`] — the
-/// application's function tools, when it has any.
-pub(super) struct Servers(pub(super) Vec<Mcp>, pub(super) Vec<FunctionTool>);
+/// application's function tools, when it has any; and the key their configuration
+/// fingerprints' value digests are keyed with (derived from the integrity key; empty
+/// without one).
+pub(super) struct Servers(
+    pub(super) Vec<Mcp>,
+    pub(super) Vec<FunctionTool>,
+    pub(super) Vec<u8>,
+);
 
 impl Servers {
     /// Index `i` is the function tools.
@@ -73,7 +79,7 @@ impl Host for Servers {
         }
         self.0
             .get(i)
-            .map(Mcp::config_fingerprint)
+            .map(|m| m.config_fingerprint_keyed(&self.2))
             .unwrap_or_default()
     }
     fn declared_tool_names(&self, i: usize) -> Vec<String> {

@@ -85,6 +85,16 @@ impl IntegrityKey {
         Ok(())
     }
 
+    /// A key of its own for `purpose`, derived from this one (HMAC-SHA-256 of the
+    /// purpose): the integrity key itself is used for nothing else.
+    pub(super) fn derive(&self, purpose: &[u8]) -> Result<Vec<u8>> {
+        use hmac::Mac as _;
+        let mut mac = <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(&self.0)
+            .map_err(|e| Error::config(format!("the integrity key cannot be used: {e}")))?;
+        mac.update(purpose);
+        Ok(mac.finalize().into_bytes().to_vec())
+    }
+
     /// The MAC of `value` (`hmac-sha256:` and hex).
     pub(super) fn tag(&self, what: Sealed, id: &str, value: &Value) -> Result<String> {
         use hmac::Mac as _;
