@@ -297,7 +297,7 @@ fn media(b: &Block) -> Result<Value, ModelError> {
 }
 
 impl Messages {
-    fn error(a: &crate::http::Answer) -> ModelError {
+    fn error(a: &crate::http::Answer, secrets: &[&str]) -> ModelError {
         let kind = a
             .json
             .pointer("/error/type")
@@ -309,7 +309,7 @@ impl Messages {
             .pointer("/error/message")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .unwrap_or_else(|| a.preview());
+            .unwrap_or_else(|| a.preview(secrets));
         let detail = format!("HTTP {}: {message}", a.status);
         match (a.status, kind.as_str()) {
             (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
@@ -503,7 +503,7 @@ impl Messages {
             if (200..300).contains(&a.status) {
                 return Self::answer(&a.json);
             }
-            return Err(Self::error(&a));
+            return Err(Self::error(&a, &self.endpoint.secrets()));
         }
         body["stream"] = Value::Bool(true);
         let mut assembled = MessageStream::default();
@@ -515,7 +515,7 @@ impl Messages {
             .post_events(&url, &headers, &secrets, &body, &mut on)
             .await?
         {
-            return Err(Self::error(&a));
+            return Err(Self::error(&a, &self.endpoint.secrets()));
         }
         match assembled.answer() {
             Ok(a) => Self::answer(&a),

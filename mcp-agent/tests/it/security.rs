@@ -657,3 +657,108 @@ async fn a_servers_state_that_may_carry_answers_is_not_stored() {
     here.close().await.unwrap();
     there.close().await.unwrap();
 }
+
+/// A request to the scripted model made by hand, with one header: the body it answers.
+fn post_by_hand(port: u16, path: &str, header: (&str, &str)) -> String {
+    use std::io::{Read as _, Write as _};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\n{}: {}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        header.0, header.1
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer.split_once("\r\n\r\n").unwrap().1.to_owned()
+}
+
+/// A key a provider quotes in a body that is not its usual error (a proxy's page, a
+/// `detail` field), read raw for the error's first 300 bytes, is scrubbed before that
+/// cut — so a key that straddles byte 300 leaves no prefix — and in every spelling JSON
+/// gives it (`\/`, `\"`, `\\`, `\u00xx`): on both wires, streamed or not. The key holds
+/// `/`, `"`, `\`, `&`, `<` and `>`; each spelling keeps its letters, so the reader looks
+/// for `CANARY`. The positive controls: the body the provider sends, asked by hand,
+/// quotes the key where the reader finds it (across the cut: only its prefix before
+/// byte 300), and the error does quote the words around it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_the_provider_echoes_cut_or_escaped_is_not_in_the_error() {
+    const KEY: &str = r#"sk-CANARY7f3/a"b\c&d<e>-0042"#;
+    let quotes_key = |text: &str| text.contains("CANARY");
+    let dir = scratch("echoed-key-spelled");
+    let before = "x".repeat(290);
+    let detail = r#"{"detail": "the key {key} is not valid"}"#;
+    let cases = [
+        (
+            "across the cut",
+            json!({"status": 502, "raw_body": format!("{before}{{key}} and more")}),
+        ),
+        (
+            "across the cut, escaped",
+            json!({"status": 502, "raw_body": format!("{before}{{key}}"), "escape": "json"}),
+        ),
+        (
+            "JSON-escaped",
+            json!({"status": 502, "raw_body": detail, "escape": "json", "content_type": "application/json"}),
+        ),
+        (
+            "\\u-escaped",
+            json!({"status": 502, "raw_body": detail, "escape": "unicode", "content_type": "application/json"}),
+        ),
+    ];
+    for (case, turn) in cases {
+        let model = ModelServer::scripted(&dir, json!([turn]));
+        for (path, header) in [
+            (
+                "/v1/chat/completions",
+                ("Authorization", format!("Bearer {KEY}")),
+            ),
+            ("/v1/messages", ("x-api-key", KEY.to_owned())),
+        ] {
+            let body = post_by_hand(model.port, path, (header.0, &header.1));
+            assert!(quotes_key(&body), "{case}: {body}");
+            if case.starts_with("across the cut") {
+                assert_eq!(body.find("sk-CANARY"), Some(290), "{case}: {body}");
+                assert!(
+                    quotes_key(&body[..300]),
+                    "{case}: the prefix before the cut"
+                );
+            } else {
+                assert!(!body.contains(KEY), "{case}: the key is escaped: {body}");
+            }
+        }
+        for stream in [false, true] {
+            let chat = ChatCompletions::new(model.url(), "m")
+                .unwrap()
+                .api_key(KEY)
+                .streaming(stream);
+            let messages =
+                mcp_agent::Messages::new(format!("http://127.0.0.1:{}", model.port), "m")
+                    .unwrap()
+                    .api_key(KEY)
+                    .streaming(stream);
+            let errors = [
+                Agent::builder().model(chat).build().unwrap().run("x").await,
+                Agent::builder()
+                    .model(messages)
+                    .build()
+                    .unwrap()
+                    .run("x")
+                    .await,
+            ];
+            for e in errors {
+                let e = e.unwrap_err();
+                let text = format!("{e} {e:?}");
+                assert!(e.is_model(), "{case}: {text}");
+                assert!(!quotes_key(&text), "{case}, streamed {stream}: {text}");
+                let around = if case.starts_with("across the cut") {
+                    format!("{before}[redacted]")
+                } else {
+                    "the key [redacted] is not valid".to_owned()
+                };
+                assert!(text.contains(&around), "{case}, streamed {stream}: {text}");
+            }
+        }
+    }
+}
+
