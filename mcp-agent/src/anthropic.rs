@@ -88,7 +88,16 @@ impl Messages {
                         id,
                         name,
                         arguments,
-                    } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
+                    } => {
+                        // Arguments that were not a JSON object did not run (the model
+                        // was told why); Anthropic takes only an object here.
+                        let input = if arguments.is_object() {
+                            arguments.clone()
+                        } else {
+                            json!({})
+                        };
+                        json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                    }
                     Block::ToolResult {
                         id,
                         content,
@@ -416,12 +425,13 @@ impl MessageStream {
             "content_block_stop" => {
                 self.stopped.insert(index);
                 if let Some(json) = self.partial.remove(&index) {
+                    // Text that is not JSON stays text: the call does not run, and the
+                    // model reads why (the loop refuses arguments that are not an
+                    // object).
                     let input = if json.trim().is_empty() {
                         json!({})
                     } else {
-                        serde_json::from_str(&json).map_err(|e| ModelError::Other {
-                            detail: format!("streamed tool input is not JSON: {e}"),
-                        })?
+                        serde_json::from_str(&json).unwrap_or(Value::String(json))
                     };
                     if let Some(block) = self.blocks.get_mut(&index) {
                         block.insert("input".into(), input);
@@ -704,9 +714,11 @@ mod tests {
             .unwrap();
         m.event("", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#, None)
             .unwrap();
-        assert!(m
-            .event("", r#"{"type":"content_block_stop","index":1}"#, None)
-            .is_err());
+        // Input that is not JSON stays its text (the loop does not run such a call,
+        // and tells the model why).
+        m.event("", r#"{"type":"content_block_stop","index":1}"#, None)
+            .unwrap();
+        assert_eq!(m.blocks[&1]["input"], json!("{\"a\""));
         // Never completed (no message_stop, blocks unfinished): an error, not an answer.
         let e = m.answer().unwrap_err();
         assert!(e.to_string().contains("before it was complete"), "{e}");

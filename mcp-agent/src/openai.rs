@@ -201,7 +201,9 @@ impl ChatCompletions {
         {
             let f = call.get("function").cloned().unwrap_or(Value::Null);
             let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
-            // Arguments come as a JSON string; some servers send an object.
+            // Arguments come as a JSON string; some servers send an object. Text that
+            // is not JSON stays text: the call does not run, and the model reads why
+            // (the loop refuses arguments that are not an object).
             let arguments = match raw {
                 Value::String(s) if s.trim().is_empty() => json!({}),
                 Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
