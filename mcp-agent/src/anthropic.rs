@@ -88,7 +88,16 @@ impl Messages {
                         id,
                         name,
                         arguments,
-                    } => json!({"type": "tool_use", "id": id, "name": name, "input": arguments}),
+                    } => {
+                        // Arguments that were not a JSON object did not run (the model
+                        // was told why); Anthropic takes only an object here.
+                        let input = if arguments.is_object() {
+                            arguments.clone()
+                        } else {
+                            json!({})
+                        };
+                        json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                    }
                     Block::ToolResult {
                         id,
                         content,
@@ -297,7 +306,7 @@ fn media(b: &Block) -> Result<Value, ModelError> {
 }
 
 impl Messages {
-    fn error(a: &crate::http::Answer) -> ModelError {
+    fn error(a: &crate::http::Answer, secrets: &[&str]) -> ModelError {
         let kind = a
             .json
             .pointer("/error/type")
@@ -309,7 +318,7 @@ impl Messages {
             .pointer("/error/message")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .unwrap_or_else(|| a.preview());
+            .unwrap_or_else(|| a.preview(secrets));
         let detail = format!("HTTP {}: {message}", a.status);
         match (a.status, kind.as_str()) {
             (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
@@ -416,12 +425,13 @@ impl MessageStream {
             "content_block_stop" => {
                 self.stopped.insert(index);
                 if let Some(json) = self.partial.remove(&index) {
+                    // Text that is not JSON stays text: the call does not run, and the
+                    // model reads why (the loop refuses arguments that are not an
+                    // object).
                     let input = if json.trim().is_empty() {
                         json!({})
                     } else {
-                        serde_json::from_str(&json).map_err(|e| ModelError::Other {
-                            detail: format!("streamed tool input is not JSON: {e}"),
-                        })?
+                        serde_json::from_str(&json).unwrap_or(Value::String(json))
                     };
                     if let Some(block) = self.blocks.get_mut(&index) {
                         block.insert("input".into(), input);
@@ -503,7 +513,7 @@ impl Messages {
             if (200..300).contains(&a.status) {
                 return Self::answer(&a.json);
             }
-            return Err(Self::error(&a));
+            return Err(Self::error(&a, &self.endpoint.secrets()));
         }
         body["stream"] = Value::Bool(true);
         let mut assembled = MessageStream::default();
@@ -515,7 +525,7 @@ impl Messages {
             .post_events(&url, &headers, &secrets, &body, &mut on)
             .await?
         {
-            return Err(Self::error(&a));
+            return Err(Self::error(&a, &self.endpoint.secrets()));
         }
         match assembled.answer() {
             Ok(a) => Self::answer(&a),
@@ -704,9 +714,11 @@ mod tests {
             .unwrap();
         m.event("", r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#, None)
             .unwrap();
-        assert!(m
-            .event("", r#"{"type":"content_block_stop","index":1}"#, None)
-            .is_err());
+        // Input that is not JSON stays its text (the loop does not run such a call,
+        // and tells the model why).
+        m.event("", r#"{"type":"content_block_stop","index":1}"#, None)
+            .unwrap();
+        assert_eq!(m.blocks[&1]["input"], json!("{\"a\""));
         // Never completed (no message_stop, blocks unfinished): an error, not an answer.
         let e = m.answer().unwrap_err();
         assert!(e.to_string().contains("before it was complete"), "{e}");

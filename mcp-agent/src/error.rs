@@ -17,6 +17,8 @@ pub struct Error {
 enum Kind {
     Model(ModelError),
     Mcp(mcp_runtime::Error),
+    /// Servers that failed to stop, by name (at least one).
+    Closing(Vec<(String, mcp_runtime::Error)>),
     Store(String, Option<Box<dyn std::error::Error + Send + Sync>>),
     /// Another process holds the run now.
     LeaseLost(String),
@@ -48,6 +50,12 @@ impl Error {
     ) -> Self {
         Error {
             kind: Kind::Store(detail.into(), Some(Box::new(source))),
+        }
+    }
+    /// The servers that failed to stop, each with why.
+    pub(crate) fn closing(failed: Vec<(String, mcp_runtime::Error)>) -> Self {
+        Error {
+            kind: Kind::Closing(failed),
         }
     }
     pub(crate) fn lease_lost(detail: impl Into<String>) -> Self {
@@ -96,9 +104,9 @@ impl Error {
         }
     }
     /// Listing an attached server's tools failed (a tool call that fails is not an
-    /// error).
+    /// error), or stopping servers did ([`Agent::close`](crate::Agent::close)).
     pub fn is_mcp(&self) -> bool {
-        matches!(self.kind, Kind::Mcp(_))
+        matches!(self.kind, Kind::Mcp(_) | Kind::Closing(_))
     }
     /// The run store failed (or refused a change: see
     /// [`is_lease_lost`](Self::is_lease_lost)).
@@ -169,6 +177,18 @@ impl fmt::Display for Error {
         match &self.kind {
             Kind::Model(e) => write!(f, "{e}"),
             Kind::Mcp(e) => write!(f, "an MCP server: {e}"),
+            Kind::Closing(failed) => {
+                let n = failed.len();
+                write!(
+                    f,
+                    "{n} MCP server{} failed to stop",
+                    if n == 1 { "" } else { "s" }
+                )?;
+                for (i, (server, e)) in failed.iter().enumerate() {
+                    write!(f, "{} `{server}`: {e}", if i == 0 { ":" } else { ";" })?;
+                }
+                Ok(())
+            }
             Kind::Store(d, _) | Kind::LeaseLost(d) | Kind::RolledBack(d) | Kind::Deleted(d) => {
                 write!(f, "the run store: {d}")
             }
@@ -190,6 +210,7 @@ impl std::error::Error for Error {
         match &self.kind {
             Kind::Model(e) => Some(e),
             Kind::Mcp(e) => Some(e),
+            Kind::Closing(failed) => failed.first().map(|(_, e)| e as _),
             Kind::Store(_, Some(e)) => Some(&**e),
             _ => None,
         }

@@ -27,9 +27,10 @@ pub(crate) struct Answer {
 }
 
 impl Answer {
-    /// The first 300 bytes, for an error message.
-    pub fn preview(&self) -> String {
-        String::from_utf8_lossy(&self.raw[..self.raw.len().min(300)]).into_owned()
+    /// The first 300 bytes, for an error message: `secrets` scrubbed (in any JSON
+    /// spelling) before the cut, so none is left as a prefix.
+    pub fn preview(&self, secrets: &[&str]) -> String {
+        crate::redact::preview(&self.raw, secrets, 300)
     }
 }
 
@@ -81,16 +82,23 @@ pub(crate) struct Settings {
 impl Endpoint {
     /// `e` without any secret or header value this endpoint sends in its text.
     pub fn redact(&self, e: ModelError) -> ModelError {
+        let secrets = self.secrets();
+        if secrets.is_empty() {
+            return e;
+        }
+        e.redacted(&secrets)
+    }
+
+    /// Every secret and header value this endpoint sends: none may come back in an
+    /// error.
+    pub fn secrets(&self) -> Vec<&str> {
         let mut secrets: Vec<&str> = Vec::new();
         if let Some(k) = &self.api_key {
             secrets.push(k.expose());
         }
         secrets.extend(self.secret_headers.iter().map(|(_, v)| v.expose()));
         secrets.extend(self.headers.iter().map(|(_, v)| v.as_str()));
-        if secrets.is_empty() {
-            return e;
-        }
-        e.redacted(&secrets)
+        secrets
     }
 
     /// Checks the URL (https, or http to this machine — or to another, once allowed

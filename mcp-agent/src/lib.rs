@@ -50,6 +50,7 @@ pub mod gate;
 mod http;
 pub mod model;
 pub mod openai;
+mod redact;
 pub mod store;
 
 pub use agent::{

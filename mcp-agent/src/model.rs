@@ -353,18 +353,12 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// The same error with every one of `secrets` in its text replaced by
-    /// `[redacted]`: a provider that echoes the key it was sent ("Incorrect API key
-    /// provided: sk-…") does not put it in an error, a log or a stored run.
+    /// The same error with every one of `secrets` in its text, in any JSON spelling
+    /// (`\/`, `\u002f`, …), replaced by `[redacted]`: a provider that echoes the key
+    /// it was sent ("Incorrect API key provided: sk-…") does not put it in an error, a
+    /// log or a stored run.
     pub(crate) fn redacted(self, secrets: &[&str]) -> ModelError {
-        let scrub = |mut d: String| {
-            for s in secrets.iter().filter(|s| s.len() >= 4) {
-                if d.contains(*s) {
-                    d = d.replace(*s, "[redacted]");
-                }
-            }
-            d
-        };
+        let scrub = |d: String| crate::redact::scrub(&d, secrets);
         match self {
             ModelError::RateLimited { detail } => ModelError::RateLimited {
                 detail: scrub(detail),

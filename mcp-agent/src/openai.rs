@@ -201,7 +201,9 @@ impl ChatCompletions {
         {
             let f = call.get("function").cloned().unwrap_or(Value::Null);
             let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
-            // Arguments come as a JSON string; some servers send an object.
+            // Arguments come as a JSON string; some servers send an object. Text that
+            // is not JSON stays text: the call does not run, and the model reads why
+            // (the loop refuses arguments that are not an object).
             let arguments = match raw {
                 Value::String(s) if s.trim().is_empty() => json!({}),
                 Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
@@ -265,7 +267,7 @@ impl ChatCompletions {
         if (200..300).contains(&a.status) {
             return Ok(a.json);
         }
-        Err(Self::error(&a))
+        Err(Self::error(&a, &self.endpoint.secrets()))
     }
 
     /// Streams the answer and assembles it into the shape of a non-streamed one.
@@ -287,7 +289,7 @@ impl ChatCompletions {
             .post_events(&url, &headers, &secrets, &body, &mut on)
             .await?
         {
-            return Err(Self::error(&a));
+            return Err(Self::error(&a, &self.endpoint.secrets()));
         }
         let answer = assembled.answer();
         if answer.is_err() {
@@ -298,13 +300,13 @@ impl ChatCompletions {
         answer
     }
 
-    fn error(a: &crate::http::Answer) -> ModelError {
+    fn error(a: &crate::http::Answer, secrets: &[&str]) -> ModelError {
         let message = a
             .json
             .pointer("/error/message")
             .and_then(Value::as_str)
             .map(str::to_owned)
-            .unwrap_or_else(|| a.preview());
+            .unwrap_or_else(|| a.preview(secrets));
         // `code` is a string (OpenAI, llama-cpp-python) or a number (llama.cpp, whose
         // kind is in `type`).
         let code = a

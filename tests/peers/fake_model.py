@@ -12,12 +12,20 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
   {"status": 401, "echo_key": true}   an error quoting the credential it was sent
+  {"status": 502, "raw_body": "...{key}...", "escape": "json"|"unicode", "content_type": "..."}
+                              this body verbatim (default text/plain), `{key}` replaced by
+                              the key it was sent (the bearer token, or x-api-key), as is,
+                              JSON-escaped with `\\/` for `/` ("json"), or with every
+                              character but letters and digits as `\\u00xx` ("unicode")
   {"trickle": true}           a 200 whose body never ends: one byte every 0.2 s (a
                               provider that stalls mid-answer)
   {"raw": [...blocks], "stop_reason": "..."}   (Messages) these content blocks verbatim
   {"text": "...", "finish": "length"}  an answer cut at the output limit (Chat
                               Completions `finish_reason: length`; Messages
                               `stop_reason: max_tokens`)
+A tool call may give "raw_arguments": "..." instead of "arguments": that text verbatim as
+the arguments (Chat Completions; streamed Messages: as the `partial_json` pieces;
+non-streamed Messages: `input` is that string).
 Every answer reports its usage: Chat Completions `prompt_tokens` 100 + N,
 `completion_tokens` 10, 40 cached, 3 reasoning (streamed: in a last chunk, when
 `stream_options.include_usage`); Messages `input_tokens` 100 + N, `output_tokens` 10,
@@ -99,7 +107,8 @@ def message_events(n: int, model, content: list, stop: str) -> list:
         elif kind in ("tool_use", "server_tool_use"):
             events.append(("content_block_start", {"type": "content_block_start", "index": i,
                                                    "content_block": {**block, "input": {}}}))
-            for piece in pieces(json.dumps(block.get("input", {}))):
+            text = block["input"] if isinstance(block.get("input"), str) else json.dumps(block.get("input", {}))
+            for piece in pieces(text):
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": i,
                                                        "delta": {"type": "input_json_delta", "partial_json": piece}}))
         else:
@@ -109,6 +118,22 @@ def message_events(n: int, model, content: list, stop: str) -> list:
                                      "usage": {"output_tokens": 10}}))
     events.append(("message_stop", {"type": "message_stop"}))
     return events
+
+
+def spell(key: str, escape) -> str:
+    """`key` as a provider may quote it in JSON."""
+    if escape == "json":
+        return json.dumps(key)[1:-1].replace("/", "\\/")
+    if escape == "unicode":
+        return "".join(c if c.isalnum() else "\\u%04x" % ord(c) for c in key)
+    return key
+
+
+def arguments_text(call: dict) -> str:
+    """A scripted call's arguments as the JSON text a model sends."""
+    if "raw_arguments" in call:
+        return call["raw_arguments"]
+    return json.dumps(call.get("arguments", {}))
 
 
 def main() -> None:
@@ -129,6 +154,15 @@ def main() -> None:
             data = json.dumps(obj).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def reply_raw(self, turn: dict, key) -> None:
+            """A scripted body verbatim, quoting `key` as the turn says."""
+            data = turn["raw_body"].replace("{key}", spell(key or "", turn.get("escape"))).encode()
+            self.send_response(turn["status"])
+            self.send_header("Content-Type", turn.get("content_type", "text/plain"))
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -185,6 +219,10 @@ def main() -> None:
                         time.sleep(0.2)
                 except (BrokenPipeError, ConnectionResetError):
                     return
+            if "raw_body" in turn:
+                bearer = self.headers.get("Authorization") or ""
+                self.reply_raw(turn, bearer.removeprefix("Bearer "))
+                return
             if "status" in turn:
                 message = turn.get("error", "error")
                 if turn.get("echo_key"):
@@ -197,7 +235,7 @@ def main() -> None:
             if "tool_calls" in turn:
                 message["tool_calls"] = [
                     {"id": f"call_{n}_{i}", "type": "function",
-                     "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+                     "function": {"name": c["name"], "arguments": arguments_text(c)}}
                     for i, c in enumerate(turn["tool_calls"])
                 ]
                 finish = "tool_calls"
@@ -231,6 +269,9 @@ def main() -> None:
 
         def messages(self, n: int, body: dict, turn: dict) -> None:
             """The Anthropic Messages wire."""
+            if "raw_body" in turn:
+                self.reply_raw(turn, self.headers.get("x-api-key"))
+                return
             if "status" in turn:
                 kind = {429: "rate_limit_error", 401: "authentication_error"}.get(turn["status"], "invalid_request_error")
                 message = turn.get("error", "error")
@@ -242,7 +283,8 @@ def main() -> None:
             if "raw" in turn:
                 content, stop = turn["raw"], turn.get("stop_reason", "end_turn")
             elif "tool_calls" in turn:
-                content = [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"], "input": c.get("arguments", {})}
+                content = [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": c["name"],
+                            "input": c["raw_arguments"] if "raw_arguments" in c else c.get("arguments", {})}
                            for i, c in enumerate(turn["tool_calls"])]
                 stop = "tool_use"
             elif turn.get("echo_tools"):

@@ -139,10 +139,13 @@ impl Host for Servers {
                 return Ok(CallOutcome::Done(
                     match self.1.iter().find(|f| f.name == tool) {
                         // On a task of its own: a function that panics fails its call, not
-                        // the run.
+                        // the run. The task is aborted when the call is abandoned (its
+                        // run dropped mid-call): the function does not go on unseen.
                         Some(f) => {
                             let f = f.clone();
-                            match tokio::spawn(async move { f.run(arguments).await }).await {
+                            let mut task =
+                                AbortOnDrop(tokio::spawn(async move { f.run(arguments).await }));
+                            match (&mut task.0).await {
                                 Ok(result) => result,
                                 Err(e) => CallToolResult {
                                     content: vec![mcp_runtime::Content::text(format!(
@@ -182,6 +185,15 @@ impl Host for Servers {
             // The handle the server listed: no lookup by name again.
             tool.call_pausing(arguments, options).await
         })
+    }
+}
+
+/// A spawned task, aborted when this is dropped (a finished task is not affected).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use mcp_runtime::PendingInput;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::content::Input;
 use crate::error::{Error, Result};
@@ -411,6 +411,25 @@ impl Agent {
                 );
                 state.results.push(error_result(id, reason));
             }
+            // Arguments that are not a JSON object (text that was not JSON) go
+            // nowhere — not through the gate, not to a server: the model reads why.
+            let mut sendable = Vec::with_capacity(calls.len());
+            for (id, name, arguments) in calls {
+                match unsendable(&name, &arguments) {
+                    Some(reason) => {
+                        self.event(
+                            state,
+                            Event::Denied {
+                                tool: name,
+                                reason: reason.clone(),
+                            },
+                        );
+                        state.results.push(error_result(id, reason));
+                    }
+                    None => sendable.push((id, name, arguments)),
+                }
+            }
+            let calls = sendable;
             if calls.is_empty() && state.results.is_empty() {
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
@@ -625,6 +644,20 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
 }
 
 /// An error result for the call `id`.
+/// Why a call with these arguments cannot be sent, when it cannot: they are not a JSON
+/// object (nor absent). A wire keeps arguments that were not JSON as their text.
+fn unsendable(name: &str, arguments: &Value) -> Option<String> {
+    let why = match arguments {
+        Value::Object(_) | Value::Null => return None,
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Err(e) => format!("the arguments were not valid JSON: {e}"),
+            Ok(_) => "the arguments were a JSON string, not an object".to_owned(),
+        },
+        _ => "the arguments were not a JSON object".to_owned(),
+    };
+    Some(format!("`{name}` was not run: {why}"))
+}
+
 pub(super) fn error_result(id: String, error: String) -> Block {
     Block::ToolResult {
         id,

@@ -131,12 +131,20 @@ pub(super) fn close_turn(state: &mut RunState, why: &str) {
 }
 
 impl Agent {
-    /// Stops every attached server.
+    /// Stops every attached server: each one, even after another failed to stop. The
+    /// error names every server that failed ([`Error::is_mcp`]).
     pub async fn close(&self) -> Result<()> {
+        let mut failed = Vec::new();
         for s in &self.inner.servers {
-            s.close().await?;
+            if let Err(e) = s.close().await {
+                failed.push((s.name().to_owned(), e));
+            }
         }
-        Ok(())
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::closing(failed))
+        }
     }
 
     pub(super) fn event(&self, state: &mut RunState, event: Event) {

@@ -268,4 +268,5 @@ mod security;
 mod settings;
 mod skills;
 mod suspension;
+mod teardown;
 mod traces;
