@@ -355,16 +355,17 @@ impl Binding {
                 self.tool, t.facts.server, self.server
             ));
         }
+        // The tool's own change first (it says most), then the server's.
+        if t.def.definition_digest() != self.definition {
+            return Some(format!(
+                "the definition of `{}` changed (title, description, schemas, annotations or fixed arguments)",
+                self.tool
+            ));
+        }
         if server_config != self.server_config {
             return Some(format!(
                 "server `{}` is now started or reached differently",
                 self.server
-            ));
-        }
-        if t.def.definition_digest() != self.definition {
-            return Some(format!(
-                "the definition of `{}` changed (description, input schema or annotations)",
-                self.tool
             ));
         }
         if mcp_runtime::digest::sha256_json(arguments) != self.arguments {

@@ -574,3 +574,102 @@ async fn a_pinned_tool_that_changes_is_asked_about_or_denied() {
     approve.close().await.unwrap();
     strict.close().await.unwrap();
 }
+
+/// What an approval is bound to covers what a person would call "the server": a
+/// changed environment value (`DATABASE_URL`) of a stdio server, or a changed header
+/// value (`X-Tenant`) of an HTTP one, voids it — the person is asked again — though
+/// neither value is ever in the binding (keyed digests). The positive control: the
+/// same values, and the approval runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_bound_to_environment_and_header_values() {
+    let dir = scratch("binding-values");
+    let call = json!({"tool_calls": [{"name": "echo", "arguments": {"message": "hi"}}]});
+    let echo = json!({"echo_tools": true});
+    let store = store_for(&dir, "sqlite").await;
+    let py = PyServer::start();
+    let stdio = |db: &str| {
+        let python = super::peers().join("venv/bin/python").display().to_string();
+        let script = super::repo_root().join("tests/peers/pyserver.py");
+        Mcp::builder("py")
+            .command([python, script.display().to_string(), "stdio".into()])
+            .env("DATABASE_URL", db)
+            .build()
+            .unwrap()
+    };
+    let http = |tenant: &str| {
+        Mcp::builder("py")
+            .url(py.url())
+            .header("X-Tenant", tenant)
+            .build()
+            .unwrap()
+    };
+    let agent = |model: &ModelServer, server: Mcp| {
+        watch(
+            builder(model, store.clone())
+                .mode(Mode::Approve)
+                .server(server),
+        )
+    };
+    for (case, before, same, after) in [
+        (
+            "env",
+            stdio("postgres://db-a/prod"),
+            stdio("postgres://db-a/prod"),
+            stdio("postgres://db-b/prod"),
+        ),
+        (
+            "header",
+            http("tenant-a"),
+            http("tenant-a"),
+            http("tenant-b"),
+        ),
+    ] {
+        let at = dir.join(case);
+        std::fs::create_dir_all(&at).unwrap();
+        let model = ModelServer::scripted(&at, json!([call, echo, call, echo]));
+        let (b, _) = agent(&model, before);
+        let first = b.build().unwrap();
+        let pending = |o: Outcome| match o {
+            Outcome::ApprovalRequired {
+                run_id, decision, ..
+            } => (run_id, decision),
+            other => panic!("{case}: {other:?}"),
+        };
+        // Positive control: the same values, the approval runs.
+        let (run, decision) = pending(first.run("echo").await.unwrap());
+        let (b, _) = agent(&model, same);
+        let resumer = b.build().unwrap();
+        let answer = text(
+            resumer
+                .resume(&run, &decision, Decision::approve("ann"))
+                .await
+                .unwrap(),
+        );
+        assert!(answer.contains("hi"), "{case}: {answer}");
+        resumer.close().await.unwrap();
+        // Another value: voided, asked again.
+        let (run, decision) = pending(first.run("echo").await.unwrap());
+        let (b, events) = agent(&model, after);
+        let resumer = b.build().unwrap();
+        let again = resumer
+            .resume(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        assert!(
+            matches!(again, Outcome::ApprovalRequired { .. }),
+            "{case}: {again:?}"
+        );
+        let seen = events.lock().unwrap().clone();
+        assert!(
+            seen.iter().any(|e| matches!(e, Event::DecisionVoided { reason, .. } if reason.contains("started or reached differently"))),
+            "{case}: {seen:?}"
+        );
+        let shown = format!("{seen:?}");
+        assert!(
+            !shown.contains("db-b") && !shown.contains("tenant-b"),
+            "{case}: no value in clear"
+        );
+        resumer.close().await.unwrap();
+        first.close().await.unwrap();
+    }
+}
