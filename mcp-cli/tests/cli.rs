@@ -1,11 +1,12 @@
 #![allow(clippy::unwrap_used)]
 //! The `mcp` command against real servers: it never prints what a terminal would act
-//! on from a server, and never hands its own credentials to a stdio server.
+//! on from a server, never hands its own credentials to a stdio server, and never runs
+//! a tool call twice behind the user's back.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use mcp_test_support::{free_port, peers, repo_root};
+use mcp_test_support::{free_port, http_get_text, peers, repo_root, HttpServer};
 
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
     // Run from a scratch folder: no project snapshot applies.
@@ -102,6 +103,55 @@ fn the_cli_keeps_its_credentials_from_stdio_servers() {
     // A spawned server gets a clean environment: nothing of this process's but the
     // safe default set.
     assert!(!stdout.contains("still-passed"), "{stdout}");
+}
+
+/// `mcp call` against a session server that runs the call and then answers 400 naming
+/// the session (tests/peers/hostile.py `ran-400`): the tool runs once, and the command
+/// fails saying so — the server's own error when it answered the call's id, "the
+/// outcome is unknown" when its words prove nothing. Before, the CLI started a new
+/// session and sent the call again: the transfer ran twice.
+#[test]
+fn a_call_the_server_ran_and_then_blamed_on_the_session_runs_once() {
+    let peers = peers();
+    for (shape, says) in [
+        ("id", "Bad Request: Session expired"),
+        ("text", "the outcome is unknown"),
+    ] {
+        let port = free_port();
+        let argv = [
+            peers.join("venv/bin/python").display().to_string(),
+            repo_root()
+                .join("tests/peers/hostile.py")
+                .display()
+                .to_string(),
+            "http".into(),
+            port.to_string(),
+            "ran-400".into(),
+            shape.into(),
+        ];
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let server = HttpServer::start(cmd, port);
+        let url = server.url("/mcp");
+        let out = mcp(
+            &[
+                "call",
+                "bank",
+                "echo",
+                r#"{"message": "transfer 100"}"#,
+                "--url",
+                &url,
+            ],
+            &[],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stats: serde_json::Value =
+            serde_json::from_str(&http_get_text(port, "/stats")).unwrap();
+        assert_eq!(stats["executed"], 1, "{shape}: {stats} {stderr}");
+        assert!(!out.status.success(), "{shape}: {stderr}");
+        assert!(stderr.contains(says), "{shape}: {stderr}");
+        assert!(out.stdout.is_empty(), "{shape}: a result was printed");
+    }
 }
 
 /// The OAuth peers of the runtime's tests: oidc-provider (node 22) and an MCP server

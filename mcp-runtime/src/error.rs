@@ -31,6 +31,9 @@ struct Inner {
     /// Came from authorizing with the server: asking the server another way (the
     /// other protocol era) would only repeat it.
     authorization: bool,
+    /// The request reached the server, which may have acted on it, and nothing says
+    /// whether it did; it was not sent again.
+    outcome_unknown: bool,
 }
 
 #[derive(Debug)]
@@ -77,6 +80,7 @@ impl Error {
                 kind,
                 source: None,
                 authorization: false,
+                outcome_unknown: false,
             }),
         }
     }
@@ -92,6 +96,28 @@ impl Error {
     pub(crate) fn in_authorization(mut self) -> Self {
         self.inner.authorization = true;
         self
+    }
+
+    /// Marks an error after which the request's outcome is unknown (see
+    /// [`is_outcome_unknown`](Error::is_outcome_unknown)).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn with_outcome_unknown(mut self) -> Self {
+        self.inner.outcome_unknown = true;
+        self
+    }
+
+    /// True when the request reached the server, which may have acted on it (run the
+    /// tool), and nothing in its answer says whether it did; the request was **not**
+    /// sent again. Check before repeating a request that has effects.
+    ///
+    /// The HTTP transport says so when a server with a session answers HTTP 400 naming
+    /// the session but without the words that prove it refused the request unread (the
+    /// TypeScript SDK's "No valid session ID provided"), to a request that is not safe to
+    /// repeat, such as `tools/call`; and when a server answers a request with an error
+    /// status and a *result* (docs/http.md). Other failures (a timeout, a connection
+    /// that closed mid-request) can leave an outcome unknown too without it.
+    pub fn is_outcome_unknown(&self) -> bool {
+        self.inner.outcome_unknown
     }
 
     /// True for an error of the authorization flow.
@@ -332,6 +358,18 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_kind(f)?;
+        if self.inner.outcome_unknown {
+            f.write_str(
+                "; the outcome is unknown: the server may have acted on the request, and it was not sent again",
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl Error {
+    fn fmt_kind(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.inner.kind {
             Kind::Protocol { code, message, .. } => {
                 write!(f, "the server answered with error {code}: {message}")?;
@@ -397,6 +435,9 @@ impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("Error");
         d.field("kind", &self.inner.kind);
+        if self.inner.outcome_unknown {
+            d.field("outcome_unknown", &true);
+        }
         if let Some(source) = &self.inner.source {
             d.field("source", source);
         }

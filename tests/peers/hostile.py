@@ -36,13 +36,27 @@ http modes:
   retry-zero                legacy Streamable HTTP; GET /mcp -> `retry: 0\\nid: <n>\\n\\n`, then the response
                             ends at once; GET /count as in flood-get
   no-get-stream             legacy Streamable HTTP, tool `echo`; GET /mcp -> 405
-  restart-400               legacy Streamable HTTP, tool `echo`, answering as the TypeScript SDK does: an
-                            unknown session -> 400 "No valid session ID provided", no session -> 400
-                            "Server not initialized". After the first tools/call it "restarts" (forgets
+  restart-400               legacy Streamable HTTP, tool `echo`, answering as the TypeScript SDK does (a
+                            JSON-RPC error -32000 with `"id": null`): an unknown session -> 400 "Bad
+                            Request: No valid session ID provided", no session -> 400 "Bad Request:
+                            Server not initialized". After the first tools/call it "restarts" (forgets
                             every session) and refuses the next initialize with 503 (still down);
                             GET /stats -> JSON counts: initialize, sessionless (requests with no
                             session, initialize and the era probe aside), unknown (requests with a
                             session it forgot)
+  ran-400 SHAPE             legacy Streamable HTTP, tool `echo`: a tools/call in a session it knows is run
+                            (counted) and then answered 400 naming the session, a request in a session it
+                            does not know is answered the same way, unrun. SHAPE `id`: a JSON-RPC error
+                            -32000 "Bad Request: Session expired" with the request's id; `text`: the plain
+                            text "Invalid or expired session"; `result`: a JSON-RPC *result* with the
+                            request's id, the text "session expired". GET /forget -> forgets every session;
+                            GET /stats -> JSON counts: initialize, executed (tool calls run), unknown
+                            (requests with a session it does not know)
+  ran-400-modern SHAPE      as ran-400, for the stateless 2026-07-28 wire (no sessions): every tools/call is
+                            run and answered 400 naming the session; GET /stats
+  ran-400-2024              2024-11-05 HTTP+SSE as flood-2024, tool `echo`: a tools/call POSTed to the
+                            endpoint is run and answered 400 "Could not find session" (plain text; nothing
+                            on the stream); GET /stats
   flood-2024 [MB]           2024-11-05 HTTP+SSE: POST /mcp -> 405; GET /mcp -> endpoint event
                             (/messages?session=s1); answers go on the GET stream; tools/call -> the
                             event `event: message\\ndata: ` + the flood
@@ -77,9 +91,10 @@ STDIO_MODES = {"big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "
                "silent-discover": None, "mute": None, "evil-names": None}
 HTTP_MODES = {"big-json": "MB", "flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB",
-              "restart-400": None}
-MODERN_HTTP = {"big-json", "flood-json", "flood-json-declared", "flood-sse", "endless-sse"}
-LEGACY_HTTP = {"flood-get", "retry-zero", "no-get-stream", "restart-400"}
+              "restart-400": None, "ran-400": "SHAPE", "ran-400-modern": "SHAPE", "ran-400-2024": None}
+MODERN_HTTP = {"big-json", "flood-json", "flood-json-declared", "flood-sse", "endless-sse", "ran-400-modern"}
+LEGACY_HTTP = {"flood-get", "retry-zero", "no-get-stream", "restart-400", "ran-400"}
+SHAPES = ("id", "text", "result")
 RESULT_PREFIX = '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"'
 CHUNK = b"x" * 65536
 # The text of a `big` result: BIG_UNIT repeated (escaped, it is 41 bytes; decoded, 26).
@@ -89,7 +104,7 @@ GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 USAGE = ("usage: hostile.py stdio MODE [ARG] | hostile.py http PORT MODE [ARG]\n"
          f"  stdio modes: {' '.join(STDIO_MODES)}\n  http modes: {' '.join(HTTP_MODES)}\n"
-         "  ARG: MB (flood sizes, default 300) or PIDFILE (ignore-eof, required)")
+         "  ARG: MB (flood sizes, default 300), PIDFILE (ignore-eof, required) or SHAPE (ran-400*: id, text or result)")
 
 
 def flood(write, nbytes: int) -> None:
@@ -225,6 +240,8 @@ class State:
     sessions: set[str] = set()
     sse_2024: queue.Queue | None = None  # the open GET stream of session s1 (flood-2024)
     stats = {"initialize": 0, "sessionless": 0, "unknown": 0}  # restart-400
+    ran = {"initialize": 0, "executed": 0, "unknown": 0}  # ran-400*
+    shape = "id"
     restarted = False
     refuse_inits = 0
 
@@ -300,7 +317,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, str(State.get_count).encode())
         if path == "/stats":
             with State.lock:
-                return self.send_json(dict(State.stats))
+                return self.send_json(dict(State.ran if mode.startswith("ran-400") else State.stats))
+        if path == "/forget":
+            with State.lock:
+                State.sessions.clear()
+            return self.send(200, b"forgotten")
         if path != "/mcp":
             return self.send(404, b"Not Found")
         with State.lock:
@@ -311,7 +332,7 @@ class Handler(BaseHTTPRequestHandler):
         if mode == "retry-zero":
             self.start_stream("text/event-stream")(b"retry: 0\nid: %d\n\n" % n)
             return self.end_chunked()
-        if mode == "flood-2024":
+        if mode in ("flood-2024", "ran-400-2024"):
             return self.sse_2024()
         self.send(405, b"Method Not Allowed", headers={"Allow": "POST" if mode in MODERN_HTTP else "POST, DELETE"})
 
@@ -324,7 +345,7 @@ class Handler(BaseHTTPRequestHandler):
     def post(self) -> None:
         url, mode = urlsplit(self.path), State.mode
         body = self.read_body()
-        if mode == "flood-2024":
+        if mode in ("flood-2024", "ran-400-2024"):
             if url.path == "/messages" and parse_qs(url.query).get("session") == ["s1"] and State.sse_2024:
                 return self.post_2024(body)
             if url.path == "/mcp":
@@ -341,6 +362,8 @@ class Handler(BaseHTTPRequestHandler):
         rid, method = msg.get("id"), msg.get("method")
         if mode == "restart-400":
             return self.restart_400(msg)
+        if mode in ("ran-400", "ran-400-modern"):
+            return self.ran_400(msg)
         if mode in LEGACY_HTTP:
             sid = self.headers.get("Mcp-Session-Id")
             if method == "initialize" and rid is not None:
@@ -410,15 +433,48 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(503, b"Service Unavailable")
         if answer == "initialize":
             return self.send_json(jsonrpc_answer(msg, "legacy", ["echo"], caps), {"Mcp-Session-Id": sid})
-        if answer == "sessionless":
-            return self.send(400, b"Bad Request: Server not initialized")
-        if answer == "unknown":
-            return self.send(400, b"Bad Request: No valid session ID provided")
+        if answer in ("sessionless", "unknown"):
+            # The TypeScript SDK's words and shape (server-everything's, its examples').
+            words = "Server not initialized" if answer == "sessionless" else "No valid session ID provided"
+            return self.send(400, json.dumps({"jsonrpc": "2.0", "error": {"code": -32000, "message": f"Bad Request: {words}"},
+                                              "id": None}).encode(), "application/json")
         if rid is None:
             return self.send(202)
         return self.send_json(jsonrpc_answer(msg, "legacy", ["echo"], caps))
 
-    # --- the 2024-11-05 HTTP+SSE transport (flood-2024)
+    def session_400(self, rid) -> None:
+        """400 naming the session, in State.shape."""
+        if State.shape == "result":
+            body = {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "session expired"}]}}
+            return self.send(400, json.dumps(body).encode(), "application/json")
+        if State.shape == "id":
+            body = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Bad Request: Session expired"}}
+            return self.send(400, json.dumps(body).encode(), "application/json")
+        self.send(400, b"Invalid or expired session")
+
+    def ran_400(self, msg: dict) -> None:
+        rid, method = msg.get("id"), msg.get("method")
+        modern = State.mode == "ran-400-modern"
+        era = "modern" if modern else "legacy"
+        sid = self.headers.get("Mcp-Session-Id")
+        caps = {"tools": {"listChanged": True}}
+        with State.lock:
+            if not modern and method == "initialize" and rid is not None:
+                State.ran["initialize"] += 1
+                sid = uuid.uuid4().hex
+                State.sessions.add(sid)
+                return self.send_json(jsonrpc_answer(msg, era, ["echo"], caps), {"Mcp-Session-Id": sid})
+            if not modern and sid is not None and sid not in State.sessions:
+                State.ran["unknown"] += 1
+                return self.session_400(rid)
+            if rid is None:
+                return self.send(202)
+            if method == "tools/call":
+                State.ran["executed"] += 1  # it ran; then the server blames the session
+                return self.session_400(rid)
+        self.send_json(jsonrpc_answer(msg, era, ["echo"], caps))
+
+    # --- the 2024-11-05 HTTP+SSE transport (flood-2024, ran-400-2024)
     def sse_2024(self) -> None:
         q: queue.Queue = queue.Queue()
         State.sse_2024 = q
@@ -435,13 +491,18 @@ class Handler(BaseHTTPRequestHandler):
             msg = json.loads(body)
         except ValueError:
             return self.send(400, b"Bad Request: invalid JSON")
+        tools = ["echo"] if State.mode == "ran-400-2024" else ["flood"]
+        if State.mode == "ran-400-2024" and isinstance(msg, dict) and msg.get("method") == "tools/call":
+            with State.lock:
+                State.ran["executed"] += 1  # it ran; then the server blames the session
+            return self.send(400, b"Could not find session")
         self.send(202)
         if not isinstance(msg, dict) or msg.get("id") is None or "method" not in msg:
             return  # notifications and responses: nothing to answer
         if msg["method"] == "tools/call":
             State.sse_2024.put("flood")
         else:
-            State.sse_2024.put(jsonrpc_answer(msg, "legacy", ["flood"], {"tools": {}}, version="2024-11-05"))
+            State.sse_2024.put(jsonrpc_answer(msg, "legacy", tools, {"tools": {}}, version="2024-11-05"))
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -481,6 +542,10 @@ def main(argv: list[str]) -> None:
     if len(args) > (1 if kind else 0) or (kind == "PIDFILE" and not args):
         usage(f"bad arguments for {mode}: {args}")
     mb = 300 * 1048576
+    if kind == "SHAPE":
+        if len(args) != 1 or args[0] not in SHAPES:
+            usage(f"{mode} needs a SHAPE ({' or '.join(SHAPES)}), not {args}")
+        State.shape = args[0]
     if kind == "MB" and args:
         try:
             mb = int(float(args[0]) * 1048576)

@@ -138,7 +138,7 @@ impl Inner {
             version: version.to_owned(),
             timeout: Some(timeout),
             headers: opts.headers.clone(),
-            idempotent: !matches!(facts, Some(Method::ToolsCall | Method::SubscriptionsListen)),
+            idempotent: facts.is_some_and(safe_to_repeat),
             incoming: self.incoming.clone(),
             hold: hold.clone(),
         };
@@ -479,4 +479,32 @@ impl Inner {
             )),
         }
     }
+}
+
+/// Whether sending `method` twice does no harm: the methods that read, list or set a
+/// state rather than act (docs/http.md, "Which requests are sent again"). Everything
+/// else — `tools/call`, `subscriptions/listen`, `tasks/update`, and any method the
+/// protocol does not name — is sent at most once by a transport.
+pub(crate) fn safe_to_repeat(method: Method) -> bool {
+    matches!(
+        method,
+        Method::Initialize
+            | Method::ServerDiscover
+            | Method::Ping
+            | Method::ToolsList
+            | Method::PromptsList
+            | Method::PromptsGet
+            | Method::ResourcesList
+            | Method::ResourceTemplatesList
+            | Method::ResourcesRead
+            | Method::ResourcesDirectoryRead
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe
+            | Method::CompletionComplete
+            | Method::LoggingSetLevel
+            | Method::TasksGet
+            | Method::TasksResult
+            | Method::TasksList
+            | Method::TasksCancel
+    )
 }

@@ -29,9 +29,14 @@ pub struct RequestContext {
     pub timeout: Option<Duration>,
     /// Extra HTTP headers for this request (`Mcp-Param-*` mirrored from arguments).
     pub headers: Vec<(String, String)>,
-    /// Sending the request twice does no harm (everything but `tools/call` and
-    /// `subscriptions/listen`): a transport may re-send it on a new id when its
-    /// connection broke before the answer.
+    /// Sending the request twice does no harm: it only reads, lists or sets a state
+    /// (`ping`, the `*/list` methods, `resources/read`, `prompts/get`,
+    /// `completion/complete`, `logging/setLevel`, `resources/(un)subscribe`,
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`, and the handshake).
+    /// Never for `tools/call`, `subscriptions/listen`, `tasks/update` or a method the
+    /// protocol does not name. A transport may send an idempotent request again (on a
+    /// new id when its connection broke before the answer, or in a new session when
+    /// the server lost the old one); any other request at most once.
     pub idempotent: bool,
     /// Where to hand everything the server sends that is not this request's response.
     pub incoming: Incoming,

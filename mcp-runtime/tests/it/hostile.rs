@@ -1,7 +1,8 @@
 //! Deliberately misbehaving servers (tests/peers/hostile.py): floods without a newline
 //! on stdout and stderr, invalid UTF-8 on stderr, floods in HTTP bodies and in every
 //! kind of event stream, endless streams, `retry: 0`, a server with no event stream, a
-//! restarted server that refuses a new session once;
+//! restarted server that refuses a new session once; servers that run a tool call and
+//! then answer 400 naming the session (on every HTTP wire: the call runs once);
 //! long results (held once, not as bytes and as text).
 //! Every read stays bounded, the client's peak memory stays far below the flood, and
 //! the next request works.
@@ -288,6 +289,155 @@ async fn a_session_whose_replacement_failed_is_replaced_by_the_next_request() {
         "{stats}"
     );
     client.close().await.unwrap();
+}
+
+/// What a `ran-400*` server counted: sessions started, tool calls run, requests in a
+/// session it did not know.
+fn ran_stats(server: &HttpServer) -> serde_json::Value {
+    serde_json::from_str(&support::http_get_text(server.port, "/stats")).unwrap()
+}
+
+/// A server with sessions that runs a tool call and then answers 400 naming the
+/// session, in a JSON-RPC error to the call's own id: that is the call's answer (the
+/// server read it), returned as the protocol error it is. No new session, not sent
+/// again: the tool ran once. Before, "session" in a 400 meant "unread": a new session
+/// and the call once more — the transfer ran twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_400_naming_the_session_in_an_answer_to_the_call_runs_it_once() {
+    let server = support::hostile_http(&["ran-400", "id"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let e = client
+        .call("echo", json!({"message": "transfer"}))
+        .await
+        .unwrap_err();
+    assert!(e.is_protocol(), "{e}");
+    assert_eq!(e.code(), Some(-32000), "{e}");
+    assert_eq!(e.message(), Some("Bad Request: Session expired"), "{e}");
+    assert_eq!(
+        ran_stats(&server),
+        json!({"initialize": 1, "executed": 1, "unknown": 0})
+    );
+    // The session is the one it was: other requests go on in it.
+    client.ping().await.unwrap();
+    assert_eq!(ran_stats(&server)["initialize"], 1);
+    client.close().await.unwrap();
+}
+
+/// The same server, with a 400 that names the session in plain text: nothing shows
+/// the call was not run, so it is not sent again. Its error says the outcome is
+/// unknown, and the next request starts in a new session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_400_naming_the_session_in_other_words_runs_the_call_once_and_says_the_outcome_is_unknown(
+) {
+    let server = support::hostile_http(&["ran-400", "text"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    let e = client
+        .call("echo", json!({"message": "transfer"}))
+        .await
+        .unwrap_err();
+    // Run once; a new session for the next request.
+    assert_eq!(
+        ran_stats(&server),
+        json!({"initialize": 2, "executed": 1, "unknown": 0}),
+        "{e}"
+    );
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(e.is_http() && e.status() == Some(400), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("Invalid or expired session") && text.contains("outcome is unknown"),
+        "{text}"
+    );
+    client.ping().await.unwrap();
+    assert_eq!(
+        ran_stats(&server),
+        json!({"initialize": 2, "executed": 1, "unknown": 0})
+    );
+    client.close().await.unwrap();
+}
+
+/// A session the server forgot, answered with a 400 that names the session in words
+/// other than the TypeScript SDK's: a request that is safe to repeat (`ping`) gets a
+/// new session and goes again; a tool call does not — even though this server did not
+/// run it, nothing in its answer says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_request_safe_to_repeat_is_sent_again_after_a_400_that_proves_nothing() {
+    let server = support::hostile_http(&["ran-400", "text"]);
+    let client = Client::builder()
+        .http(HttpConfig::new(server.url("/mcp")))
+        .unwrap();
+    client.connect().await.unwrap();
+    support::http_get_text(server.port, "/forget");
+    client.ping().await.unwrap();
+    assert_eq!(
+        ran_stats(&server),
+        json!({"initialize": 2, "executed": 0, "unknown": 1})
+    );
+    support::http_get_text(server.port, "/forget");
+    let e = client
+        .call("echo", json!({"message": "transfer"}))
+        .await
+        .unwrap_err();
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert_eq!(
+        ran_stats(&server),
+        json!({"initialize": 3, "executed": 0, "unknown": 2})
+    );
+    client.close().await.unwrap();
+}
+
+/// A 400 whose body is a *result* to the call (saying "session expired"): the server
+/// read the call and says both that it failed and how it ended. Not a success, not
+/// sent again: an HTTP error whose outcome is unknown, on either Streamable HTTP wire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_400_with_a_result_runs_the_call_once_and_says_the_outcome_is_unknown() {
+    for mode in ["ran-400", "ran-400-modern"] {
+        let server = support::hostile_http(&[mode, "result"]);
+        let client = Client::builder()
+            .http(HttpConfig::new(server.url("/mcp")))
+            .unwrap();
+        let e = client
+            .call("echo", json!({"message": "transfer"}))
+            .await
+            .unwrap_err();
+        assert_eq!(ran_stats(&server)["executed"], 1, "{mode}: {e}");
+        assert!(e.is_outcome_unknown(), "{mode}: {e}");
+        assert_eq!(e.status(), Some(400), "{mode}: {e}");
+        client.close().await.unwrap();
+    }
+}
+
+/// The 2026-07-28 wire (no sessions) and the 2024-11-05 HTTP+SSE transport: a server
+/// that runs the call and then answers 400 naming a session gets it once, and the
+/// caller its error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_400_naming_the_session_runs_the_call_once_on_the_other_http_wires() {
+    for (mode, shape) in [
+        ("ran-400-modern", Some("id")),
+        ("ran-400-modern", Some("text")),
+        ("ran-400-2024", None),
+    ] {
+        let mut args = vec![mode];
+        args.extend(shape);
+        let server = support::hostile_http(&args);
+        let client = Client::builder()
+            .http(HttpConfig::new(server.url("/mcp")))
+            .unwrap();
+        let e = client
+            .call("echo", json!({"message": "transfer"}))
+            .await
+            .unwrap_err();
+        match shape {
+            Some("id") => assert_eq!(e.message(), Some("Bad Request: Session expired"), "{e}"),
+            _ => assert_eq!(e.status(), Some(400), "{mode}: {e}"),
+        }
+        assert_eq!(ran_stats(&server)["executed"], 1, "{mode} {shape:?}: {e}");
+        client.close().await.unwrap();
+    }
 }
 
 /// An older HTTP server without a standalone event stream (GET answers 405) cannot

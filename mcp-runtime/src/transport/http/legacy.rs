@@ -272,17 +272,49 @@ impl Shared {
                 continue;
             } else if lost && status == StatusCode::BAD_REQUEST {
                 // What many servers answer a session they do not know (the TypeScript
-                // SDK's: "Bad Request: No valid session ID provided"), though the
-                // specification says 404. The server refused the request unread: when
-                // its answer speaks of the session, start a new one and send it again,
-                // once; any other 400 is the answer.
+                // SDK's "Bad Request: No valid session ID provided"), though the
+                // specification says 404. But a 400 is not proof the request went
+                // unread: a server may run it and then answer 400 naming the session.
                 let gathered = self.read_message(resp, "reply body").await?;
-                if speaks_of_session(&gathered.body) {
-                    self.session_lost(&session, &cx).await?;
-                    reinitialized = true;
-                    continue;
+                match refusal(&gathered.body, &request.id) {
+                    // The SDK's own words: refused before it was read. A new session,
+                    // and the request once more.
+                    Refusal::Unread => {
+                        self.session_lost(&session, &cx).await?;
+                        reinitialized = true;
+                        continue;
+                    }
+                    // It names the session, but proves nothing: sent again only when
+                    // that is harmless.
+                    Refusal::Session if cx.idempotent => {
+                        self.session_lost(&session, &cx).await?;
+                        reinitialized = true;
+                        continue;
+                    }
+                    Refusal::Session => {
+                        // Not sent again; the next request gets a new session.
+                        if let Err(e) = self.session_lost(&session, &cx).await {
+                            tracing::debug!(origin = %self.origin, error = %e, "could not start a new session; the next request tries again");
+                        }
+                        let said =
+                            String::from_utf8_lossy(&gathered.body[..gathered.body.len().min(200)])
+                                .into_owned();
+                        return Err(status_error(
+                            status,
+                            &format!(
+                                "{}; it names the session, but nothing shows `{}` was not run",
+                                said.trim(),
+                                request.method
+                            ),
+                        )
+                        .with_outcome_unknown());
+                    }
+                    // An answer to this very request (the server read it), or a 400
+                    // about something else: the request's answer.
+                    Refusal::Answer => {
+                        self.reply_of(status, gathered, &request.id, &cx.incoming, Some(&answerer))?
+                    }
                 }
-                self.reply_of(status, gathered, &request.id, &cx.incoming, Some(&answerer))?
             } else {
                 self.read_reply(resp, &request.id, &cx.incoming, Some(&answerer))
                     .await?
@@ -411,9 +443,69 @@ impl Drop for Forget {
     }
 }
 
-/// Whether an error body (its first kilobyte) speaks of the session: what tells a
-/// session the server does not know from any other bad request.
-pub(super) fn speaks_of_session(body: &[u8]) -> bool {
+/// What a 400 to a request in a legacy session says about that request.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The TypeScript SDK's refusal of a session it does not know: a JSON-RPC error
+    /// -32000 "Bad Request: No valid session ID provided" (or "Server not
+    /// initialized", "Mcp-Session-Id header is required"), with no id, a null id, or
+    /// (server-everything copies the body's) this request's id. Its session check
+    /// comes before anything reads the request: proof it was not run.
+    Unread,
+    /// Anything else that speaks of the session in its first kilobyte: maybe a lost
+    /// session, maybe a server that ran the request first. Proves nothing.
+    Session,
+    /// The answer: a JSON-RPC response to this request's id (the server read it), or a
+    /// 400 that does not speak of the session.
+    Answer,
+}
+
+/// The words the TypeScript SDK (and the servers built on its examples, such as
+/// server-everything) answer a session it does not know with, before reading the
+/// request; each may come with the SDK's "Bad Request: " before it.
+const UNREAD: [&str; 3] = [
+    "No valid session ID provided",
+    "Server not initialized",
+    "Mcp-Session-Id header is required",
+];
+
+/// Reads a 400's body (see [`Refusal`]).
+pub(super) fn refusal(body: &[u8], id: &Id) -> Refusal {
+    if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(body) {
+        if m.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && (m.contains_key("error") || m.contains_key("result"))
+        {
+            let ours = m
+                .get("id")
+                .and_then(|v| serde_json::from_value::<Id>(v.clone()).ok())
+                .is_some_and(|i| &i == id);
+            let none = matches!(m.get("id"), None | Some(Value::Null));
+            let error = m.get("error");
+            let code = error.and_then(|e| e.get("code")).and_then(Value::as_i64);
+            let message = error
+                .and_then(|e| e.get("message"))
+                .and_then(Value::as_str)
+                .map(|t| t.strip_prefix("Bad Request: ").unwrap_or(t));
+            if (none || ours)
+                && code == Some(-32000)
+                && message.is_some_and(|t| UNREAD.contains(&t))
+            {
+                return Refusal::Unread;
+            }
+            if ours {
+                return Refusal::Answer;
+            }
+        }
+    }
+    if speaks_of_session(body) {
+        Refusal::Session
+    } else {
+        Refusal::Answer
+    }
+}
+
+/// Whether an error body (its first kilobyte) speaks of the session.
+fn speaks_of_session(body: &[u8]) -> bool {
     body[..body.len().min(1024)]
         .windows(b"session".len())
         .any(|w| w.eq_ignore_ascii_case(b"session"))

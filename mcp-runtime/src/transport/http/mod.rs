@@ -13,12 +13,17 @@
 //!   `Mcp-Name` and the `Mcp-Param-*` headers the session computed. Replies are JSON or
 //!   SSE. Cancelling drops the response stream. A reply stream that breaks before the
 //!   answer is re-issued on a new id only for requests the session marks idempotent
-//!   (everything but `tools/call`): a tool call is never run twice behind your back.
+//!   ([`RequestContext::idempotent`](crate::transport::RequestContext::idempotent); never
+//!   `tools/call`): a tool call is never run twice behind your back.
 //! * Legacy: `initialize` (capturing `Mcp-Session-Id`), `MCP-Protocol-Version` after it,
 //!   server requests on reply streams answered by POST, a standalone GET stream for
 //!   unrelated messages, resumption by GET with `Last-Event-ID` after the server's
 //!   `retry:` delay, one transparent re-initialize on 404 (expired session), and DELETE
-//!   on close.
+//!   on close. A 400 naming the session starts a new session and sends the request
+//!   again only when the body proves the request unread (the TypeScript SDK's
+//!   words) or the request is idempotent; a tool call the server may have run fails
+//!   with [`Error::is_outcome_unknown`](crate::Error::is_outcome_unknown) instead
+//!   (docs/http.md).
 //! * When `initialize` gets 400/404/405 without a JSON-RPC body, the 2024-11-05
 //!   HTTP+SSE transport is tried: GET the URL, wait for the `endpoint` event, POST to it,
 //!   read every answer from the event stream.

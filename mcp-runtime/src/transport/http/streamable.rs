@@ -209,6 +209,15 @@ impl Shared {
         for m in messages {
             match m {
                 Ok(Message::Response(r)) if !status.is_success() => {
+                    if r.outcome.is_ok() {
+                        // An error status and a result: the server says both; which
+                        // is true is unknown.
+                        return Err(status_error(
+                            status,
+                            "with a result in its body; which of the two is true is unknown",
+                        )
+                        .with_outcome_unknown());
+                    }
                     // An error status with a JSON-RPC error: the answer (the id may be
                     // missing when the server could not read the request).
                     found = Some(Response {

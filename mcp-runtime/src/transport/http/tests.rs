@@ -63,20 +63,50 @@ fn endpoint_resolution() {
     );
 }
 
-/// A 400 to a request in a legacy session means the session is gone only when its
-/// body says so (the TypeScript SDK's words, and others'); any other 400 is the answer.
+/// A 400 to a request in a legacy session proves the request unread only in the
+/// TypeScript SDK's words (JSON-RPC error -32000, no id, a null id, or — as
+/// server-everything answers — the request's own id); an answer to the request's id
+/// is the answer; anything else that speaks of the session proves nothing.
 #[test]
-fn a_400_is_a_lost_session_only_when_it_says_so() {
-    use super::legacy::speaks_of_session;
-    assert!(speaks_of_session(
-        br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#
-    ));
-    assert!(speaks_of_session(b"Invalid or missing SESSION id"));
-    assert!(!speaks_of_session(
-        br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params"}}"#
-    ));
-    assert!(!speaks_of_session(b""));
-    // Only the first kilobyte is read.
+fn a_400_is_read_for_what_it_proves() {
+    use super::legacy::{refusal, Refusal};
+    use crate::jsonrpc::Id;
+    let id = Id::Number(7);
+    let unread = [
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":7}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Mcp-Session-Id header is required"},"id":null}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"No valid session ID provided"},"id":null}"#,
+    ];
+    for body in unread {
+        assert_eq!(refusal(body.as_bytes(), &id), Refusal::Unread, "{body}");
+    }
+    let answer = [
+        // The server read this request and answered it, whatever it says.
+        r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"Bad Request: Session expired"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"No valid session ID provided"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"result":{"session":"gone"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params"}}"#,
+        "Bad Request: invalid JSON",
+        "",
+    ];
+    for body in answer {
+        assert_eq!(refusal(body.as_bytes(), &id), Refusal::Answer, "{body}");
+    }
+    let session = [
+        "Invalid or missing SESSION id",
+        "Bad Request: No valid session ID provided",
+        // Another request's id, a near miss of the SDK's words, another code.
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"No valid session ID provided"},"id":8}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided!"},"id":null}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"No valid session ID provided"},"id":null}"#,
+    ];
+    for body in session {
+        assert_eq!(refusal(body.as_bytes(), &id), Refusal::Session, "{body}");
+    }
+    // Only the first kilobyte is read for the word.
     let late = [vec![b' '; 2048], b"session".to_vec()].concat();
-    assert!(!speaks_of_session(&late));
+    assert_eq!(refusal(&late, &id), Refusal::Answer);
 }
