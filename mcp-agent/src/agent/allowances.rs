@@ -16,23 +16,11 @@ impl Agent {
     /// integrity key, one that fails its check is left out (and logged).
     pub async fn allowances(&self) -> Result<Vec<Allowance>> {
         let mut out = Vec::new();
-        for mut kept in self.inner.store.allowances().await? {
-            let id = kept
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            if id.starts_with(PIN_PREFIX) {
-                continue; // a pinned definition, not an allowance
-            }
-            if let Some(key) = &self.inner.integrity {
-                if let Err(e) = key.open(Sealed::Allowance, &id, &mut kept) {
-                    tracing::warn!(error = %e, "a standing allowance is ignored");
-                    continue;
-                }
-            } else if let Value::Object(m) = &mut kept {
-                m.remove(INTEGRITY_FIELD);
-            }
+        // Pinned definitions are kept beside the allowances: not allowances.
+        for (id, kept) in self
+            .kept(Sealed::Allowance, |id| !id.starts_with(PIN_PREFIX))
+            .await?
+        {
             match serde_json::from_value::<Allowance>(kept) {
                 // Another scope's allowances are not this agent's.
                 Ok(a) if a.id == id && a.scope != self.inner.scope => {}
@@ -41,6 +29,37 @@ impl Agent {
                     tracing::warn!(allowance = %id, "a standing allowance cannot be read; it is ignored")
                 }
             }
+        }
+        Ok(out)
+    }
+
+    /// The records kept beside the standing allowances whose id `wanted` takes, each
+    /// checked against its MAC as `what` (with an integrity key; one that fails is
+    /// left out, and logged) and without it: (id, record).
+    pub(super) async fn kept(
+        &self,
+        what: Sealed,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Vec<(String, Value)>> {
+        let mut out = Vec::new();
+        for mut kept in self.inner.store.allowances().await? {
+            let id = kept
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !wanted(&id) {
+                continue;
+            }
+            if let Some(key) = &self.inner.integrity {
+                if let Err(e) = key.open(what, &id, &mut kept) {
+                    tracing::warn!(error = %e, "a kept record is ignored");
+                    continue;
+                }
+            } else if let Value::Object(m) = &mut kept {
+                m.remove(INTEGRITY_FIELD);
+            }
+            out.push((id, kept));
         }
         Ok(out)
     }

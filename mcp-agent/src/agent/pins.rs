@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 use super::host::AgentTool;
-use super::integrity::{Sealed, INTEGRITY_FIELD};
+use super::integrity::Sealed;
 use super::shared::Agent;
 use super::util::now;
 
@@ -46,23 +46,10 @@ impl Agent {
     /// of its tool is then refused, as for a changed definition.
     pub async fn pins(&self) -> Result<Vec<Pin>> {
         let mut out = Vec::new();
-        for mut kept in self.inner.store.allowances().await? {
-            let id = kept
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            if !id.starts_with(PIN_PREFIX) {
-                continue;
-            }
-            if let Some(key) = &self.inner.integrity {
-                if let Err(e) = key.open(Sealed::Pin, &id, &mut kept) {
-                    tracing::warn!(error = %e, "a pinned tool definition is ignored");
-                    continue;
-                }
-            } else if let Value::Object(m) = &mut kept {
-                m.remove(INTEGRITY_FIELD);
-            }
+        for (id, kept) in self
+            .kept(Sealed::Pin, |id| id.starts_with(PIN_PREFIX))
+            .await?
+        {
             match serde_json::from_value::<Pin>(kept) {
                 Ok(p) if p.id == id && p.scope == self.inner.scope => out.push(p),
                 Ok(_) => {}

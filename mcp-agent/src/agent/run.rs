@@ -402,30 +402,14 @@ impl Agent {
                     "`{name}` was not run: a turn may ask for at most {} tool calls",
                     self.inner.calls_per_turn
                 );
-                self.event(
-                    state,
-                    Event::Denied {
-                        tool: name,
-                        reason: reason.clone(),
-                    },
-                );
-                state.results.push(error_result(id, reason));
+                self.not_run(state, id, name, reason);
             }
             // Arguments that are not a JSON object (text that was not JSON) go
             // nowhere — not through the gate, not to a server: the model reads why.
             let mut sendable = Vec::with_capacity(calls.len());
             for (id, name, arguments) in calls {
                 match unsendable(&name, &arguments) {
-                    Some(reason) => {
-                        self.event(
-                            state,
-                            Event::Denied {
-                                tool: name,
-                                reason: reason.clone(),
-                            },
-                        );
-                        state.results.push(error_result(id, reason));
-                    }
+                    Some(reason) => self.not_run(state, id, name, reason),
                     None => sendable.push((id, name, arguments)),
                 }
             }
@@ -540,6 +524,19 @@ impl Agent {
         // doubt — the flushed save before they were sent says so — never unsent.
         self.save_as(state, RunStatus::Running, Durability::Deferred)
             .await
+    }
+
+    /// A call of the model's answer that is not run (it never joins the turn): the
+    /// model reads why, and [`Event::Denied`] says so.
+    fn not_run(&self, state: &mut RunState, id: String, name: String, reason: String) {
+        self.event(
+            state,
+            Event::Denied {
+                tool: name,
+                reason: reason.clone(),
+            },
+        );
+        state.results.push(error_result(id, reason));
     }
 
     /// [`Event::InputRequested`] for call `i`, which paused for `input`.

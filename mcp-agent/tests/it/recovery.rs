@@ -11,7 +11,6 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mcp_agent::runtime::BoxFuture;
 use mcp_agent::{
     Agent, ChatCompletions, Claim, Decision, Durability, Event, Lease, MemoryRunStore, Mode,
     Outcome, RunRecord, RunStatus, RunStore, SqliteRunStore,
@@ -511,74 +510,6 @@ async fn an_idempotent_call_is_sent_again_after_a_crash() {
     agent.close().await.unwrap();
 }
 
-/// A store that records how durable each save was asked to be, then saves it.
-struct Spy {
-    inner: Arc<dyn RunStore>,
-    saves: Mutex<Vec<(RunStatus, Durability)>>,
-}
-
-impl RunStore for Spy {
-    fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, mcp_agent::Result<()>> {
-        self.saves
-            .lock()
-            .unwrap()
-            .push((run.status, run.durability));
-        self.inner.save(run)
-    }
-    fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<Vec<Value>>> {
-        self.inner.events(id)
-    }
-    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<Option<RunRecord>>> {
-        self.inner.load(id)
-    }
-    fn claim<'a>(
-        &'a self,
-        id: &'a str,
-        claim: Claim<'a>,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, mcp_agent::Result<Option<RunRecord>>> {
-        self.inner.claim(id, claim, lease)
-    }
-    fn renew<'a>(
-        &'a self,
-        id: &'a str,
-        lease: &'a Lease,
-    ) -> BoxFuture<'a, mcp_agent::Result<bool>> {
-        self.inner.renew(id, lease)
-    }
-    fn list<'a>(
-        &'a self,
-        filter: &'a mcp_agent::RunFilter,
-    ) -> BoxFuture<'a, mcp_agent::Result<mcp_agent::RunPage>> {
-        self.inner.list(filter)
-    }
-    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<bool>> {
-        self.inner.delete(id)
-    }
-    fn ledger<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> BoxFuture<'a, mcp_agent::Result<Vec<mcp_agent::LedgerEntry>>> {
-        self.inner.ledger(id)
-    }
-    fn prune(&self, secs: u64) -> BoxFuture<'_, mcp_agent::Result<u64>> {
-        self.inner.prune(secs)
-    }
-    fn save_allowance<'a>(
-        &'a self,
-        id: &'a str,
-        allowance: &'a Value,
-    ) -> BoxFuture<'a, mcp_agent::Result<()>> {
-        self.inner.save_allowance(id, allowance)
-    }
-    fn allowances(&self) -> BoxFuture<'_, mcp_agent::Result<Vec<Value>>> {
-        self.inner.allowances()
-    }
-    fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, mcp_agent::Result<bool>> {
-        self.inner.delete_allowance(id)
-    }
-}
-
 /// Only the save that keeps the results of calls just made may wait for the disk
 /// (`Durability::Deferred`): the save before calls are sent, a suspension and the
 /// run's end are flushed — through a run with a call that runs at once and one that
@@ -595,10 +526,7 @@ async fn only_the_results_of_calls_are_saved_deferred() {
             {"echo_tools": true}
         ]),
     );
-    let spy = Arc::new(Spy {
-        inner: store_for(&dir, "sqlite").await,
-        saves: Mutex::default(),
-    });
+    let spy = super::rollback::Recorder::new(store_for(&dir, "sqlite").await);
     let agent = crash_agent(&dir, &model.url(), spy.clone(), |_, _| {});
     let (run, decision) = match agent.run("read, then write").await.unwrap() {
         Outcome::ApprovalRequired {
@@ -614,8 +542,15 @@ async fn only_the_results_of_calls_are_saved_deferred() {
     finished(outcome);
     use Durability::{Deferred, Flushed};
     use RunStatus::{Finished, Running, Suspended};
+    let saves: Vec<(RunStatus, Durability)> = spy
+        .saves
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| (r.status, r.durability))
+        .collect();
     assert_eq!(
-        *spy.saves.lock().unwrap(),
+        saves,
         [
             (Running, Flushed),   // read_text_file recorded as sent
             (Running, Deferred),  // its result kept
