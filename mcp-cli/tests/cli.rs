@@ -461,3 +461,109 @@ fn snapshots_take_effect_on_the_next_build() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `mcp` run in `cwd`.
+fn mcp_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// A snapshot planted above the project — in a parent folder, or `/tmp/.mcp/` by
+/// another user — is never used: its `command` is not started. A project is found from
+/// the current folder up to the nearest `.git` or `Cargo.toml` with `[workspace]`. The
+/// positive controls: the same snapshot inside the project is started, and so is the
+/// planted one with `--allow-outside-project`. A `.mcp/` folder others could write to
+/// is skipped with a warning.
+#[test]
+fn snapshots_outside_the_project_are_never_started() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let peers = peers();
+    let everything = peers.join("npm/node_modules/.bin/mcp-server-everything");
+    let root = std::env::temp_dir().join(format!("mcp-cli-planted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let cwd = root.join("a/b/c");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let marker = root.join("started");
+    // A stdio server that leaves a mark when it starts, then serves.
+    let snapshot = serde_json::json!({
+        "format": 1,
+        "name": "fs",
+        "server": {"command": [
+            "/bin/sh", "-c", "echo started > \"$0\"; exec \"$1\" stdio",
+            marker.display().to_string(), everything.display().to_string(),
+        ]},
+        "tools": [],
+    })
+    .to_string();
+    let plant = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(dir.join("fs.json"), &snapshot).unwrap();
+    };
+    let said = |out: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    plant(&root.join(".mcp"));
+    for (marker_file, text) in [(".git", None), ("Cargo.toml", Some("[workspace]\n"))] {
+        let at = root.join("a").join(marker_file);
+        match text {
+            None => std::fs::create_dir_all(&at).unwrap(),
+            Some(t) => std::fs::write(&at, t).unwrap(),
+        }
+        let out = mcp_in(&cwd, &["tools", "fs"]);
+        let text = said(&out);
+        assert!(!out.status.success(), "{marker_file}: {text}");
+        assert!(
+            !marker.exists(),
+            "{marker_file}: the planted command ran: {text}"
+        );
+        assert!(
+            text.contains("--allow-outside-project") && text.contains("above the project root"),
+            "{marker_file}: {text}"
+        );
+        // `mcp snapshot` (which starts every stored server) finds no folder either.
+        let out = mcp_in(&cwd, &["snapshot"]);
+        assert!(!out.status.success() && !marker.exists(), "{}", said(&out));
+        // The explicit flag: the planted one is used.
+        let out = mcp_in(&cwd, &["tools", "fs", "--allow-outside-project"]);
+        assert!(out.status.success(), "{marker_file}: {}", said(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("echo"));
+        assert!(marker.exists(), "{marker_file}: the flag lets it run");
+        std::fs::remove_file(&marker).unwrap();
+        // The positive control: the same snapshot inside the project is started.
+        plant(&root.join("a/.mcp"));
+        let out = mcp_in(&cwd, &["tools", "fs"]);
+        assert!(out.status.success(), "{marker_file}: {}", said(&out));
+        assert!(marker.exists(), "{marker_file}: inside the project it runs");
+        std::fs::remove_file(&marker).unwrap();
+        // Inside the project but writable by others: skipped, saying why.
+        for mode in [0o777, 0o757] {
+            std::fs::set_permissions(root.join("a/.mcp"), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+            let out = mcp_in(&cwd, &["tools", "fs"]);
+            let text = said(&out);
+            assert!(!out.status.success(), "{mode:o}: {text}");
+            assert!(!marker.exists(), "{mode:o}: an unsafe folder's command ran");
+            assert!(
+                text.contains("warning")
+                    && text.contains("writable by")
+                    && text.contains("chmod go-w"),
+                "{mode:o}: {text}"
+            );
+        }
+        std::fs::remove_dir_all(root.join("a/.mcp")).unwrap();
+        if at.is_dir() {
+            std::fs::remove_dir_all(&at).unwrap();
+        } else {
+            std::fs::remove_file(&at).unwrap();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
