@@ -139,6 +139,12 @@ fn ready(mut child: std::process::Child, what: &str) -> std::process::Child {
 }
 
 fn oauth_peers(peers: &Path) -> OAuthPeers {
+    oauth_peers_with(peers, &[])
+}
+
+/// The OAuth peers, the authorization server with this environment (its options:
+/// tests/peers/README.md).
+fn oauth_peers_with(peers: &Path, as_env: &[(&str, &str)]) -> OAuthPeers {
     use std::process::Stdio;
     let root = repo_root();
     let dir = std::env::temp_dir().join(format!(
@@ -162,6 +168,7 @@ fn oauth_peers(peers: &Path) -> OAuthPeers {
             format!("http://127.0.0.1:{mcp_port}/mcp"),
             jwks.display().to_string(),
         ])
+        .envs(as_env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -293,6 +300,82 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
     let _ = hostile.wait();
     assert!(!seen.contains(&token), "another server got the token");
     assert!(seen.contains("POST"), "the other server was asked: {seen}");
+}
+
+/// An authorization server whose authorization endpoint already carries a `state`
+/// (`/auth?state=forged`, and it reads a repeated parameter as its last value): `mcp
+/// login` waits for the state it sent itself — the one the redirect carries — and
+/// completes. (Waiting for the first `state` in the URL, it would wait for `forged`
+/// and turn the real redirect away until the authorization timed out.)
+#[test]
+fn login_waits_for_its_own_state_when_the_endpoint_carries_one() {
+    let peers = peers();
+    let p = oauth_peers_with(
+        &peers,
+        &[("OIDC_AUTHORIZATION_ENDPOINT_QUERY", "state=forged")],
+    );
+    let url = format!("http://127.0.0.1:{}/mcp", p.mcp_port);
+    let creds = p.dir.join("credentials.json");
+    // The "browser": follows the authorization URL to the redirect at once.
+    let opener = p.dir.join("browser");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' 0 \"$1\" >/dev/null 2>&1\n",
+            peers.join("venv/bin/python").display(),
+            repo_root()
+                .join("tests/peers/oidc/slow_browser.py")
+                .display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = p.dir.join("cwd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["login", "prot", "--url", &url, "--open"])
+        .arg(&opener)
+        .current_dir(&dir)
+        .env("MCP_CREDENTIALS", &creds)
+        .env("HOME", &p.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let done = loop {
+        if child.try_wait().unwrap().is_some() {
+            break true;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(90) {
+            let _ = child.kill();
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The URL shown is the one at issue: the endpoint's `state` first, then the
+    // client's.
+    let shown_url = stderr
+        .lines()
+        .find(|l| l.contains("/auth?"))
+        .unwrap_or_else(|| panic!("no authorization URL shown: {stderr}"));
+    assert!(
+        shown_url.contains("/auth?state=forged&") && shown_url.matches("state=").count() == 2,
+        "{stderr}"
+    );
+    assert!(
+        done,
+        "mcp login still waited after 90 s (for the endpoint's state?): {stderr}"
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("authorized"),
+        "{stderr}"
+    );
+    assert!(creds.exists());
 }
 
 /// Snapshots take effect on the next `cargo build`, with nothing touched by hand: a
