@@ -9,6 +9,14 @@
 //! * `mcp login NAME` authorizes with an OAuth server in a browser (a loopback
 //!   redirect) and keeps the credentials (`~/.config/mcp/credentials.json`, 0600) for
 //!   the other commands.
+//!
+//! Snapshots are looked for inside the current project only: from the current folder
+//! up to the nearest folder with `.git` (`.hg`, `.jj`) or a `Cargo.toml` with
+//! `[workspace]`; outside any, up to the nearest folder with a `Cargo.toml`; outside
+//! any package too, in the current folder alone. A `.mcp/` folder another user owns, or
+//! that group or others may write to, is skipped with a warning. A stored server
+//! (its `command` is started, its `url` is sent credentials) from above the project
+//! is used only with `--allow-outside-project`; `--dir DIR` names a folder explicitly.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,7 +43,13 @@ fn cli() -> Command {
         .arg(
             Arg::new("dir")
                 .long("dir")
-                .help("the snapshot folder (default: the nearest .mcp/ up from here)"),
+                .help("the snapshot folder (default: the nearest .mcp/ from here up to the project root)"),
+        )
+        .arg(
+            Arg::new("allow-outside-project")
+                .long("allow-outside-project")
+                .action(ArgAction::SetTrue)
+                .help("look for snapshots above the project root too, and use (start) what is found there"),
         )
     };
     Command::new("mcp")
@@ -95,18 +109,82 @@ async fn main() -> ExitCode {
 
 type Failure = Box<dyn std::error::Error>;
 
+/// The snapshot lookup from here: inside the current project (the nearest folder, from
+/// here up, with `.git`, `.hg` or `.jj`, or a `Cargo.toml` with `[workspace]`; else the
+/// nearest with a `Cargo.toml`; else this folder alone), or past it with
+/// `--allow-outside-project`.
+fn project(m: &ArgMatches) -> Result<snapshot::Project, Failure> {
+    let cwd = std::env::current_dir()?;
+    Ok(if m.get_flag("allow-outside-project") {
+        snapshot::Project::unbounded(&cwd)
+    } else {
+        snapshot::Project::of(&cwd)
+    })
+}
+
+/// Warns about the snapshot folders a lookup passed over.
+fn warn_skipped(found: &snapshot::Found) {
+    for s in &found.skipped {
+        eprintln!("mcp: warning: {s}");
+    }
+}
+
+/// Where the project ends, for messages.
+fn root_shown(project: &snapshot::Project) -> String {
+    project
+        .root()
+        .map(|r| shown(&r.display().to_string()).into_owned())
+        .unwrap_or_else(|| "/".to_owned())
+}
+
+/// What to say when the project has no snapshot (folder) but one above it does.
+fn outside_hint(project: &snapshot::Project, beyond: snapshot::Found) -> String {
+    match beyond.path {
+        Some(p) if !project.contains(&p) => format!(
+            "; {} is above the project root {} and is not used (a snapshot there could start any program): pass --allow-outside-project to use it",
+            shown(&p.display().to_string()),
+            root_shown(project)
+        ),
+        _ => String::new(),
+    }
+}
+
+/// A snapshot folder named with `--dir`: used as named, if it is safe to.
+fn named_dir(d: &str) -> Result<PathBuf, Failure> {
+    let dir = PathBuf::from(d);
+    if dir.exists() {
+        snapshot::check_folder(&dir).map_err(|reason| {
+            format!(
+                "the snapshot folder {} is not used: {reason}",
+                shown(&dir.display().to_string())
+            )
+        })?;
+    }
+    Ok(dir)
+}
+
 fn snapshot_dir(m: &ArgMatches, create: bool) -> Result<PathBuf, Failure> {
     if let Some(d) = m.get_one::<String>("dir") {
-        return Ok(PathBuf::from(d));
+        return named_dir(d);
     }
-    let cwd = std::env::current_dir()?;
-    if let Some(dir) = snapshot::dir_above(&cwd) {
+    let project = project(m)?;
+    let found = project.snapshot_dir();
+    warn_skipped(&found);
+    if let Some(dir) = found.path {
         return Ok(dir);
     }
     if create {
-        return Ok(cwd.join(snapshot::DIR));
+        return Ok(project.start().join(snapshot::DIR));
     }
-    Err("no .mcp/ folder here or above; add a server with `mcp snapshot NAME --url URL` or `mcp snapshot NAME -- COMMAND`".into())
+    let hint = outside_hint(
+        &project,
+        snapshot::Project::unbounded(project.start()).snapshot_dir(),
+    );
+    Err(format!(
+        "no usable .mcp/ folder from here up to the project root {}; add a server with `mcp snapshot NAME --url URL` or `mcp snapshot NAME -- COMMAND`{hint}",
+        root_shown(&project)
+    )
+    .into())
 }
 
 /// The connection a snapshot or the command line describes.
@@ -403,15 +481,38 @@ async fn open(m: &ArgMatches) -> Result<Client, Failure> {
     client(&name, &server)
 }
 
-/// The connection of `name`: from the command line, else from its snapshot.
+/// The connection of `name`: from the command line, else from its snapshot — one
+/// inside the current project (or named with `--dir`), unless
+/// `--allow-outside-project`.
 fn server_for(m: &ArgMatches, name: &str) -> Result<Value, Failure> {
-    let stored = match snapshot_dir(m, false) {
-        Ok(dir) if dir.join(format!("{name}.json")).exists() => {
-            Some(Snapshot::read(&dir.join(format!("{name}.json")))?.server)
+    if m.contains_id("url") || m.contains_id("command") {
+        return connection(m, None);
+    }
+    let path = match m.get_one::<String>("dir") {
+        Some(d) => Some(named_dir(d)?.join(format!("{name}.json"))).filter(|p| p.is_file()),
+        None => {
+            let project = project(m)?;
+            let found = project.locate(name);
+            warn_skipped(&found);
+            match found.path {
+                Some(p) => Some(p),
+                None => {
+                    let hint = outside_hint(
+                        &project,
+                        snapshot::Project::unbounded(project.start()).locate(name),
+                    );
+                    return Err(format!(
+                        "no snapshot of `{}` from here up to the project root {}: give --url URL or -- COMMAND…{hint}",
+                        shown(name),
+                        root_shown(&project)
+                    )
+                    .into());
+                }
+            }
         }
-        _ => None,
     };
-    connection(m, stored.as_ref())
+    let stored = path.map(|p| Snapshot::read(&p)).transpose()?;
+    connection(m, stored.as_ref().map(|s| &s.server))
 }
 
 async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {

@@ -189,6 +189,12 @@ fn ready(mut child: std::process::Child, what: &str) -> std::process::Child {
 }
 
 fn oauth_peers(peers: &Path) -> OAuthPeers {
+    oauth_peers_with(peers, &[])
+}
+
+/// The OAuth peers, the authorization server with this environment (its options:
+/// tests/peers/README.md).
+fn oauth_peers_with(peers: &Path, as_env: &[(&str, &str)]) -> OAuthPeers {
     use std::process::Stdio;
     let root = repo_root();
     let dir = std::env::temp_dir().join(format!(
@@ -212,6 +218,7 @@ fn oauth_peers(peers: &Path) -> OAuthPeers {
             format!("http://127.0.0.1:{mcp_port}/mcp"),
             jwks.display().to_string(),
         ])
+        .envs(as_env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -343,6 +350,82 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
     let _ = hostile.wait();
     assert!(!seen.contains(&token), "another server got the token");
     assert!(seen.contains("POST"), "the other server was asked: {seen}");
+}
+
+/// An authorization server whose authorization endpoint already carries a `state`
+/// (`/auth?state=forged`, and it reads a repeated parameter as its last value): `mcp
+/// login` waits for the state it sent itself — the one the redirect carries — and
+/// completes. (Waiting for the first `state` in the URL, it would wait for `forged`
+/// and turn the real redirect away until the authorization timed out.)
+#[test]
+fn login_waits_for_its_own_state_when_the_endpoint_carries_one() {
+    let peers = peers();
+    let p = oauth_peers_with(
+        &peers,
+        &[("OIDC_AUTHORIZATION_ENDPOINT_QUERY", "state=forged")],
+    );
+    let url = format!("http://127.0.0.1:{}/mcp", p.mcp_port);
+    let creds = p.dir.join("credentials.json");
+    // The "browser": follows the authorization URL to the redirect at once.
+    let opener = p.dir.join("browser");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' 0 \"$1\" >/dev/null 2>&1\n",
+            peers.join("venv/bin/python").display(),
+            repo_root()
+                .join("tests/peers/oidc/slow_browser.py")
+                .display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = p.dir.join("cwd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["login", "prot", "--url", &url, "--open"])
+        .arg(&opener)
+        .current_dir(&dir)
+        .env("MCP_CREDENTIALS", &creds)
+        .env("HOME", &p.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let done = loop {
+        if child.try_wait().unwrap().is_some() {
+            break true;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(90) {
+            let _ = child.kill();
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The URL shown is the one at issue: the endpoint's `state` first, then the
+    // client's.
+    let shown_url = stderr
+        .lines()
+        .find(|l| l.contains("/auth?"))
+        .unwrap_or_else(|| panic!("no authorization URL shown: {stderr}"));
+    assert!(
+        shown_url.contains("/auth?state=forged&") && shown_url.matches("state=").count() == 2,
+        "{stderr}"
+    );
+    assert!(
+        done,
+        "mcp login still waited after 90 s (for the endpoint's state?): {stderr}"
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("authorized"),
+        "{stderr}"
+    );
+    assert!(creds.exists());
 }
 
 /// Snapshots take effect on the next `cargo build`, with nothing touched by hand: a
@@ -510,4 +593,110 @@ fn snapshots_take_effect_on_the_next_build() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `mcp` run in `cwd`.
+fn mcp_in(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+/// A snapshot planted above the project — in a parent folder, or `/tmp/.mcp/` by
+/// another user — is never used: its `command` is not started. A project is found from
+/// the current folder up to the nearest `.git` or `Cargo.toml` with `[workspace]`. The
+/// positive controls: the same snapshot inside the project is started, and so is the
+/// planted one with `--allow-outside-project`. A `.mcp/` folder others could write to
+/// is skipped with a warning.
+#[test]
+fn snapshots_outside_the_project_are_never_started() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let peers = peers();
+    let everything = peers.join("npm/node_modules/.bin/mcp-server-everything");
+    let root = std::env::temp_dir().join(format!("mcp-cli-planted-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let cwd = root.join("a/b/c");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let marker = root.join("started");
+    // A stdio server that leaves a mark when it starts, then serves.
+    let snapshot = serde_json::json!({
+        "format": 1,
+        "name": "fs",
+        "server": {"command": [
+            "/bin/sh", "-c", "echo started > \"$0\"; exec \"$1\" stdio",
+            marker.display().to_string(), everything.display().to_string(),
+        ]},
+        "tools": [],
+    })
+    .to_string();
+    let plant = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(dir.join("fs.json"), &snapshot).unwrap();
+    };
+    let said = |out: &Output| {
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    plant(&root.join(".mcp"));
+    for (marker_file, text) in [(".git", None), ("Cargo.toml", Some("[workspace]\n"))] {
+        let at = root.join("a").join(marker_file);
+        match text {
+            None => std::fs::create_dir_all(&at).unwrap(),
+            Some(t) => std::fs::write(&at, t).unwrap(),
+        }
+        let out = mcp_in(&cwd, &["tools", "fs"]);
+        let text = said(&out);
+        assert!(!out.status.success(), "{marker_file}: {text}");
+        assert!(
+            !marker.exists(),
+            "{marker_file}: the planted command ran: {text}"
+        );
+        assert!(
+            text.contains("--allow-outside-project") && text.contains("above the project root"),
+            "{marker_file}: {text}"
+        );
+        // `mcp snapshot` (which starts every stored server) finds no folder either.
+        let out = mcp_in(&cwd, &["snapshot"]);
+        assert!(!out.status.success() && !marker.exists(), "{}", said(&out));
+        // The explicit flag: the planted one is used.
+        let out = mcp_in(&cwd, &["tools", "fs", "--allow-outside-project"]);
+        assert!(out.status.success(), "{marker_file}: {}", said(&out));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("echo"));
+        assert!(marker.exists(), "{marker_file}: the flag lets it run");
+        std::fs::remove_file(&marker).unwrap();
+        // The positive control: the same snapshot inside the project is started.
+        plant(&root.join("a/.mcp"));
+        let out = mcp_in(&cwd, &["tools", "fs"]);
+        assert!(out.status.success(), "{marker_file}: {}", said(&out));
+        assert!(marker.exists(), "{marker_file}: inside the project it runs");
+        std::fs::remove_file(&marker).unwrap();
+        // Inside the project but writable by others: skipped, saying why.
+        for mode in [0o777, 0o757] {
+            std::fs::set_permissions(root.join("a/.mcp"), std::fs::Permissions::from_mode(mode))
+                .unwrap();
+            let out = mcp_in(&cwd, &["tools", "fs"]);
+            let text = said(&out);
+            assert!(!out.status.success(), "{mode:o}: {text}");
+            assert!(!marker.exists(), "{mode:o}: an unsafe folder's command ran");
+            assert!(
+                text.contains("warning")
+                    && text.contains("writable by")
+                    && text.contains("chmod go-w"),
+                "{mode:o}: {text}"
+            );
+        }
+        std::fs::remove_dir_all(root.join("a/.mcp")).unwrap();
+        if at.is_dir() {
+            std::fs::remove_dir_all(&at).unwrap();
+        } else {
+            std::fs::remove_file(&at).unwrap();
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

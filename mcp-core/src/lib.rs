@@ -1,5 +1,6 @@
 //! What the crates of the MCP client toolkit share (the sqlx-macros-core pattern): no
-//! proc-macro, and by default nothing but `std`, `serde`, `serde_json` and `memchr`, so a build
+//! proc-macro, and by default nothing but `std`, `serde`, `serde_json` and `memchr` (and, on
+//! Unix, `libc`: whose a snapshot folder is), so a build
 //! script can use it cheaply. The runtime, the `#[mcp]` macro, the agent and the `mcp`
 //! CLI use the same code, so they can never disagree. The optional features add what
 //! is shared at run time.

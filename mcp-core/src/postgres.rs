@@ -2,7 +2,10 @@
 //! in a database: the runtime's credential store and the agent's run store.
 //!
 //! TLS (rustls, webpki roots, `sslmode=require` at least) for anything but a loopback
-//! address or a Unix socket; `sslmode=disable` to another machine is refused.
+//! address, the name `localhost` or a Unix socket; `sslmode=disable` to anything else is
+//! refused before connecting. Other names are not taken on trust, not even those under
+//! `.localhost`: the driver resolves a name itself, with no check that it stays on this
+//! machine.
 
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -60,7 +63,7 @@ use crate::rt::lock;
 
 /// Connections to one PostgreSQL database: a shared one (opened again when it closes)
 /// and dedicated ones on demand. TLS (rustls, webpki roots, `sslmode=require` at least)
-/// for anything but loopback or a Unix socket.
+/// for anything but a loopback address, `localhost` or a Unix socket.
 pub struct PgPool {
     config: tokio_postgres::Config,
     tls: bool,
@@ -77,6 +80,14 @@ impl fmt::Debug for PgPool {
             .field("tls", &self.tls)
             .finish()
     }
+}
+
+/// A host that is this machine without asking a resolver: a loopback address, or the
+/// name `localhost` itself. Not a name under `.localhost`: tokio-postgres resolves it
+/// with the system resolver and connects to whatever it says.
+fn literally_local(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || (!crate::url_rule::is_localhost_name(name) && crate::url_rule::is_loopback_host(name))
 }
 
 /// Runs a connection's I/O until it ends.
@@ -103,7 +114,8 @@ impl PgPool {
             ))
         })?;
         // Decided on the address actually connected to: a host's `hostaddr` when it
-        // has one (the name is then only for TLS), else the host itself.
+        // has one (the name is then only for TLS), else the host itself — local only
+        // when it says so literally, as the driver resolves names without a check.
         let addrs = config.get_hostaddrs();
         let local = addrs.iter().all(|a| a.is_loopback())
             && config
@@ -112,13 +124,13 @@ impl PgPool {
                 .enumerate()
                 .all(|(i, h)| match (addrs.get(i), h) {
                     (Some(a), _) => a.is_loopback(),
-                    (None, Host::Tcp(name)) => crate::url_rule::is_loopback_host(name),
+                    (None, Host::Tcp(name)) => literally_local(name),
                     #[cfg(unix)]
                     (None, Host::Unix(_)) => true,
                 });
         if !local && config.get_ssl_mode() == SslMode::Disable {
             return Err(PgError::config(
-                "the PostgreSQL connection string asks for sslmode=disable to a server that is not on this machine (host or hostaddr); the password and the data would cross the network in clear: use TLS (sslmode=require, the default here)",
+                "the PostgreSQL connection string asks for sslmode=disable to a server that is not known to be on this machine (host or hostaddr; only a loopback address, `localhost` or a Unix socket is: a name such as `db.localhost` is resolved by the driver without a check); the password and the data could cross the network in clear: use TLS (sslmode=require, the default here), or a loopback hostaddr",
             ));
         }
         let tls = !local || config.get_ssl_mode() == SslMode::Require;
@@ -230,6 +242,32 @@ mod tests {
         );
         assert!(
             !tls("postgres://app:pw@localhost:5432/runs?sslmode=disable").expect("a valid string")
+        );
+        assert!(!tls("host=LOCALHOST,127.0.0.2,::1 user=app dbname=runs").expect("a valid string"));
+        // A name under `.localhost` is not taken on trust: the driver resolves it
+        // itself, without checking it stays on this machine. TLS, and sslmode=disable
+        // refused.
+        for url in [
+            "postgres://app:pw@db.localhost:5432/runs",
+            "host=a.b.localhost. user=app dbname=runs",
+            "host=localhost,db.localhost user=app dbname=runs",
+            "host=localhost. user=app dbname=runs",
+        ] {
+            assert!(tls(url).expect("a valid string"), "{url}");
+            let e = tls(&format!(
+                "{url}{}sslmode=disable",
+                if url.contains("://") { "?" } else { " " }
+            ))
+            .expect_err("refused");
+            assert!(
+                e.is_config() && e.to_string().contains("not known to be on this machine"),
+                "{url}: {e}"
+            );
+        }
+        // With a loopback hostaddr, the name is only for TLS.
+        assert!(
+            !tls("host=db.localhost hostaddr=127.0.0.1 sslmode=disable user=app dbname=runs")
+                .expect("a valid string")
         );
     }
 }

@@ -19,10 +19,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+mod lookup;
+
+pub use lookup::{check_folder, project_root, Found, Project, Skipped};
+
 /// The format version this code writes and reads.
 pub const FORMAT: u64 = 1;
 
-/// The folder snapshots live in (at the crate or workspace root).
+/// The folder snapshots live in (at the crate or workspace root). Where it is looked
+/// for, and which are used: [`Project`].
 pub const DIR: &str = ".mcp";
 
 /// What went wrong with a snapshot file.
@@ -233,22 +238,6 @@ pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
     })
-}
-
-/// The `.mcp/` folder at `start` or the nearest above it.
-pub fn dir_above(start: &Path) -> Option<PathBuf> {
-    start.ancestors().map(|d| d.join(DIR)).find(|d| d.is_dir())
-}
-
-/// Where `name`'s snapshot is: in `offline_dir` when given, else in the `.mcp/` of
-/// `start` or of the nearest folder above it that has the file.
-pub fn locate(name: &str, offline_dir: Option<&Path>, start: &Path) -> Option<PathBuf> {
-    let file = format!("{name}.json");
-    offline_dir
-        .map(|d| d.join(&file))
-        .into_iter()
-        .chain(start.ancestors().map(|d| d.join(DIR).join(&file)))
-        .find(|p| p.is_file())
 }
 
 /// The closest candidate to `name`, when close enough to be a typo (for "did you

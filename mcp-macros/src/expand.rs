@@ -65,13 +65,15 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         .as_ref()
         .map(|u| u.span())
         .unwrap_or(input.ident.span());
-    let snap = match snapshot::find(&name) {
+    let (snap, skipped) = snapshot::find(&name);
+    let snap = match snap {
         Ok(s) => s,
         Err(msg) => {
             cx.error(anchor, msg);
             None
         }
     };
+    let skipped = skipped_warnings(&skipped, snap.as_ref().map(|s| s.path.as_path()), anchor);
     let planned = match &snap {
         Some(s) => check::against_snapshot(&decl, &s.snapshot.tools, &mut cx),
         None => Vec::new(),
@@ -94,7 +96,33 @@ pub fn mcp(attr: TokenStream, item: TokenStream) -> TokenStream {
         &planned,
         errors.is_some(),
     );
-    quote! { #out #errors }
+    quote! { #out #errors #skipped }
+}
+
+/// A compile-time warning for each snapshot folder the lookup passed over (another
+/// user's, or writable by others), at the declaration: stable Rust has no warning API
+/// for macros, so each is the use of a deprecated item whose note is the warning.
+fn skipped_warnings(
+    skipped: &[snapshot::Skipped],
+    used: Option<&std::path::Path>,
+    anchor: Span,
+) -> TokenStream {
+    let instead = match used {
+        Some(p) => format!("the snapshot {} is used instead", p.display()),
+        None => "the declaration is checked at run time only".to_owned(),
+    };
+    let each = skipped.iter().map(|s| {
+        let note = format!("{s}; {instead}");
+        quote_spanned! { anchor=>
+            const _: () = {
+                #[deprecated(note = #note)]
+                #[allow(non_upper_case_globals)]
+                const mcp_snapshot_folder_skipped: () = ();
+                mcp_snapshot_folder_skipped
+            };
+        }
+    });
+    quote! { #(#each)* }
 }
 
 /// The user's item, unchanged, next to the errors: the rest of the crate still sees it.

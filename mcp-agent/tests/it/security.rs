@@ -961,3 +961,30 @@ async fn arguments_that_are_not_json_reach_no_server() {
         }
     }
 }
+
+/// PostgreSQL: "on this machine" means a loopback address or `localhost` itself, never a
+/// name under `.localhost` — the driver resolves that one with no check that it stays
+/// here. Asking for no TLS to one is refused before connecting (so nothing is resolved
+/// or sent, and the error is the connection string's, not a failed connection), by the
+/// run store and the credential store alike.
+#[tokio::test]
+async fn postgres_takes_no_name_under_localhost_for_this_machine() {
+    let url = "postgres://u:s3cret-pw@db.localhost:1/x?sslmode=disable";
+    let e = PostgresRunStore::connect(url).await.unwrap_err();
+    let said = e.to_string();
+    assert!(
+        e.is_store()
+            && said.contains("sslmode=disable")
+            && said.contains("not known to be on this machine"),
+        "{e}"
+    );
+    assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
+    let e = mcp_agent::runtime::auth::PostgresStore::connect(url)
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_config() && e.to_string().contains("not known to be on this machine"),
+        "{e}"
+    );
+    assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
+}

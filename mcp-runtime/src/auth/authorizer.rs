@@ -54,6 +54,20 @@ impl Callback {
 pub trait Authorizer: Send + Sync + 'static {
     /// Opens `url` and waits for the redirect.
     fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>>;
+
+    /// Opens `url` and waits for the redirect that answers it: the one carrying
+    /// `state`, the value the client generated and put in the URL. The client calls
+    /// this one; the default is [`authorize`](Self::authorize). An authorizer that
+    /// tells redirects apart should use `state` rather than read it back from the URL,
+    /// whose authorization endpoint may carry a `state` of its own.
+    fn authorize_with_state(
+        &self,
+        url: String,
+        state: &str,
+    ) -> BoxFuture<'static, Result<Callback>> {
+        let _ = state;
+        self.authorize(url)
+    }
 }
 
 impl<F, Fut> Authorizer for F
@@ -71,8 +85,10 @@ where
 ///
 /// It serves every authorization of its client, one at a time, for as long as the
 /// client lives. It accepts only the redirect that carries the `state` of the
-/// authorization in progress (anything else gets an error page, and it keeps
-/// waiting), reads at most 8 KiB of a request, and gives a slow connection 10 s.
+/// authorization in progress — the one the client generated, which it is handed
+/// ([`Authorizer::authorize_with_state`]), never one read off the authorization
+/// endpoint's URL — (anything else gets an error page, and it keeps waiting), reads at
+/// most 8 KiB of a request, and gives a slow connection 10 s.
 #[derive(Debug)]
 pub struct LoopbackAuthorizer {
     listener: std::sync::Arc<std::net::TcpListener>,
@@ -115,11 +131,14 @@ impl LoopbackAuthorizer {
     }
 }
 
-/// The `state` an authorization URL carries.
+/// The `state` an authorization URL carries, when the client's own is not known (a
+/// direct call of [`Authorizer::authorize`]): the last one, as a client appends its
+/// parameters after any the authorization endpoint's URL has.
 fn state_of(url: &str) -> Option<String> {
     let query = url.split_once('?')?.1.split('#').next()?;
     form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "state")
+        .filter(|(k, _)| k == "state")
+        .last()
         .map(|(_, v)| v.into_owned())
 }
 
@@ -169,6 +188,22 @@ async fn serve(stream: tokio::net::TcpStream, state: &Option<String>) -> Option<
 
 impl Authorizer for LoopbackAuthorizer {
     fn authorize(&self, url: String) -> BoxFuture<'static, Result<Callback>> {
+        let state = state_of(&url);
+        self.wait(url, state)
+    }
+
+    fn authorize_with_state(
+        &self,
+        url: String,
+        state: &str,
+    ) -> BoxFuture<'static, Result<Callback>> {
+        self.wait(url, Some(state.to_owned()))
+    }
+}
+
+impl LoopbackAuthorizer {
+    /// Shows (and opens) `url`, and waits for the redirect that carries `state`.
+    fn wait(&self, url: String, state: Option<String>) -> BoxFuture<'static, Result<Callback>> {
         let listener = self.listener.clone();
         let opener = self.opener.clone();
         let one_at_a_time = self.one_at_a_time.clone();
@@ -181,7 +216,6 @@ impl Authorizer for LoopbackAuthorizer {
                     tokio::net::TcpListener::from_std(l)
                 })
                 .map_err(|e| Error::transport(format!("cannot listen for the redirect: {e}")))?;
-            let state = state_of(&url);
             // The URL comes from the authorization server's metadata: show it inert.
             eprintln!(
                 "Open this URL to authorize:\n\n  {}\n",

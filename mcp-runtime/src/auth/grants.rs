@@ -148,7 +148,7 @@ impl Session {
                 let cb = {
                     let _held = crate::hold::hold_request();
                     let t = cfg.authorization_timeout;
-                    tokio::time::timeout(t, authorizer.authorize(url))
+                    tokio::time::timeout(t, authorizer.authorize_with_state(url, &state))
                         .await
                         .map_err(|_| {
                             Error::timeout_of("authorization", t, "OAuth::authorization_timeout")

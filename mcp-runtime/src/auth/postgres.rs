@@ -19,8 +19,10 @@ const TABLE: &str = "mcp_credentials";
 /// refreshes it and the others read the new one — none reuses a refresh token the
 /// authorization server has rotated away (which would make it revoke the grant).
 ///
-/// Connections to anything but a loopback address or a Unix socket use TLS (rustls,
-/// the webpki roots), `sslmode=require` at least. The credentials are kept as JSON
+/// Connections to anything but a loopback address, the name `localhost` or a Unix
+/// socket use TLS (rustls, the webpki roots), `sslmode=require` at least; a name under
+/// `.localhost` is not taken for this machine (the driver resolves it without a check),
+/// and `sslmode=disable` to one is refused before connecting. The credentials are kept as JSON
 /// text: whoever can read the table can use them, so grant access to it accordingly.
 #[derive(Clone)]
 pub struct PostgresStore {

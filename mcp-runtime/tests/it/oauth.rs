@@ -542,6 +542,21 @@ async fn the_loopback_authorizer_checks_state_and_bounds_what_it_reads() {
         let cb = pending.await.unwrap().unwrap();
         assert_eq!(cb.code.as_deref(), Some("good"));
     }
+    // An authorization endpoint whose URL carries a `state` of its own: the redirect
+    // awaited is the one with the client's state, given to it or (called with the URL
+    // alone) the last in the URL, which the client appends.
+    let url = "https://as.example/authorize?state=forged&client_id=x&state=mine".to_owned();
+    for pending in [
+        tokio::spawn(a.authorize_with_state(url.clone(), "mine")),
+        tokio::spawn(a.authorize(url.clone())),
+    ] {
+        let forged = hit(b"GET /callback?code=stolen&state=forged HTTP/1.1\r\n\r\n".to_vec());
+        assert!(forged.await.unwrap().starts_with("HTTP/1.1 400"));
+        let ok = hit(b"GET /callback?code=good&state=mine HTTP/1.1\r\n\r\n".to_vec());
+        assert!(ok.await.unwrap().starts_with("HTTP/1.1 200"));
+        let cb = pending.await.unwrap().unwrap();
+        assert_eq!(cb.state.as_deref(), Some("mine"));
+    }
 }
 
 /// Trace-level logs, errors and `Debug` output of a whole authorization (code flow with

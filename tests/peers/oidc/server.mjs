@@ -14,6 +14,12 @@
 // interaction is found by the uid in the path and the resume cookie is
 // supplied from the path when absent (see below). Each authorization request
 // is a fresh login (no session cookie is relied on).
+//
+// OIDC_AUTHORIZATION_ENDPOINT_QUERY (for example `state=forged`): the discovery
+// document names the authorization endpoint with this query already on it
+// (`/auth?state=forged`), and the endpoint reads a parameter given twice as its
+// last value, as many web frameworks do (oidc-provider itself refuses repeated
+// parameters): a client that appends its own `state` gets that one back.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -113,6 +119,16 @@ const configuration = {
 const provider = new Provider(ISSUER, configuration);
 provider.on('server_error', (_ctx, err) => console.error('[oidc] server_error', err));
 
+const endpointQuery = process.env.OIDC_AUTHORIZATION_ENDPOINT_QUERY || '';
+if (endpointQuery) {
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path.startsWith('/.well-known/') && ctx.body?.authorization_endpoint) {
+      ctx.body.authorization_endpoint += `?${endpointQuery}`;
+    }
+  });
+}
+
 // What the tests count: GET /_test/stats.
 const stats = { tokens: 0, refreshes: 0, registrations: 0, revocations: 0 };
 provider.on('grant.success', (ctx) => {
@@ -170,6 +186,12 @@ const server = http.createServer(async (req, res) => {
       const body = JSON.stringify(stats);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
       return;
+    }
+    if (endpointQuery && url.pathname === '/auth') {
+      // A parameter given twice: its last value.
+      const last = new Map();
+      for (const [k, v] of url.searchParams) last.set(k, v);
+      req.url = `/auth?${new URLSearchParams([...last])}`;
     }
     let m = url.pathname.match(/^\/interaction\/([^/]+)$/);
     if (m && req.method === 'GET') {
