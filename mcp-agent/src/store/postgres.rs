@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 /// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for
 /// applications on many machines: a run suspended on one is resumed on another. Claims
 /// are single `UPDATE … WHERE status = 'suspended' RETURNING …` statements, so a
-/// decision applies once across every instance. TLS for anything but loopback.
+/// decision applies once across every instance. TLS for anything but a loopback
+/// address, `localhost` itself or a Unix socket.
 #[cfg(feature = "postgres")]
 #[derive(Clone, Debug)]
 pub struct PostgresRunStore {
