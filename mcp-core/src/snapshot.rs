@@ -21,14 +21,10 @@ use serde_json::{json, Value};
 
 mod lookup;
 
-pub use lookup::{check_folder, project_root, Found, Project, Skipped};
+pub use lookup::{check_folder, project_root, Found, Project, Skipped, DIR};
 
 /// The format version this code writes and reads.
 pub const FORMAT: u64 = 1;
-
-/// The folder snapshots live in (at the crate or workspace root). Where it is looked
-/// for, and which are used: [`Project`].
-pub const DIR: &str = ".mcp";
 
 /// What went wrong with a snapshot file.
 #[derive(Debug)]

@@ -23,7 +23,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::DIR;
+/// The folder snapshots live in (at the crate or workspace root). Where it is looked
+/// for, and which are used: [`Project`].
+pub const DIR: &str = ".mcp";
 
 /// The markers of a version-control root.
 const VCS: [&str; 3] = [".git", ".hg", ".jj"];
