@@ -358,3 +358,76 @@ async fn the_ledger_is_insert_only_for_the_applications_role() {
     assert!(store.inner.ledger(&run).await.unwrap().is_empty());
     agent.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_failed_copy_is_not_retried_sqlite() {
+    a_restored_failed_copy_is_not_retried("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_failed_copy_is_not_retried_postgres() {
+    let pg = Postgres::start();
+    a_restored_failed_copy_is_not_retried(&pg.url).await;
+}
+
+/// `retry` refuses a copy put back too: a run fails (the model answers 429 after an
+/// edit ran), is retried and edits again; its failed copy put back and retried is
+/// refused as rolled back. The positive control: with the ledger's rows deleted, the
+/// same retry edits the file a third time.
+async fn a_restored_failed_copy_is_not_retried(store_url: &str) {
+    let tag = if store_url.starts_with("postgres://") {
+        "pg"
+    } else {
+        "sqlite"
+    };
+    let dir = scratch(&format!("rollback-retry-{tag}"));
+    let file = dir.join("counter.txt");
+    std::fs::write(&file, "a").unwrap();
+    let edit = json!({"tool_calls": [{"name": "edit_file", "arguments": {"path": file, "edits": [{"oldText": "a", "newText": "aa"}]}}]});
+    let model = ModelServer::scripted(
+        &dir,
+        json!([edit, {"status": 429, "error": "slow down"}, edit, {"echo_tools": true}, edit, {"echo_tools": true}]),
+    );
+    let store = Recorder::new(store_for(&dir, store_url).await);
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .allow(["edit_file"])
+        .server(filesystem(&dir))
+        .store(store.clone())
+        .integrity_key(KEY)
+        .build()
+        .unwrap();
+    assert!(agent.run("edit").await.unwrap_err().is_model());
+    let run = store.saves.lock().unwrap()[0].id.clone();
+    let failed = store.inner.load(&run).await.unwrap().unwrap();
+    assert_eq!(failed.status, RunStatus::Failed);
+    let Outcome::Finished { .. } = agent.retry(&run).await.unwrap() else {
+        panic!("the retry finishes")
+    };
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "aaa", "two edits");
+
+    restore(store.as_ref(), &failed).await;
+    let e = agent.retry(&run).await.unwrap_err();
+    assert!(e.is_rolled_back(), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aaa",
+        "not edited again"
+    );
+    assert_eq!(
+        store.inner.load(&run).await.unwrap().unwrap().status,
+        RunStatus::Failed,
+        "left as it was"
+    );
+
+    // Positive control: without the ledger's rows, the same retry edits again.
+    as_owner(&dir, store_url, "DELETE FROM mcp_agent_ledger").await;
+    agent.retry(&run).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aaaa",
+        "the attack is real"
+    );
+    agent.close().await.unwrap();
+}
