@@ -51,17 +51,25 @@ impl Agent {
             if !wanted(&id) {
                 continue;
             }
-            if let Some(key) = &self.inner.integrity {
-                if let Err(e) = key.open(what, &id, &mut kept) {
-                    tracing::warn!(error = %e, "a kept record is ignored");
-                    continue;
-                }
-            } else if let Value::Object(m) = &mut kept {
-                m.remove(INTEGRITY_FIELD);
+            if self.opened(what, &id, &mut kept) {
+                out.push((id, kept));
             }
-            out.push((id, kept));
         }
         Ok(out)
+    }
+
+    /// Checks a record kept beside the allowances against its MAC as `what` (with an
+    /// integrity key) and takes the MAC out; `false` (logged) when it fails.
+    pub(super) fn opened(&self, what: Sealed, id: &str, kept: &mut Value) -> bool {
+        if let Some(key) = &self.inner.integrity {
+            if let Err(e) = key.open(what, id, kept) {
+                tracing::warn!(error = %e, "a kept record is ignored");
+                return false;
+            }
+        } else if let Value::Object(m) = kept {
+            m.remove(INTEGRITY_FIELD);
+        }
+        true
     }
 
     /// Withdraws the standing allowance `id`; `false` when there was none.

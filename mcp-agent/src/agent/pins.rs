@@ -84,12 +84,22 @@ impl Agent {
                 tool.facts.name
             ]))
         );
-        // A pin kept but unreadable (its MAC fails) is not a first use.
-        let kept = self.inner.store.allowances().await?;
-        let stored = kept
-            .iter()
-            .any(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
-        let pinned = self.pins().await?.into_iter().find(|p| p.id == id);
+        // One read of the store: this tool's pin, if kept. A pin kept but unreadable
+        // (its MAC fails) is not a first use.
+        let kept = self
+            .inner
+            .store
+            .allowances()
+            .await?
+            .into_iter()
+            .find(|v| v.get("id").and_then(Value::as_str) == Some(id.as_str()));
+        let stored = kept.is_some();
+        let pinned = kept.and_then(|mut v| {
+            self.opened(Sealed::Pin, &id, &mut v)
+                .then(|| serde_json::from_value::<Pin>(v).ok())
+                .flatten()
+                .filter(|p| p.id == id && p.scope == self.inner.scope)
+        });
         match pinned {
             Some(p) if p.server_config != config => Ok(Some(format!(
                 "server `{server}` is started or reached differently than when `{}` was pinned",

@@ -84,42 +84,11 @@ async fn a_recovered_call_is_resent_only_under_its_approval_and_the_gate(store_u
     let other = dir.join("elsewhere");
     std::fs::create_dir_all(&other).unwrap();
     let store = Recorder::new(store_for(&dir, store_url).await);
-    let allowing = |model: &ModelServer, fs: Mcp| {
-        watch(
-            builder(model, store.clone())
-                .mode(Mode::Approve)
-                .allow(["write_file"])
-                .server(fs),
-        )
-    };
-    // One run per case (a run recovered once has moved on).
-    let mut case = 0;
-    let mut died_after_sending = || {
-        case += 1;
-        let file = dir.join(format!("out-{case}.txt"));
-        let at = dir.join(format!("model-{case}"));
-        std::fs::create_dir_all(&at).unwrap();
-        let model = ModelServer::scripted(
-            &at,
-            json!([
-                {"tool_calls": [{"name": "write_file", "arguments": {"path": file, "content": "written"}}]},
-                {"echo_tools": true}
-            ]),
-        );
-        (file, model)
-    };
 
-    // Positive control: the same agent recovers it, and sends it again.
-    let (file, model) = died_after_sending();
-    let (b, events) = allowing(&model, filesystem(&dir));
+    // Positive control: the same configuration recovers it, and sends it again.
+    let (file, model, run) = died_after_sending(&dir, &store, 1).await;
+    let (b, events) = allowing(&model, &store, filesystem(&dir));
     let agent = b.build().unwrap();
-    let run = match agent.run("write").await.unwrap() {
-        Outcome::Finished { run_id, .. } => run_id,
-        other => panic!("{other:?}"),
-    };
-    let executing = store.copy(&run, RunStatus::Running, "executing");
-    std::fs::remove_file(&file).unwrap();
-    restore(store.as_ref(), &executing).await;
     text(agent.recover(&run).await.unwrap());
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
@@ -130,17 +99,7 @@ async fn a_recovered_call_is_resent_only_under_its_approval_and_the_gate(store_u
     agent.close().await.unwrap();
 
     // A tighter policy (read_only, nothing allowed) recovers it: not sent again.
-    let (file, model) = died_after_sending();
-    let (b, _) = allowing(&model, filesystem(&dir));
-    let agent = b.build().unwrap();
-    let run = match agent.run("write").await.unwrap() {
-        Outcome::Finished { run_id, .. } => run_id,
-        other => panic!("{other:?}"),
-    };
-    let executing = store.copy(&run, RunStatus::Running, "executing");
-    agent.close().await.unwrap();
-    std::fs::remove_file(&file).unwrap();
-    restore(store.as_ref(), &executing).await;
+    let (file, model, run) = died_after_sending(&dir, &store, 2).await;
     let (tight, events) = watch(
         builder(&model, store.clone())
             .mode(Mode::ReadOnly)
@@ -157,8 +116,50 @@ async fn a_recovered_call_is_resent_only_under_its_approval_and_the_gate(store_u
     tight.close().await.unwrap();
 
     // Server `fs` is now another command line (another folder): not sent again.
-    let (file, model) = died_after_sending();
-    let (b, _) = allowing(&model, filesystem(&dir));
+    let (file, model, run) = died_after_sending(&dir, &store, 3).await;
+    let (b, events) = allowing(&model, &store, filesystem(&other));
+    let moved = b.build().unwrap();
+    let answer = text(moved.recover(&run).await.unwrap());
+    assert!(!file.exists());
+    assert!(answer.contains("outcome unknown"), "{answer}");
+    assert_eq!(unknown(&events), [false]);
+    moved.close().await.unwrap();
+}
+
+/// An agent under `approve` that allows `write_file`, on `fs`.
+fn allowing(
+    model: &ModelServer,
+    store: &Arc<Recorder>,
+    fs: Mcp,
+) -> (AgentBuilder, Arc<Mutex<Vec<Event>>>) {
+    watch(
+        builder(model, store.clone())
+            .mode(Mode::Approve)
+            .allow(["write_file"])
+            .server(fs),
+    )
+}
+
+/// A run (case `case`: a run recovered once has moved on) whose process "died" after
+/// recording its `write_file` as sent: it ran, then the save that recorded it was put
+/// back with its lease ended and the file removed — as SIGKILL leaves it. The file,
+/// the scripted model and the run.
+async fn died_after_sending(
+    dir: &std::path::Path,
+    store: &Arc<Recorder>,
+    case: u32,
+) -> (std::path::PathBuf, ModelServer, String) {
+    let file = dir.join(format!("out-{case}.txt"));
+    let at = dir.join(format!("model-{case}"));
+    std::fs::create_dir_all(&at).unwrap();
+    let model = ModelServer::scripted(
+        &at,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": file, "content": "written"}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let (b, _) = allowing(&model, store, filesystem(dir));
     let agent = b.build().unwrap();
     let run = match agent.run("write").await.unwrap() {
         Outcome::Finished { run_id, .. } => run_id,
@@ -168,13 +169,7 @@ async fn a_recovered_call_is_resent_only_under_its_approval_and_the_gate(store_u
     agent.close().await.unwrap();
     std::fs::remove_file(&file).unwrap();
     restore(store.as_ref(), &executing).await;
-    let (b, events) = allowing(&model, filesystem(&other));
-    let moved = b.build().unwrap();
-    let answer = text(moved.recover(&run).await.unwrap());
-    assert!(!file.exists());
-    assert!(answer.contains("outcome unknown"), "{answer}");
-    assert_eq!(unknown(&events), [false]);
-    moved.close().await.unwrap();
+    (file, model, run)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
