@@ -33,6 +33,9 @@ cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 step "imports flow downward: no import circle, at most 3 upward imports (tests/imports.py)"
 python3 tests/imports.py --max-upward 3 --max-circles 0
 
+step "a rust-version that is true: no normal dependency of a published crate needs a newer Rust (tests/msrv.py)"
+python3 tests/msrv.py
+
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
