@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+mod authorization;
 mod authorizer;
 mod jose;
 #[cfg(feature = "postgres")]
@@ -46,29 +47,28 @@ pub use store::{CredentialKey, CredentialStore, Credentials, FileStore, MemorySt
 mod config;
 mod discovery;
 mod grants;
+mod primitives;
 mod registration;
-mod shared;
 #[cfg(test)]
 mod tests;
-mod util;
 
+use authorization::{AuthorizationState, Token};
+pub(crate) use authorization::{Challenged, ServerAuthorization};
+pub use config::{Grant, IdentityProvider, OAuth};
 pub(crate) use discovery::{
     canonical_resource, parse_www_authenticate, AuthHttp, Challenge, HttpReply,
 };
 use grants::token_from;
-use shared::*;
-pub(crate) use shared::{Challenged, Session};
-pub use shared::{Grant, IdentityProvider, OAuth};
 
 pub(crate) use mcp_runtime_core::lock;
 
-impl Session {
+impl ServerAuthorization {
     pub fn new(config: OAuth, resource: String) -> Self {
-        Session {
+        ServerAuthorization {
             config,
             key_resource: canonical_resource(&resource),
             resource: resource.clone(),
-            state: tokio::sync::Mutex::new(State::default()),
+            state: tokio::sync::Mutex::new(AuthorizationState::default()),
             current: Mutex::new(None),
             rs_nonce: Mutex::new(None),
             resource_param: Mutex::new(resource.clone()),
@@ -265,7 +265,7 @@ impl Session {
 /// A server's authorization, for web applications that send the user to the
 /// authorization server themselves (from [`Client::authorization`](crate::Client::authorization)).
 pub struct Authorization<'a> {
-    pub(crate) session: &'a Session,
+    pub(crate) session: &'a ServerAuthorization,
     pub(crate) http: &'a dyn AuthHttp,
 }
 

@@ -2,16 +2,70 @@
 //! timeouts) and the [`Grant`]s it may use.
 
 use super::authorizer::Authorizer;
-use super::shared::*;
 use super::store::CredentialStore;
 use super::store::MemoryStore;
 use crate::error::Result;
+use crate::BoxFuture;
 use crate::Secret;
 #[allow(unused_imports)]
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Where the application's own secrets are bound to an authorization server in the
+/// store (owner `""`): `CredentialKey { resource: BINDING + what, issuer: "" }`.
+pub(super) const BINDING: &str = "urn:mcp-runtime:binding:";
+
+pub(super) type SecretFn = Arc<dyn Fn() -> BoxFuture<'static, Result<Secret>> + Send + Sync>;
+
+/// The grants a client can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Grant {
+    /// A person authorizes in a browser (with PKCE): the default.
+    #[default]
+    AuthorizationCode,
+    /// The application connects as itself, with its client secret or private key.
+    ClientCredentials,
+    /// A JWT the platform issued (a workload identity) is exchanged for a token.
+    JwtBearer,
+}
+
+/// The enterprise identity provider of the ID-JAG flow. Its token endpoint is read
+/// from its own metadata, discovered from its issuer.
+#[derive(Clone)]
+pub struct IdentityProvider {
+    /// Its issuer (`https://acme.okta.com`).
+    pub issuer: String,
+    /// Your application's client id there.
+    pub client_id: String,
+    /// Your application's client secret there.
+    pub client_secret: Secret,
+    pub(super) id_token: SecretFn,
+}
+
+/// How a client authorizes with an HTTP server.
+#[derive(Clone)]
+pub struct OAuth {
+    pub(crate) owner: String,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) client_id: Option<String>,
+    pub(crate) client_secret: Option<Secret>,
+    pub(crate) private_key: Option<Secret>,
+    pub(crate) grant: Grant,
+    pub(crate) assertion: Option<SecretFn>,
+    pub(crate) identity_provider: Option<IdentityProvider>,
+    pub(crate) redirect_uri: String,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) client_name: String,
+    pub(crate) store: Arc<dyn CredentialStore>,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) max_step_ups: u32,
+    pub(crate) signing_alg: String,
+    pub(crate) issuers: Vec<String>,
+    pub(crate) authorization_timeout: Duration,
+}
 
 impl fmt::Debug for IdentityProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

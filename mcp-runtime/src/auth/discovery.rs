@@ -2,7 +2,8 @@
 //! Metadata, authorization server metadata (and the 2025-03-26 fallback), and which
 //! issuers the application's secrets may go to.
 
-use super::shared::*;
+use super::authorization::{AsMetadata, ServerAuthorization};
+use super::config::BINDING;
 use super::store::{CredentialKey, CredentialStore, Credentials};
 use crate::error::{Error, Result};
 use crate::BoxFuture;
@@ -183,7 +184,7 @@ pub(super) fn resource_matches(resource: &str, server: &str, at_root: bool) -> b
     resource == server || at_root && resource == canonical_resource(&origin_and_path(&server).0)
 }
 
-impl Session {
+impl ServerAuthorization {
     /// Protected Resource Metadata, then the authorization server's metadata (or the
     /// 2025-03-26 fallbacks).
     pub(super) async fn discover(

@@ -1,12 +1,13 @@
 //! Getting and keeping tokens: every grant's token request (DPoP-bound when asked),
 //! ID-JAG, refresh (one at a time), and storing what the server issued.
 
+use super::authorization::{AsMetadata, RegisteredClient, ServerAuthorization, Token};
+use super::config::{Grant, IdentityProvider};
 use super::discovery::{check_url, AuthHttp};
 use super::jose::{client_assertion, dpop_proof, new_key, parse_dpop_key};
+use super::primitives::{now, random};
 use super::registration::check_callback;
-use super::shared::*;
 use super::store::{CredentialStore, Credentials};
-use super::util::{now, random};
 use crate::error::{Error, Result};
 use crate::Secret;
 use base64::Engine as _;
@@ -69,7 +70,7 @@ pub(super) fn token_from(c: &Credentials) -> Token {
     }
 }
 
-impl Session {
+impl ServerAuthorization {
     pub(super) async fn obtain(
         &self,
         http: &dyn AuthHttp,
@@ -221,7 +222,7 @@ impl Session {
         &self,
         http: &dyn AuthHttp,
         m: &AsMetadata,
-        client: &Client,
+        client: &RegisteredClient,
         mut form: Vec<(String, String)>,
         dpop: Option<&p256::ecdsa::SigningKey>,
     ) -> std::result::Result<Value, TokenFailure> {

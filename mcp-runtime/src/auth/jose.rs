@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::util::{b64url, now, random, sha256};
+use super::primitives::{b64url, now, random, sha256};
 use crate::error::{Error, Result};
 
 /// A DPoP key kept with credentials (PKCS#8 PEM).
@@ -17,7 +17,7 @@ pub(super) fn parse_dpop_key(pem: &str) -> Option<p256::ecdsa::SigningKey> {
 pub(super) fn new_key() -> Result<p256::ecdsa::SigningKey> {
     for _ in 0..16 {
         let mut bytes = [0u8; 32];
-        super::util::fill_random(&mut bytes)?;
+        super::primitives::fill_random(&mut bytes)?;
         if let Ok(k) = p256::ecdsa::SigningKey::from_slice(&bytes) {
             return Ok(k);
         }
@@ -118,7 +118,7 @@ impl rand_core::RngCore for CheckedRng {
         u64::from_le_bytes(b)
     }
     fn fill_bytes(&mut self, dest: &mut [u8]) {
-        if let Err(e) = super::util::fill_random(dest) {
+        if let Err(e) = super::primitives::fill_random(dest) {
             self.failed.get_or_insert(e);
             for b in dest {
                 self.counter = self.counter.wrapping_add(151);

@@ -2,11 +2,14 @@
 //! Document, or Dynamic Client Registration; and the person's authorization in a browser
 //! (PKCE, state, the callback checked).
 
+use super::authorization::{
+    AsMetadata, PendingAuthorization, RegisteredClient, ServerAuthorization,
+};
 use super::authorizer::Callback;
+use super::config::Grant;
 use super::discovery::{check_url, AuthHttp};
-use super::shared::*;
+use super::primitives::{b64url, random, sha256};
 use super::store::{CredentialStore, Credentials};
-use super::util::{b64url, random, sha256};
 use crate::error::{Error, Result};
 use crate::Secret;
 use mcp_runtime_core::lock;
@@ -45,7 +48,7 @@ pub(super) fn check_callback(m: &AsMetadata, cb: &Callback, state: &str) -> Resu
     Ok(())
 }
 
-impl Session {
+impl ServerAuthorization {
     pub(super) fn redirect_uri(&self) -> String {
         lock(&self.redirect_override)
             .clone()
@@ -58,7 +61,7 @@ impl Session {
         http: &dyn AuthHttp,
         m: &AsMetadata,
         creds: &mut Credentials,
-    ) -> Result<Client> {
+    ) -> Result<RegisteredClient> {
         let cfg = &self.config;
         let supported = m.list("token_endpoint_auth_methods_supported");
         let pick = |secret: bool, key: bool| -> String {
@@ -79,7 +82,7 @@ impl Session {
             self.bind(&format!("the client `{id}`"), &m.issuer).await?;
             creds.client_id = Some(id.clone());
             creds.client_secret = cfg.client_secret.clone();
-            return Ok(Client {
+            return Ok(RegisteredClient {
                 method: pick(cfg.client_secret.is_some(), cfg.private_key.is_some()),
                 client_id: id.clone(),
                 secret: cfg.client_secret.clone(),
@@ -88,7 +91,7 @@ impl Session {
         // A client registered earlier, kept with this issuer's credentials, is used
         // only with that issuer.
         if let Some(id) = &creds.client_id {
-            return Ok(Client {
+            return Ok(RegisteredClient {
                 method: pick(creds.client_secret.is_some(), false),
                 client_id: id.clone(),
                 secret: creds.client_secret.clone(),
@@ -97,7 +100,7 @@ impl Session {
         if let Some(url) = &cfg.client_metadata_url {
             if m.flag("client_id_metadata_document_supported") {
                 creds.client_id = Some(url.clone());
-                return Ok(Client {
+                return Ok(RegisteredClient {
                     method: "none".into(),
                     client_id: url.clone(),
                     secret: None,
@@ -165,7 +168,7 @@ impl Session {
         // Kept at once: an authorization that fails next must not lead to another
         // registration on the next attempt.
         cfg.store.save(&self.key(&m.issuer), creds).await?;
-        Ok(Client {
+        Ok(RegisteredClient {
             method,
             client_id: id.to_owned(),
             secret: secret.map(Secret::new),

@@ -409,7 +409,7 @@ impl FileInner {
         };
         let text = serde_json::to_vec_pretty(&content)
             .map_err(|e| self.fail("encode the credentials for", e))?;
-        let tmp = self.sibling(&format!("{}.tmp", super::util::random(12)?));
+        let tmp = self.sibling(&format!("{}.tmp", super::primitives::random(12)?));
         let mut opts = std::fs::OpenOptions::new();
         opts.write(true).create_new(true);
         #[cfg(unix)]

@@ -1,3 +1,4 @@
+use super::authorization::AsMetadata;
 use super::*;
 use std::sync::Arc;
 
@@ -5,7 +6,7 @@ use serde_json::{json, Value};
 
 use super::discovery::HttpReply;
 use super::jose::{client_assertion, new_key};
-use super::util::{now, random};
+use super::primitives::{now, random};
 use crate::error::Result;
 use crate::{BoxFuture, Secret};
 use base64::Engine as _;
@@ -155,13 +156,21 @@ impl AuthHttp for FakeAs {
 /// A session whose stored token (from `issuer`) is due, and the fake AS.
 async fn due_session(
     lifetime: u64,
-) -> (Arc<Session>, Arc<MemoryStore>, Arc<FakeAs>, CredentialKey) {
+) -> (
+    Arc<ServerAuthorization>,
+    Arc<MemoryStore>,
+    Arc<FakeAs>,
+    CredentialKey,
+) {
     let store = Arc::new(MemoryStore::default());
     let oauth = OAuth {
         store: store.clone(),
         ..OAuth::new()
     };
-    let session = Arc::new(Session::new(oauth, "http://localhost:1/mcp".into()));
+    let session = Arc::new(ServerAuthorization::new(
+        oauth,
+        "http://localhost:1/mcp".into(),
+    ));
     let issuer = "http://localhost:2".to_owned();
     let key = session.key(&issuer);
     let creds = Credentials {

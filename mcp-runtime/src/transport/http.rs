@@ -116,7 +116,7 @@ impl HttpTransport {
                 auth: config
                     .oauth
                     .clone()
-                    .map(|o| crate::auth::Session::new(o, config.url.clone())),
+                    .map(|o| crate::auth::ServerAuthorization::new(o, config.url.clone())),
                 origin: origin_of(&url),
                 url,
                 clients,

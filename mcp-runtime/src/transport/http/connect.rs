@@ -178,7 +178,7 @@ impl Shared {
     #[cfg(feature = "oauth")]
     async fn send_authorized(
         &self,
-        auth: &crate::auth::Session,
+        auth: &crate::auth::ServerAuthorization,
         method: Method,
         url: &Uri,
         headers: HeaderMap,

@@ -48,7 +48,7 @@ pub struct HttpTransport {
 
 pub(super) struct Shared {
     #[cfg(feature = "oauth")]
-    pub(super) auth: Option<crate::auth::Session>,
+    pub(super) auth: Option<crate::auth::ServerAuthorization>,
     pub(super) config: HttpConfig,
     pub(super) url: Uri,
     pub(super) origin: String,
