@@ -5,19 +5,27 @@
 //! `inputSchema` serializes back exactly as the server wrote it (same keys, same order,
 //! same values).
 
-mod common;
 mod content;
 mod prompts;
 mod resources;
+mod session;
 #[cfg(test)]
 mod tests;
 mod tools;
 
-pub(crate) use common::from_value;
-pub use common::{Implementation, LogLevel, Progress, ServerCapabilities};
 pub use content::{Content, Extras};
 pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 pub use resources::{
     Completion, CompletionRef, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
+pub use session::{Implementation, LogLevel, Progress, ServerCapabilities};
 pub use tools::{CallToolResult, Tool, ToolAnnotations, UiResource, MCP_APP_MIME_TYPE};
+
+/// Takes a typed view of a result `Value`, moving its contents.
+pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
+    what: &str,
+    value: serde_json::Value,
+) -> crate::error::Result<T> {
+    serde_json::from_value(value)
+        .map_err(|e| crate::error::Error::invalid_response(format!("malformed {what} result: {e}")))
+}

@@ -77,16 +77,17 @@ pub(crate) fn fuzzing_endpoint(
     )
 }
 mod legacy;
-mod shared;
+mod sessions;
 mod sse2024;
+mod state;
 mod streamable;
 
 pub use config::HttpConfig;
 use connect::{insert, origin_of};
 use mcp_runtime_core::http::{Clients, PoolOptions};
 use mcp_runtime_core::lock;
-pub use shared::HttpTransport;
-use shared::*;
+pub use state::HttpTransport;
+use state::{era_cache, Detected, GetStream, Mode, Shared};
 #[cfg(test)]
 mod tests;
 

@@ -4,7 +4,8 @@
 //! connections, redirects refused.
 
 use super::config::HeaderSource;
-use super::shared::*;
+use super::sessions::KNOWN;
+use super::state::Shared;
 use crate::error::{Error, Result};
 #[cfg(feature = "oauth")]
 use crate::transport::BoxFuture;

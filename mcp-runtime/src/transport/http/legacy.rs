@@ -2,7 +2,8 @@
 //! the standalone GET stream, re-initializing an expired session, DELETE on close.
 
 use super::connect::{insert, status_error};
-use super::shared::*;
+use super::sessions::{LegacySession, SessionHeaders};
+use super::state::{Detected, GetStream, Mode, Reply, Shared};
 use super::streamable::{AnswerTarget, Answerer};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Notification, Request, Response};

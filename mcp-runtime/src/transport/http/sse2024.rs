@@ -2,7 +2,8 @@
 //! every answer from the stream.
 
 use super::connect::{origin_of, resolve, status_error};
-use super::shared::*;
+use super::sessions::{Pending, SseSession};
+use super::state::{Detected, Mode, Shared};
 use super::streamable::{sse_reader, PendingGuard};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Message, Request, Response};

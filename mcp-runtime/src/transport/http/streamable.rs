@@ -2,7 +2,8 @@
 //! what a server asks on a reply stream.
 
 use super::connect::{insert, status_error};
-use super::shared::*;
+use super::sessions::{Pending, SessionHeaders};
+use super::state::{Detected, Mode, Reply, Shared};
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Message, Request, Response};
 use crate::transport::sse;

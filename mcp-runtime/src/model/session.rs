@@ -1,16 +1,11 @@
-//! What the other data types build on: reading a typed result, implementation info,
-//! progress, log levels, a server's capabilities.
+//! What a session says about itself, apart from tools, prompts and resources: who each
+//! side is (implementation info), what a server can do (its capabilities), progress and
+//! log levels.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-
-/// Takes a typed view of a result `Value`, moving its contents.
-pub(crate) fn from_value<T: serde::de::DeserializeOwned>(what: &str, value: Value) -> Result<T> {
-    serde_json::from_value(value)
-        .map_err(|e| Error::invalid_response(format!("malformed {what} result: {e}")))
-}
 
 /// Name, version and description of a client or server.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
