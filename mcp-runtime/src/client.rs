@@ -14,19 +14,21 @@ use crate::model::{
 mod builder;
 mod cache;
 mod call;
+mod change;
+mod details;
 mod exchange;
+mod handle;
 mod handshake;
 mod inbox;
 mod index;
-mod inner;
 mod listen;
 mod negotiate;
 mod options;
 mod parts;
 #[cfg(test)]
 mod props;
-mod shared;
 mod skills;
+mod task_status;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -39,10 +41,12 @@ pub use call::CallTool;
 use listen::{listen_legacy, listen_modern};
 pub use options::RequestOptions;
 
-pub use inner::Client;
-use inner::*;
+pub use change::Change;
+pub use details::{ProtocolMode, ServerDetails};
+pub use handle::Client;
+use handle::Inner;
 use mcp_runtime_core::lock;
-pub use shared::{Change, ProtocolMode, ServerDetails, TaskState, TaskStatus};
+pub use task_status::{TaskState, TaskStatus};
 pub use tasks::{Started, Task};
 
 impl Client {

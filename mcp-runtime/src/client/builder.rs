@@ -1,12 +1,13 @@
 //! Building a [`Client`]: its settings, handlers and extensions.
 
+use super::change::{Change, ChangeCallback, ProgressCallback};
+use super::details::ProtocolMode;
+use super::handle::{Client, Inner, Life};
 use super::inbox::Inbox;
 use super::index::ToolIndex;
-use super::inner::*;
 use super::parts::{
     InputRouting, ListCache, Listeners, ProgressRegistry, Session, Settings, TaskWatch,
 };
-use super::shared::*;
 use crate::error::{Error, Result};
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
 use crate::model::{Implementation, LogLevel, Progress};

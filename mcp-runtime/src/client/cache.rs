@@ -1,7 +1,7 @@
 //! Lists (all pages), their cache under the server's `ttlMs`, invalidation on list
 //! changes, and per-tool facts (headers, UI resources).
 
-use super::inner::*;
+use super::handle::Inner;
 use super::options::RequestOptions;
 use crate::error::{Error, Result};
 use crate::model::Tool;

@@ -1,6 +1,6 @@
 //! `tools/call` in the making ([`CallTool`]): options first, then await it.
 
-use super::inner::*;
+use super::handle::Client;
 use super::options::RequestOptions;
 use super::tasks::Started;
 use crate::error::{Error, Result};

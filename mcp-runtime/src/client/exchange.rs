@@ -2,10 +2,10 @@
 //! rounds (`input_required` and legacy `elicitation/create`), and tasks answered in
 //! place of a result.
 
-use super::inner::*;
+use super::handle::Inner;
 use super::options::RequestOptions;
 use super::parts::CallProgress;
-use super::shared::*;
+use super::task_status::TaskStatus;
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome, InputRequest, InputResponse, PendingInput};
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};

@@ -2,11 +2,11 @@
 //! the probe's answer is not modern), the legacy handshake, and what the server says
 //! about itself.
 
-use super::inner::*;
+use super::details::{ProtocolMode, ServerDetails};
+use super::handle::Inner;
 use super::negotiate;
 use super::negotiate::{Handshake, Probe};
 use super::options::RequestOptions;
-use super::shared::*;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Notification, Request};
 use crate::model::{LogLevel, ServerCapabilities};

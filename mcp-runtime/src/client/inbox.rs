@@ -1,7 +1,7 @@
 //! What the server sends unasked: notifications and, before 2026-07-28, requests.
 
-use super::inner::*;
-use super::shared::*;
+use super::change::Change;
+use super::handle::Inner;
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
 use crate::model::Progress;
 use crate::protocol::{code, Method};

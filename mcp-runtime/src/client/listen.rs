@@ -1,9 +1,9 @@
 //! Listening for changes: the 2026-07-28 `subscriptions/listen` stream, the legacy
 //! GET stream and subscriptions, and task status polling.
 
-use super::inner::*;
+use super::change::{Change, ListenSlot};
+use super::handle::Inner;
 use super::options::RequestOptions;
-use super::shared::*;
 use crate::error::{Error, Result};
 use crate::jsonrpc::{Id, Request};
 use crate::protocol::Era;

@@ -1,7 +1,7 @@
 //! Per-request options: timeouts, progress, cancellation, log level, and input left
 //! to the caller.
 
-use super::shared::*;
+use super::change::ProgressCallback;
 use crate::input::{InputAnswers, InputResponse, PendingInput};
 use crate::model::{LogLevel, Progress};
 use serde_json::Map;

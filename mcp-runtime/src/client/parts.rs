@@ -12,9 +12,9 @@
 //! The tool index (`index.rs`) and the skill file cache (`crate::skills`) are owners of
 //! the same kind.
 
-use super::shared::{
-    Change, ChangeCallback, ListenSlot, ProgressCallback, ProtocolMode, ServerDetails, TaskState,
-};
+use super::change::{Change, ChangeCallback, ListenSlot, ProgressCallback};
+use super::details::{ProtocolMode, ServerDetails};
+use super::task_status::TaskState;
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
 use crate::jsonrpc::Id;
 use crate::model::{LogLevel, Progress};

@@ -2,9 +2,9 @@
 //! their files with every check (see [`crate::skills`]).
 
 use super::cache::typed_items;
-use super::inner::*;
+use super::details::ServerDetails;
+use super::handle::Client;
 use super::options::RequestOptions;
-use super::shared::*;
 use crate::error::{Error, Result};
 use crate::model::{self, Resource};
 use crate::protocol::Method;

@@ -12,9 +12,10 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::inner::{Client, Inner};
+use super::change::Change;
+use super::handle::{Client, Inner};
 use super::options::RequestOptions;
-use super::shared::{Change, TaskState, TaskStatus};
+use super::task_status::{TaskState, TaskStatus};
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome, PendingInput};
 use crate::model::CallToolResult;
