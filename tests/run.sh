@@ -33,6 +33,9 @@ cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 step "imports flow downward: no import circle, at most 3 upward imports (tests/imports.py)"
 python3 tests/imports.py --max-upward 3 --max-circles 0
 
+step "files named for what they hold: no mod.rs, no shared.rs/util.rs/common.rs, at most 5 glob imports, no *Inner god struct (tests/layout.py)"
+python3 tests/layout.py
+
 step "a rust-version that is true: no normal dependency of a published crate needs a newer Rust (tests/msrv.py)"
 python3 tests/msrv.py
 
