@@ -6,9 +6,9 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 use super::decision::Allowance;
+use super::handle::Agent;
 use super::integrity::{Sealed, INTEGRITY_FIELD};
 use super::pins::PIN_PREFIX;
-use super::shared::Agent;
 
 impl Agent {
     /// The standing allowances kept in this agent's store ([`Always::Agent`](crate::Always::Agent)) for
@@ -23,7 +23,7 @@ impl Agent {
         {
             match serde_json::from_value::<Allowance>(kept) {
                 // Another scope's allowances are not this agent's.
-                Ok(a) if a.id == id && a.scope != self.inner.scope => {}
+                Ok(a) if a.id == id && a.scope != *self.inner.policy.scope() => {}
                 Ok(a) if a.id == id => out.push(a),
                 _ => {
                     tracing::warn!(allowance = %id, "a standing allowance cannot be read; it is ignored")
@@ -42,7 +42,7 @@ impl Agent {
         wanted: impl Fn(&str) -> bool,
     ) -> Result<Vec<(String, Value)>> {
         let mut out = Vec::new();
-        for mut kept in self.inner.store.allowances().await? {
+        for mut kept in self.inner.books.store().allowances().await? {
             let id = kept
                 .get("id")
                 .and_then(Value::as_str)
@@ -61,7 +61,7 @@ impl Agent {
     /// Checks a record kept beside the allowances against its MAC as `what` (with an
     /// integrity key) and takes the MAC out; `false` (logged) when it fails.
     pub(super) fn opened(&self, what: Sealed, id: &str, kept: &mut Value) -> bool {
-        if let Some(key) = &self.inner.integrity {
+        if let Some(key) = self.inner.books.integrity() {
             if let Err(e) = key.open(what, id, kept) {
                 tracing::warn!(error = %e, "a kept record is ignored");
                 return false;
@@ -74,17 +74,17 @@ impl Agent {
 
     /// Withdraws the standing allowance `id`; `false` when there was none.
     pub async fn revoke_allowance(&self, id: &str) -> Result<bool> {
-        self.inner.store.delete_allowance(id).await
+        self.inner.books.store().delete_allowance(id).await
     }
 
     /// Keeps a standing allowance (MACed, with an integrity key).
     pub(super) async fn keep_allowance(&self, a: &Allowance) -> Result<()> {
         let mut kept = serde_json::to_value(a)
             .map_err(|e| Error::store(format!("cannot encode an allowance: {e}")))?;
-        if let Some(key) = &self.inner.integrity {
+        if let Some(key) = self.inner.books.integrity() {
             key.seal(Sealed::Allowance, &a.id, &mut kept)?;
         }
-        self.inner.store.save_allowance(&a.id, &kept).await
+        self.inner.books.store().save_allowance(&a.id, &kept).await
     }
 
     /// The standing allowances a run sees now; when the store cannot say, none (calls

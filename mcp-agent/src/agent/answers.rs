@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use crate::error::Result;
 
 use super::decision::InputAsk;
-use super::shared::Agent;
+use super::handle::Agent;
 use super::state::PendingCall;
 use super::vault::{Answers, Completed, STATE};
 
@@ -157,7 +157,7 @@ impl Agent {
                         key: key.clone(),
                         request,
                     };
-                    let a = self.ask_callbacks(ask).await;
+                    let a = self.inner.callbacks.ask(ask).await;
                     if let Some(a) = &a {
                         asked.push(a.action().to_owned());
                     }

@@ -10,13 +10,14 @@ use crate::error::{Error, Result};
 use crate::model::Block;
 use crate::store::{lock, LedgerEntry, LedgerKind, RunStatus};
 
+use super::clock::now;
 use super::decision::{Binding, InputAsk};
 use super::events::Event;
+use super::handle::{Agent, MAX_PROGRESS_KEPT};
 use super::host::AgentTool;
+use super::ids::random_id;
 use super::run::error_result;
-use super::shared::{Agent, MAX_PROGRESS_KEPT};
 use super::state::{CallEnd, CallState, Paused, PendingCall, RunState, MAX_INPUT_ROUNDS};
-use super::util::{now, random_id};
 use super::vault::{Answers, Completed};
 
 /// How a call's first attempt goes out.
@@ -120,7 +121,7 @@ impl Agent {
         // of the run from before never sends them again.
         for (_, (call, tool, _, _)) in &batch {
             if let Some(c) = state.pending.iter_mut().find(|c| c.id == call.id) {
-                let config = self.inner.host.config_fingerprint(tool.server);
+                let config = self.inner.servers.host().config_fingerprint(tool.server);
                 let binding = Binding::new(config, tool, &c.arguments);
                 let (decision, approved) = match &c.at {
                     CallState::Approved { person: Some(p) } => (p.decision.clone(), true),
@@ -161,7 +162,9 @@ impl Agent {
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set. At
             // most `calls_in_flight` are on servers at once; the others wait in order.
-            let places = Arc::new(tokio::sync::Semaphore::new(self.inner.calls_in_flight));
+            let places = Arc::new(tokio::sync::Semaphore::new(
+                self.inner.policy.calls_in_flight(),
+            ));
             let mut set = tokio::task::JoinSet::new();
             // The tasks' spans are children of the run's.
             let parent = tracing::Span::current();
@@ -236,16 +239,6 @@ impl Agent {
             .collect())
     }
 
-    /// Asks the `on_input` callbacks; the first answer wins.
-    pub(super) async fn ask_callbacks(&self, ask: InputAsk) -> Option<InputResponse> {
-        for f in &self.inner.on_input {
-            if let Some(answer) = f(ask.clone()).await {
-                return Some(answer);
-            }
-        }
-        None
-    }
-
     /// One MCP call: its result for the model and whether it failed — or, when the
     /// server asks for input no callback gives, the input — with the events it produced
     /// on the way (progress, answers), delivered to the callbacks as they happen.
@@ -255,7 +248,11 @@ impl Agent {
         (call, tool, start, vault): &Outgoing<'_>,
     ) -> (CallEnd, Vec<Event>) {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
-        let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
+        let (sink, callbacks, run) = (
+            seen.clone(),
+            self.inner.callbacks.clone(),
+            run_id.to_owned(),
+        );
         let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
         let base = RequestOptions::default().with_progress(move |p| {
             let event = Event::ToolProgress {
@@ -265,9 +262,7 @@ impl Agent {
                 total: p.total,
                 message: p.message.as_ref().map(|m| crate::error::clip(m, 1000)),
             };
-            for f in &inner.on_event {
-                f(&run, &event);
-            }
+            callbacks.emit(&run, &event);
             let mut kept = lock(&sink);
             if kept.len() >= MAX_PROGRESS_KEPT {
                 kept.pop();
@@ -302,7 +297,7 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             gen_ai.tool.type = if function { "function" } else { "extension" },
             mcp.method.name = if function { None } else { Some(mcp_runtime_core::protocol::Method::ToolsCall.as_str()) },
-            mcp.protocol.version = self.inner.host.protocol_version(tool.server),
+            mcp.protocol.version = self.inner.servers.host().protocol_version(tool.server),
             mcp_agent.server.name = %tool.facts.server,
             gen_ai.tool.call.arguments = tracing::field::Empty,
             gen_ai.tool.call.result = tracing::field::Empty,
@@ -323,14 +318,18 @@ impl Agent {
             if let Some((input, ready)) = next.take() {
                 options = options.with_input_answers(input, ready);
             }
-            let sent =
-                self.inner
-                    .host
-                    .call(tool.server, &tool.def, call.arguments.clone(), options);
+            let sent = self.inner.servers.host().call(
+                tool.server,
+                &tool.def,
+                call.arguments.clone(),
+                options,
+            );
             let mut input = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(CallOutcome::Done(r)) => {
-                    let (text, parts, is_error) =
-                        crate::content::tool_result_for_model(r, self.inner.max_result_size);
+                    let (text, parts, is_error) = crate::content::tool_result_for_model(
+                        r,
+                        self.inner.policy.max_result_size(),
+                    );
                     end = CallEnd::Done(text, parts, is_error);
                     break;
                 }
@@ -361,7 +360,7 @@ impl Agent {
                     key: key.clone(),
                     request,
                 };
-                if let Some(answer) = self.ask_callbacks(ask).await {
+                if let Some(answer) = self.inner.callbacks.ask(ask).await {
                     given.push((key, answer));
                 }
             }
@@ -372,9 +371,7 @@ impl Agent {
                     by: "on_input".into(),
                     at: now(),
                 };
-                for f in &self.inner.on_event {
-                    f(run_id, &event);
-                }
+                self.inner.callbacks.emit(run_id, &event);
                 notes.push(event);
             }
             if given.len() == input.keys().count() {

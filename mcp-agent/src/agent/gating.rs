@@ -4,16 +4,17 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::gate::{Mode, Verdict};
+use crate::gate::Verdict;
 
 use super::decision::Binding;
 use super::events::Event;
+use super::handle::Agent;
 use super::host::{repeat_is_harmless, AgentTool};
+use super::ids::random_id;
 use super::run::error_result;
-use super::shared::{Agent, TOOL_SEARCH};
 use super::skill_types::{AgentSkill, SkillStep};
 use super::state::{Awaiting, CallState, RunState};
-use super::util::random_id;
+use super::toolbox::TOOL_SEARCH;
 
 impl Agent {
     /// Calls a process that stopped had sent without keeping their results: each
@@ -43,12 +44,15 @@ impl Agent {
             let name = call.name.clone();
             let mut resent = false;
             if let (Some(tool), Some(binding)) = (tools.get(&name), binding) {
-                let now = (self.inner.host.config_fingerprint(tool.server), tool);
+                let now = (
+                    self.inner.servers.host().config_fingerprint(tool.server),
+                    tool,
+                );
                 if tool.facts.server == server
                     && repeat_is_harmless(tool)
                     && binding.changed(Some(now), &call.arguments).is_none()
                 {
-                    let gate = self.gate(state);
+                    let gate = self.inner.policy.gate(state);
                     // The gate allows it, or wants a person, who approved it (the
                     // binding held: the approval still holds).
                     resent = match self.verdict(&gate, &call, Some(tool), state).await {
@@ -105,11 +109,14 @@ impl Agent {
                     call.name
                 )),
                 (Some(a), Some(tool)) => {
-                    let now = (self.inner.host.config_fingerprint(tool.server), tool);
+                    let now = (
+                        self.inner.servers.host().config_fingerprint(tool.server),
+                        tool,
+                    );
                     match a.binding.changed(Some(now), &call.arguments) {
                         Some(changed) => Some(changed),
                         None => {
-                            let gate = self.gate(state);
+                            let gate = self.inner.policy.gate(state);
                             match self.verdict(&gate, &call, Some(tool), state).await {
                                 Verdict::Allow => None,
                                 Verdict::Suspend if a.approved => None,
@@ -182,12 +189,12 @@ impl Agent {
             let tool = tools.get(&call.name);
             match &call.at {
                 CallState::New => {
-                    let gate = self.gate(state);
+                    let gate = self.inner.policy.gate(state);
                     let mut verdict = self.verdict(&gate, &call, tool, state).await;
                     // A pinned allow-listed tool runs on the allow-list alone only
                     // while it is as pinned.
                     if let (Verdict::Allow, Some(t), true) =
-                        (&verdict, tool, self.inner.pin_allow_list)
+                        (&verdict, tool, self.inner.policy.pins_allow_list())
                     {
                         if gate.allowed().any(|n| n == call.name) {
                             if let Some(reason) = self.pin_changed(t).await? {
@@ -197,13 +204,7 @@ impl Agent {
                                     reason: reason.clone(),
                                 };
                                 self.event(state, event);
-                                verdict = match gate.mode() {
-                                    Mode::Approve => Verdict::Suspend,
-                                    _ => Verdict::Deny(format!(
-                                        "`{}` is not run: {reason}",
-                                        call.name
-                                    )),
-                                };
+                                verdict = gate.decide_unpinned(&call.name, &reason);
                             }
                         }
                     }
@@ -230,7 +231,7 @@ impl Agent {
                     // A person's approval meets a need for approval; the gate's
                     // denial still wins — of a policy tightened on resume, or of the
                     // arguments a person edited.
-                    let gate = self.gate(state);
+                    let gate = self.inner.policy.gate(state);
                     let verdict = gate
                         .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
                         .await;
@@ -270,7 +271,7 @@ impl Agent {
             return Err(Error::config("a call that needs approval names no tool"));
         };
         let call = &state.pending[i];
-        let config = self.inner.host.config_fingerprint(tool.server);
+        let config = self.inner.servers.host().config_fingerprint(tool.server);
         let binding = Binding::new(config, tool, &call.arguments);
         let waiting = Awaiting {
             decision: random_id()?,
@@ -306,7 +307,7 @@ impl Agent {
             let Some(binding) = &p.binding else { continue };
             let now = tools
                 .get(&call.name)
-                .map(|t| (self.inner.host.config_fingerprint(t.server), t));
+                .map(|t| (self.inner.servers.host().config_fingerprint(t.server), t));
             if let Some(reason) = binding.changed(now, &call.arguments) {
                 let tool = call.name.clone();
                 state.pending[i].at = CallState::New;

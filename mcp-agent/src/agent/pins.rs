@@ -8,10 +8,10 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+use super::clock::now;
+use super::handle::Agent;
 use super::host::AgentTool;
 use super::integrity::Sealed;
-use super::shared::Agent;
-use super::util::now;
 
 /// The definition an allow-listed tool had when it was first used
 /// ([`AgentBuilder::pin_allow_list`](crate::AgentBuilder::pin_allow_list)): its
@@ -51,7 +51,7 @@ impl Agent {
             .await?
         {
             match serde_json::from_value::<Pin>(kept) {
-                Ok(p) if p.id == id && p.scope == self.inner.scope => out.push(p),
+                Ok(p) if p.id == id && p.scope == *self.inner.policy.scope() => out.push(p),
                 Ok(_) => {}
                 Err(_) => {
                     tracing::warn!(pin = %id, "a pinned tool definition cannot be read; it is ignored")
@@ -67,19 +67,19 @@ impl Agent {
         if !id.starts_with(PIN_PREFIX) {
             return Ok(false);
         }
-        self.inner.store.delete_allowance(id).await
+        self.inner.books.store().delete_allowance(id).await
     }
 
     /// With pinning on, for a call the allow-list allows: `None` when `tool` is as
     /// pinned (or is pinned now, on its first use), else what changed.
     pub(super) async fn pin_changed(&self, tool: &AgentTool) -> Result<Option<String>> {
         let server = tool.facts.server.clone();
-        let config = self.inner.host.config_fingerprint(tool.server);
+        let config = self.inner.servers.host().config_fingerprint(tool.server);
         let definition = tool.def.definition_digest();
         let id = format!(
             "{PIN_PREFIX}{}",
             mcp_runtime::digest::sha256_json(&serde_json::json!([
-                self.inner.scope,
+                *self.inner.policy.scope(),
                 server,
                 tool.facts.name
             ]))
@@ -88,7 +88,8 @@ impl Agent {
         // (its MAC fails) is not a first use.
         let kept = self
             .inner
-            .store
+            .books
+            .store()
             .allowances()
             .await?
             .into_iter()
@@ -98,7 +99,7 @@ impl Agent {
             self.opened(Sealed::Pin, &id, &mut v)
                 .then(|| serde_json::from_value::<Pin>(v).ok())
                 .flatten()
-                .filter(|p| p.id == id && p.scope == self.inner.scope)
+                .filter(|p| p.id == id && p.scope == *self.inner.policy.scope())
         });
         match pinned {
             Some(p) if p.server_config != config => Ok(Some(format!(
@@ -122,14 +123,14 @@ impl Agent {
                     tool: tool.facts.name.clone(),
                     definition,
                     at: now(),
-                    scope: self.inner.scope.clone(),
+                    scope: self.inner.policy.scope().clone(),
                 };
                 let mut value = serde_json::to_value(&pin)
                     .map_err(|e| Error::store(format!("cannot encode a pin: {e}")))?;
-                if let Some(key) = &self.inner.integrity {
+                if let Some(key) = self.inner.books.integrity() {
                     key.seal(Sealed::Pin, &id, &mut value)?;
                 }
-                self.inner.store.save_allowance(&id, &value).await?;
+                self.inner.books.store().save_allowance(&id, &value).await?;
                 Ok(None)
             }
         }

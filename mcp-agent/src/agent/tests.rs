@@ -17,9 +17,9 @@ use crate::store::{lock, MemoryRunStore, RunStatus, RunStore};
 
 use super::decision::{Always, Decision, Outcome, Pending};
 use super::events::Event;
+use super::handle::Agent;
 use super::host::Host;
-use super::shared::Agent;
-use super::util::RANDOM_FAILS;
+use super::ids::RANDOM_FAILS;
 
 /// One server, `fs`, whose tools a test can change; it logs every call, and never
 /// answers the first call of a tool named in `hanging`.

@@ -8,13 +8,16 @@ use serde_json::{json, Value};
 use crate::error::Result;
 use crate::gate::{Gate, ToolFacts, Verdict};
 use crate::model::{Block, ToolSpec};
-use crate::store::lock;
 
 use super::events::Event;
+use super::handle::Agent;
 use super::host::AgentTool;
-use super::shared::{granted, Agent, Deferral, TOOL_SEARCH};
+use super::skill_types::granted;
 use super::skill_types::{READ_SKILL, READ_SKILL_FILE};
 use super::state::{PendingCall, RunState};
+
+/// The name of the emulated tool search (for models without a native one).
+pub(super) const TOOL_SEARCH: &str = "tool_search";
 
 impl Agent {
     /// The tools of the attached servers, by model-facing name, and the servers that
@@ -42,29 +45,25 @@ impl Agent {
         // server attached after it takes them meanwhile — an allow-list entry or an
         // approval meant for its tool never reaches another server's.
         let mut reserved: Vec<(String, String)> = Vec::new();
-        let host = self.inner.host.clone();
+        let host = self.inner.servers.host().clone();
         for i in 0..host.count() {
             let server = host.name(i).to_owned();
             let listed = match host.tools(i).await {
                 Ok(listed) => {
                     announced.retain(|k| *k != format!("down\u{0}{server}"));
                     // Once per agent and server: its changes are heard from now on.
-                    let first = lock(&self.inner.following).insert(server.clone());
+                    let first = self.inner.servers.first_listing(&server);
                     if first {
                         host.follow_changes(i).await;
                     }
-                    lock(&self.inner.known_names).insert(
-                        server.clone(),
-                        listed.iter().map(|t| t.name.clone()).collect(),
-                    );
+                    self.inner
+                        .servers
+                        .listed(&server, listed.iter().map(|t| t.name.clone()).collect());
                     listed
                 }
-                Err(e) if self.inner.required.contains(&server) => return Err(e.into()),
+                Err(e) if self.inner.servers.is_required(&server) => return Err(e.into()),
                 Err(e) => {
-                    let mut names = lock(&self.inner.known_names)
-                        .get(&server)
-                        .cloned()
-                        .unwrap_or_default();
+                    let mut names = self.inner.servers.known_names(&server);
                     names.extend(host.declared_tool_names(i));
                     reserved.extend(names.into_iter().map(|n| (n, server.clone())));
                     let error = crate::error::clip(&e.to_string(), 1000);
@@ -121,12 +120,7 @@ impl Agent {
                     app_only: t.app_only,
                     requires_approval: t.requires_approval(),
                 };
-                let defer = match self.inner.defer.iter().find(|(s, _)| s == &server) {
-                    Some((_, Deferral::All)) => true,
-                    Some((_, Deferral::Only(names))) => names.contains(&t.name),
-                    Some((_, Deferral::None)) => false,
-                    None => t.deferred,
-                };
+                let defer = self.inner.servers.deferred(&server, &t.name, t.deferred);
                 let spec = ToolSpec {
                     name: t.name.clone(),
                     description: t.description.clone().unwrap_or_default(),
@@ -155,7 +149,7 @@ impl Agent {
         tools: &HashMap<String, AgentTool>,
         state: &RunState,
     ) -> Vec<ToolSpec> {
-        let gate = self.gate(state);
+        let gate = self.inner.policy.gate(state);
         let mut v: Vec<&AgentTool> = tools
             .values()
             .filter(|t| gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
@@ -200,7 +194,7 @@ impl Agent {
         tools: &HashMap<String, AgentTool>,
         call: &PendingCall,
     ) -> Block {
-        let gate = self.gate(state);
+        let gate = self.inner.policy.gate(state);
         let query = call
             .arguments
             .get("query")
@@ -237,7 +231,7 @@ impl Agent {
 
     /// A call of the skill tools (when no server offers a tool of that name).
     pub(super) fn is_skill_call(&self, name: &str, tools: &HashMap<String, AgentTool>) -> bool {
-        self.inner.skills
+        self.inner.skills.enabled()
             && (name == READ_SKILL || name == READ_SKILL_FILE)
             && !tools.contains_key(name)
     }
@@ -324,7 +318,7 @@ impl Agent {
         if (state.always.is_empty() && state.standing.is_empty()) || tool.facts.app_only {
             return false;
         }
-        let config = self.inner.host.config_fingerprint(tool.server);
+        let config = self.inner.servers.host().config_fingerprint(tool.server);
         let definition = tool.def.definition_digest();
         // A standing allowance holds only in its own scope.
         state
@@ -334,7 +328,7 @@ impl Agent {
                 state
                     .standing
                     .iter()
-                    .filter(|a| a.scope == self.inner.scope),
+                    .filter(|a| a.scope == *self.inner.policy.scope()),
             )
             .any(|a| a.covers(&tool.facts, &config, &definition))
     }
