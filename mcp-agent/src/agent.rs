@@ -16,7 +16,6 @@
 //! this module.
 
 mod allowances;
-mod answers;
 mod attached;
 mod bookkeeping;
 mod builder;
@@ -26,13 +25,11 @@ mod clock;
 mod conversation;
 mod decision;
 mod events;
-mod gating;
 mod handle;
 mod host;
 mod ids;
 mod inbox;
 mod integrity;
-mod pins;
 mod policy;
 mod resume;
 mod run;
@@ -40,7 +37,7 @@ mod skill_registry;
 mod skill_types;
 mod skills;
 mod state;
-mod toolbox;
+mod turn;
 mod vault;
 
 /// What `crate::fuzzing` reaches: a stored run's state read as a resume reads it (no
@@ -62,6 +59,7 @@ pub(crate) fn fuzz_stored_run(state: serde_json::Value) -> std::result::Result<(
 #[cfg(test)]
 mod tests;
 
+pub use allowances::Pin;
 pub use builder::AgentBuilder;
 pub use conversation::Conversation;
 pub use decision::{
@@ -70,5 +68,4 @@ pub use decision::{
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
-pub use pins::Pin;
 pub use skill_types::SkillApproval;

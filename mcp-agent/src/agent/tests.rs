@@ -456,7 +456,7 @@ async fn a_tool_named_outside_the_rule_is_hidden() {
         .collect();
     assert!(offered.contains(&"read".to_owned()), "{offered:?}");
     assert!(
-        offered.iter().all(|n| super::toolbox::valid_tool_name(n)),
+        offered.iter().all(|n| super::turn::valid_tool_name(n)),
         "{offered:?}"
     );
 }
