@@ -1,30 +1,44 @@
 //! The agent: a model, attached MCP servers, the gate, and a tool loop that suspends
 //! durably when a person must decide.
 //!
-//! Imports run downward: `util` (ids, clocks) and the data modules (`state`,
-//! `decision`, `events`, `integrity`, `host`, `vault`, `skill_types`) at the bottom;
-//! `shared` (the agent and what it holds) above them; the behaviour modules — each an
+//! The agent is made of components that own their state, each with a small API:
+//! `policy` (the gate, whether the builder stated a policy, the limits, how far
+//! approvals reach), `bookkeeping` (the store, integrity key, leases, expiry: saving,
+//! loading, claiming and holding runs), `attached` (the servers and the host the loop
+//! calls), `callbacks`, `skill_registry` (skills offered, approvals, loads reused) and
+//! `vault`. `handle` holds the agent — an `Arc` of those components — and what needs
+//! more than one of them (an event, a save).
+//!
+//! Imports run downward: `ids`, `clock` and the data modules (`state`, `decision`,
+//! `events`, `integrity`, `host`, `vault`, `skill_types`) at the bottom; the
+//! components above them; `handle` above those; the behaviour modules — each an
 //! `impl Agent` block — on top. A child imports from its siblings by name, never from
 //! this module.
 
 mod allowances;
-mod answers;
+mod attached;
+mod bookkeeping;
 mod builder;
 mod call;
+mod callbacks;
+mod clock;
 mod conversation;
 mod decision;
 mod events;
-mod gating;
+mod handle;
 mod host;
+mod ids;
 mod inbox;
 mod integrity;
-mod pins;
+mod policy;
 mod resume;
 mod run;
-mod shared;
+mod skill_registry;
 mod skill_types;
 mod skills;
 mod state;
+mod turn;
+mod vault;
 
 /// What `crate::fuzzing` reaches: a stored run's state read as a resume reads it (no
 /// integrity key), and written back: the second read must give the same run.
@@ -41,13 +55,11 @@ pub(crate) fn fuzz_stored_run(state: serde_json::Value) -> std::result::Result<(
     }
     Ok(())
 }
-mod toolbox;
-mod util;
-mod vault;
 
 #[cfg(test)]
 mod tests;
 
+pub use allowances::Pin;
 pub use builder::AgentBuilder;
 pub use conversation::Conversation;
 pub use decision::{
@@ -55,6 +67,5 @@ pub use decision::{
     PendingWait,
 };
 pub use events::Event;
-pub use pins::Pin;
-pub use shared::{Agent, MAX_PROGRESS_KEPT};
+pub use handle::{Agent, MAX_PROGRESS_KEPT};
 pub use skill_types::SkillApproval;

@@ -234,6 +234,52 @@ impl Gate {
             }
         }
     }
+
+    /// Whether loading a skill can ever be allowed without an approval given in
+    /// advance ([`SkillApproval`](crate::SkillApproval)): in every mode but
+    /// [`Mode::ReadOnly`].
+    pub fn loads_skills(&self) -> bool {
+        !matches!(self.mode, Mode::ReadOnly)
+    }
+
+    /// Decides loading the skill `skill` of `server`, which no approval covers.
+    /// `tool` is the name the model loads skills with and `shown` what a person or the
+    /// ask callback sees of the skill (its id, URI, fingerprint, `allowed-tools`):
+    /// [`Mode::Auto`] loads it, [`Mode::Approve`] suspends for a person,
+    /// [`Mode::Ask`]'s callback decides (given `server`, `tool`, `shown`), and
+    /// [`Mode::ReadOnly`] denies it. The allow-list grants no skill.
+    pub async fn decide_skill(
+        &self,
+        server: &str,
+        tool: &str,
+        skill: &str,
+        shown: &Value,
+    ) -> Verdict {
+        match &self.mode {
+            Mode::Auto => Verdict::Allow,
+            Mode::Approve => Verdict::Suspend,
+            Mode::Ask(decide) => {
+                if decide(server, tool, shown).await {
+                    Verdict::Allow
+                } else {
+                    Verdict::Deny(format!("loading skill `{skill}` was not allowed"))
+                }
+            }
+            Mode::ReadOnly => Verdict::Deny(format!(
+                "skill `{skill}` is not approved (read-only mode loads only skills approved with AgentBuilder::approve_skill, for their current files)"
+            )),
+        }
+    }
+
+    /// Decides a call of the allow-listed tool `name` whose pinned definition or
+    /// server changed (`reason` says how): the allow-list no longer allows it alone.
+    /// [`Mode::Approve`] asks a person; every other mode denies it.
+    pub fn decide_unpinned(&self, name: &str, reason: &str) -> Verdict {
+        match self.mode {
+            Mode::Approve => Verdict::Suspend,
+            _ => Verdict::Deny(format!("`{name}` is not run: {reason}")),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -363,6 +409,55 @@ mod tests {
         assert!(gate(Mode::Approve, &[])
             .looser_than("ask", &allow)
             .is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_gate_decides_skills_by_its_mode() {
+        let shown = json!({"skill": "fs:skills/pdf"});
+        let cases = vec![
+            ("read_only", Mode::ReadOnly, "deny"),
+            (
+                "ask-yes",
+                Mode::ask(|s, t, a| {
+                    let ok = s == "fs" && t == "read_skill" && a["skill"] == "fs:skills/pdf";
+                    async move { ok }
+                }),
+                "allow",
+            ),
+            ("ask-no", Mode::ask(|_, _, _| async { false }), "deny"),
+            ("approve", Mode::Approve, "suspend"),
+            ("auto", Mode::Auto, "allow"),
+        ];
+        for (name, mode, want) in cases {
+            // The allow-list grants no skill.
+            let gate = Gate::new(mode, ["read_skill", "pdf"]);
+            let got = match gate.decide_skill("fs", "read_skill", "pdf", &shown).await {
+                Verdict::Allow => "allow",
+                Verdict::Deny(_) => "deny",
+                Verdict::Suspend => "suspend",
+            };
+            assert_eq!(got, want, "{name}");
+            assert_eq!(gate.loads_skills(), name != "read_only", "{name}");
+        }
+    }
+
+    #[test]
+    fn a_changed_pin_asks_a_person_only_in_approve_mode() {
+        assert_eq!(
+            Gate::new(Mode::Approve, ["t"]).decide_unpinned("t", "changed"),
+            Verdict::Suspend
+        );
+        for mode in [
+            Mode::ReadOnly,
+            Mode::Auto,
+            Mode::ask(|_, _, _| async { true }),
+        ] {
+            let v = Gate::new(mode, ["t"]).decide_unpinned("t", "its definition changed");
+            assert!(
+                matches!(&v, Verdict::Deny(why) if why.contains("its definition changed")),
+                "{v:?}"
+            );
+        }
     }
 
     #[test]

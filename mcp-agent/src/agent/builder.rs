@@ -10,11 +10,16 @@ use crate::gate::{Gate, Mode};
 use crate::model::{Message, Model};
 use crate::store::{MemoryRunStore, RunStore};
 
+use super::attached::{Attached, Deferral};
+use super::bookkeeping::Bookkeeping;
+use super::callbacks::{Callbacks, ContextFn};
 use super::decision::{Expiry, InputAsk, InputFn};
 use super::events::{Event, EventFn};
+use super::handle::{Agent, AgentInner};
 use super::host::{Host, Servers};
 use super::integrity::IntegrityKey;
-use super::shared::{Agent, AgentInner, ContextFn, Deferral};
+use super::policy::{AgentPolicy, Limits, Reach};
+use super::skill_registry::SkillRegistry;
 use super::skill_types::SkillApproval;
 use super::vault::Vault;
 
@@ -26,10 +31,7 @@ pub struct AgentBuilder {
     servers: Vec<Mcp>,
     functions: Vec<crate::FunctionTool>,
     store: Arc<dyn RunStore>,
-    max_steps: u32,
-    calls_in_flight: usize,
-    calls_per_turn: usize,
-    max_result_size: usize,
+    limits: Limits,
     required: Vec<String>,
     system: Option<String>,
     on_event: Vec<EventFn>,
@@ -45,9 +47,7 @@ pub struct AgentBuilder {
     expiry: Option<std::time::Duration>,
     on_expiry: Expiry,
     lease: std::time::Duration,
-    scope: Option<String>,
-    always_outlives_run: bool,
-    pin_allow_list: bool,
+    reach: Reach,
     /// The servers the loop calls, when not the attached ones (the loop's unit tests).
     host: Option<Arc<dyn Host>>,
 }
@@ -104,7 +104,7 @@ impl AgentBuilder {
     }
     /// The most model turns one run may take (default 20).
     pub fn max_steps(mut self, steps: u32) -> Self {
-        self.max_steps = steps;
+        self.limits.max_steps = steps;
         self.policy_stated = true;
         self
     }
@@ -118,13 +118,13 @@ impl AgentBuilder {
     /// The most calls of one run that are on servers at once (default 16): the calls
     /// of a turn run together up to this many, the others wait for a free place.
     pub fn max_calls_in_flight(mut self, n: usize) -> Self {
-        self.calls_in_flight = n;
+        self.limits.calls_in_flight = n;
         self
     }
     /// The most tool calls one model turn may ask for (default 128): the calls past it
     /// do not run, and the model reads why.
     pub fn max_calls_per_turn(mut self, n: usize) -> Self {
-        self.calls_per_turn = n;
+        self.limits.calls_per_turn = n;
         self
     }
     /// The most bytes of one tool result's text the model is sent (default
@@ -132,7 +132,7 @@ impl AgentBuilder {
     /// and the model reads a note with its original size. Images attach up to
     /// [`MAX_IMAGE_SIZE`](crate::MAX_IMAGE_SIZE) each.
     pub fn max_result_size(mut self, bytes: usize) -> Self {
-        self.max_result_size = bytes;
+        self.limits.max_result_size = bytes;
         self
     }
     /// Instructions for the model.
@@ -274,7 +274,7 @@ impl AgentBuilder {
     /// a need for approval here. Agents without a scope share the allowances without
     /// one. Default: none.
     pub fn scope(mut self, scope: impl Into<String>) -> Self {
-        self.scope = Some(scope.into());
+        self.reach.scope = Some(scope.into());
         self
     }
 
@@ -287,7 +287,7 @@ impl AgentBuilder {
     /// [`Event::PinnedToolChanged`](crate::Event::PinnedToolChanged) says so either way.
     /// The pin stays as it was until [`Agent::unpin`] forgets it.
     pub fn pin_allow_list(mut self) -> Self {
-        self.pin_allow_list = true;
+        self.reach.pin_allow_list = true;
         self
     }
 
@@ -295,7 +295,7 @@ impl AgentBuilder {
     /// follow-ups ([`Agent::follow_up`]). By default they end when the run finishes:
     /// a follow-up — whoever sends it — asks again.
     pub fn run_allowances_outlive_the_run(mut self) -> Self {
-        self.always_outlives_run = true;
+        self.reach.always_outlives_run = true;
         self
     }
 
@@ -330,45 +330,40 @@ impl AgentBuilder {
             Some(key) => key.derive(b"mcp-agent configuration fingerprint v1")?,
             None => Vec::new(),
         };
+        let host: Arc<dyn Host> = match self.host {
+            Some(host) => host,
+            None => Arc::new(Servers(
+                self.servers.clone(),
+                self.functions,
+                fingerprint_key,
+            )),
+        };
         Ok(Agent {
             inner: Arc::new(AgentInner {
                 model,
-                gate: Arc::new(Gate::new(self.mode, self.allow)),
-                policy_stated: self.policy_stated,
-                integrity: self.integrity,
-                expiry: self.expiry,
-                on_expiry: self.on_expiry,
-                lease: self.lease,
-                scope: self.scope,
-                always_outlives_run: self.always_outlives_run,
-                pin_allow_list: self.pin_allow_list,
-                host: match self.host {
-                    Some(host) => host,
-                    None => Arc::new(Servers(
-                        self.servers.clone(),
-                        self.functions,
-                        fingerprint_key,
-                    )),
-                },
-                servers: self.servers,
-                store: self.store,
-                max_steps: self.max_steps.max(1),
-                required: self.required,
-                calls_in_flight: self.calls_in_flight.max(1),
-                calls_per_turn: self.calls_per_turn.max(1),
-                max_result_size: self.max_result_size.max(1),
                 system: self.system,
-                on_event: self.on_event,
-                on_input: self.on_input,
-                on_context: self.on_context,
                 trace_content: self.trace_content,
-                defer: self.defer,
-                skills: self.skills,
-                skill_approvals: self.skill_approvals,
-                loaded_skills: Default::default(),
+                policy: AgentPolicy::new(
+                    Gate::new(self.mode, self.allow),
+                    self.policy_stated,
+                    self.limits,
+                    self.reach,
+                ),
+                books: Bookkeeping::new(
+                    self.store,
+                    self.integrity,
+                    self.lease,
+                    self.expiry,
+                    self.on_expiry,
+                ),
+                servers: Attached::new(self.servers, host, self.required, self.defer),
+                callbacks: Arc::new(Callbacks::new(
+                    self.on_event,
+                    self.on_input,
+                    self.on_context,
+                )),
+                skills: SkillRegistry::new(self.skills, self.skill_approvals),
                 vault: Vault::default(),
-                known_names: Default::default(),
-                following: Default::default(),
             }),
         })
     }
@@ -384,7 +379,7 @@ impl Agent {
             servers: Vec::new(),
             functions: Vec::new(),
             store: Arc::new(MemoryRunStore::default()),
-            max_steps: 20,
+            limits: Limits::default_limits(),
             system: None,
             on_event: Vec::new(),
             on_input: Vec::new(),
@@ -398,14 +393,9 @@ impl Agent {
             expiry: None,
             on_expiry: Expiry::Continue,
             lease: std::time::Duration::from_secs(60),
-            scope: None,
-            always_outlives_run: false,
-            pin_allow_list: false,
+            reach: Reach::default(),
             host: None,
-            calls_in_flight: 16,
             required: Vec::new(),
-            calls_per_turn: 128,
-            max_result_size: crate::content::DEFAULT_MAX_RESULT_SIZE,
         }
     }
 }

@@ -1,23 +1,33 @@
-//! Running allowed calls on their servers: concurrently, with progress, and with input callbacks.
+//! Running allowed calls on their servers — concurrently, with progress, and with
+//! input callbacks — and the answers to a server's input requests: what of them a
+//! run may keep.
+//!
+//! A run keeps a person's answers without the fields the request marks secret
+//! (`writeOnly`, `format: "password"`), and of the answers `on_input` callbacks gave
+//! only which keys they answered. What it may not keep waits in this process's memory
+//! (the vault) until the call is sent; a run that goes on in another process — or
+//! after this one restarted — asks the callbacks again, and a person again for a
+//! secret it lacks.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use mcp_runtime::{CallOutcome, InputResponse, PendingInput, RequestOptions};
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::model::Block;
 use crate::store::{lock, LedgerEntry, LedgerKind, RunStatus};
 
+use super::clock::now;
 use super::decision::{Binding, InputAsk};
 use super::events::Event;
+use super::handle::{Agent, MAX_PROGRESS_KEPT};
 use super::host::AgentTool;
+use super::ids::random_id;
 use super::run::error_result;
-use super::shared::{Agent, MAX_PROGRESS_KEPT};
 use super::state::{CallEnd, CallState, Paused, PendingCall, RunState, MAX_INPUT_ROUNDS};
-use super::util::{now, random_id};
-use super::vault::{Answers, Completed};
+use super::vault::{Answers, Completed, STATE};
 
 /// How a call's first attempt goes out.
 #[derive(Clone)]
@@ -120,7 +130,7 @@ impl Agent {
         // of the run from before never sends them again.
         for (_, (call, tool, _, _)) in &batch {
             if let Some(c) = state.pending.iter_mut().find(|c| c.id == call.id) {
-                let config = self.inner.host.config_fingerprint(tool.server);
+                let config = self.inner.servers.host().config_fingerprint(tool.server);
                 let binding = Binding::new(config, tool, &c.arguments);
                 let (decision, approved) = match &c.at {
                     CallState::Approved { person: Some(p) } => (p.decision.clone(), true),
@@ -161,7 +171,9 @@ impl Agent {
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set. At
             // most `calls_in_flight` are on servers at once; the others wait in order.
-            let places = Arc::new(tokio::sync::Semaphore::new(self.inner.calls_in_flight));
+            let places = Arc::new(tokio::sync::Semaphore::new(
+                self.inner.policy.calls_in_flight(),
+            ));
             let mut set = tokio::task::JoinSet::new();
             // The tasks' spans are children of the run's.
             let parent = tracing::Span::current();
@@ -236,16 +248,6 @@ impl Agent {
             .collect())
     }
 
-    /// Asks the `on_input` callbacks; the first answer wins.
-    pub(super) async fn ask_callbacks(&self, ask: InputAsk) -> Option<InputResponse> {
-        for f in &self.inner.on_input {
-            if let Some(answer) = f(ask.clone()).await {
-                return Some(answer);
-            }
-        }
-        None
-    }
-
     /// One MCP call: its result for the model and whether it failed — or, when the
     /// server asks for input no callback gives, the input — with the events it produced
     /// on the way (progress, answers), delivered to the callbacks as they happen.
@@ -255,7 +257,11 @@ impl Agent {
         (call, tool, start, vault): &Outgoing<'_>,
     ) -> (CallEnd, Vec<Event>) {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
-        let (sink, inner, run) = (seen.clone(), self.inner.clone(), run_id.to_owned());
+        let (sink, callbacks, run) = (
+            seen.clone(),
+            self.inner.callbacks.clone(),
+            run_id.to_owned(),
+        );
         let (server_name, tool_name) = (tool.facts.server.clone(), call.name.clone());
         let base = RequestOptions::default().with_progress(move |p| {
             let event = Event::ToolProgress {
@@ -265,9 +271,7 @@ impl Agent {
                 total: p.total,
                 message: p.message.as_ref().map(|m| crate::error::clip(m, 1000)),
             };
-            for f in &inner.on_event {
-                f(&run, &event);
-            }
+            callbacks.emit(&run, &event);
             let mut kept = lock(&sink);
             if kept.len() >= MAX_PROGRESS_KEPT {
                 kept.pop();
@@ -302,7 +306,7 @@ impl Agent {
             gen_ai.tool.call.id = %call.id,
             gen_ai.tool.type = if function { "function" } else { "extension" },
             mcp.method.name = if function { None } else { Some(mcp_runtime_core::protocol::Method::ToolsCall.as_str()) },
-            mcp.protocol.version = self.inner.host.protocol_version(tool.server),
+            mcp.protocol.version = self.inner.servers.host().protocol_version(tool.server),
             mcp_agent.server.name = %tool.facts.server,
             gen_ai.tool.call.arguments = tracing::field::Empty,
             gen_ai.tool.call.result = tracing::field::Empty,
@@ -323,14 +327,18 @@ impl Agent {
             if let Some((input, ready)) = next.take() {
                 options = options.with_input_answers(input, ready);
             }
-            let sent =
-                self.inner
-                    .host
-                    .call(tool.server, &tool.def, call.arguments.clone(), options);
+            let sent = self.inner.servers.host().call(
+                tool.server,
+                &tool.def,
+                call.arguments.clone(),
+                options,
+            );
             let mut input = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(CallOutcome::Done(r)) => {
-                    let (text, parts, is_error) =
-                        crate::content::tool_result_for_model(r, self.inner.max_result_size);
+                    let (text, parts, is_error) = crate::content::tool_result_for_model(
+                        r,
+                        self.inner.policy.max_result_size(),
+                    );
                     end = CallEnd::Done(text, parts, is_error);
                     break;
                 }
@@ -361,7 +369,7 @@ impl Agent {
                     key: key.clone(),
                     request,
                 };
-                if let Some(answer) = self.ask_callbacks(ask).await {
+                if let Some(answer) = self.inner.callbacks.ask(ask).await {
                     given.push((key, answer));
                 }
             }
@@ -372,9 +380,7 @@ impl Agent {
                     by: "on_input".into(),
                     at: now(),
                 };
-                for f in &self.inner.on_event {
-                    f(run_id, &event);
-                }
+                self.inner.callbacks.emit(run_id, &event);
                 notes.push(event);
             }
             if given.len() == input.keys().count() {
@@ -405,5 +411,179 @@ impl Agent {
         let mut events = std::mem::take(&mut *lock(&seen));
         events.extend(notes);
         (end, events)
+    }
+}
+
+impl Agent {
+    /// Keeps a person's `answer` to the request under `key`: what the run keeps goes
+    /// into `answers`, the secret fields into the vault. A request this code cannot
+    /// read has every field of its answer taken as secret.
+    pub(super) fn keep_person_answer(
+        &self,
+        run: &str,
+        input: &PendingInput,
+        key: &str,
+        answer: &InputResponse,
+        answers: &mut Answers,
+    ) -> Result<()> {
+        let mut wire = answer.to_value();
+        let secret: Option<Vec<String>> = input
+            .requests()
+            .ok()
+            .and_then(|r| r.into_iter().find(|(k, _)| k == key))
+            .map(|(_, r)| r.secret_fields());
+        let mut taken = Map::new();
+        if let Some(content) = wire.get_mut("content").and_then(Value::as_object_mut) {
+            let names: Vec<String> = match secret {
+                Some(names) => names,
+                None => content.keys().cloned().collect(),
+            };
+            for name in names {
+                if let Some(v) = content.remove(&name) {
+                    taken.insert(name, v);
+                }
+            }
+        }
+        if !taken.is_empty() {
+            let id = answers.vault_id()?;
+            answers
+                .withheld
+                .push((key.to_owned(), taken.keys().cloned().collect()));
+            self.inner.vault.put(run, &id, key, Value::Object(taken));
+        }
+        answers.answers.push((key.to_owned(), wire));
+        Ok(())
+    }
+
+    /// Keeps `given` (the answers callbacks gave) and the input's `requestState` when
+    /// `withhold_state` (it may carry answers the run may not keep) in the vault, under
+    /// `vault` (drawn before the call was sent): the run keeps only that they were
+    /// given.
+    pub(super) fn keep_in_vault(
+        &self,
+        run: &str,
+        vault: &str,
+        input: &mut PendingInput,
+        given: &[(String, InputResponse)],
+        withhold_state: bool,
+    ) -> Answers {
+        let mut answers = Answers::default();
+        for (key, answer) in given {
+            self.inner.vault.put(run, vault, key, answer.to_value());
+            answers.callbacks.push(key.clone());
+        }
+        if withhold_state {
+            if let Some(state) = input.take_request_state() {
+                self.inner.vault.put(run, vault, STATE, state);
+                answers.state_withheld = true;
+            }
+        }
+        if !answers.callbacks.is_empty() || answers.state_withheld {
+            answers.vault = Some(vault.to_owned());
+        }
+        answers
+    }
+
+    /// The answers to send for `input`: what the run kept with what the vault holds,
+    /// and the callbacks asked again for a key whose answer the vault lacks (their
+    /// actions are pushed to `asked`). An answer whose secret the vault lacks is
+    /// dropped: the person is asked again.
+    pub(super) async fn complete_answers(
+        &self,
+        (run, call): (&str, &PendingCall),
+        mut input: PendingInput,
+        kept: &Answers,
+        asked: &mut Vec<String>,
+    ) -> Result<Completed> {
+        let id = kept.vault.clone().unwrap_or_default();
+        if kept.state_withheld {
+            match self.inner.vault.get(run, &id, STATE) {
+                Some(state) => input.set_request_state(Some(state)),
+                None => return Ok(Completed::StartOver),
+            }
+        }
+        let mut ready = Vec::new();
+        // What the run keeps if the call waits again: under a new vault id.
+        let mut still = Answers::default();
+        let mut moved: Vec<(String, Value)> = Vec::new();
+        let requests = input.requests().unwrap_or_default();
+        for (key, request) in requests {
+            if let Some((_, stored)) = kept.answers.iter().find(|(k, _)| *k == key) {
+                let withheld = kept
+                    .withheld
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, n)| n.as_slice())
+                    .unwrap_or_default();
+                let mut wire = stored.clone();
+                if !withheld.is_empty() {
+                    let Some(Value::Object(secret)) = self.inner.vault.get(run, &id, &key) else {
+                        continue; // kept by another process: asked again
+                    };
+                    if !withheld.iter().all(|n| secret.contains_key(n)) {
+                        continue;
+                    }
+                    moved.push((key.clone(), Value::Object(secret.clone())));
+                    if let Some(content) = wire.get_mut("content").and_then(Value::as_object_mut) {
+                        content.extend(secret);
+                    }
+                }
+                if let Some(r) = InputResponse::from_value(&wire) {
+                    ready.push((key.clone(), r));
+                    still.answers.push((key.clone(), stored.clone()));
+                    if !withheld.is_empty() {
+                        still.withheld.push((key, withheld.to_vec()));
+                    }
+                }
+                continue;
+            }
+            if !kept.callbacks.contains(&key) {
+                continue;
+            }
+            let held = self
+                .inner
+                .vault
+                .get(run, &id, &key)
+                .and_then(|v| InputResponse::from_value(&v));
+            let answer = match held {
+                Some(a) => Some(a),
+                None => {
+                    let ask = InputAsk {
+                        run_id: run.to_owned(),
+                        tool: call.name.clone(),
+                        key: key.clone(),
+                        request,
+                    };
+                    let a = self.inner.callbacks.ask(ask).await;
+                    if let Some(a) = &a {
+                        asked.push(a.action().to_owned());
+                    }
+                    a
+                }
+            };
+            if let Some(a) = answer {
+                moved.push((key.clone(), a.to_value()));
+                ready.push((key.clone(), a));
+                still.callbacks.push(key);
+            }
+        }
+        if ready.len() == input.keys().count() {
+            return Ok(Completed::Ready(input, ready));
+        }
+        // Waits again: what the vault held moves to a new id (this round's).
+        if !moved.is_empty() || kept.state_withheld {
+            let new = still.vault_id()?;
+            for (key, value) in moved {
+                self.inner.vault.put(run, &new, &key, value);
+            }
+            if kept.state_withheld {
+                if let Some(state) = input.take_request_state() {
+                    self.inner.vault.put(run, &new, STATE, state);
+                    still.state_withheld = true;
+                }
+            }
+        }
+        self.inner.vault.forget(run, kept);
+        Ok(Completed::Missing(input, still))
     }
 }

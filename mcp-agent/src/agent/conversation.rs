@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::model::{Message, Role};
 
 use super::decision::Outcome;
-use super::shared::Agent;
+use super::handle::Agent;
 
 /// A conversation with an agent: the first [`send`](Self::send) starts a run, each
 /// next one is a [`follow_up`](Agent::follow_up) of it, so the model sees everything
@@ -38,7 +38,7 @@ impl Agent {
     /// A run's transcript as the model sees it: the system prompt, every message
     /// given, every answer and tool call, every tool result.
     pub async fn transcript(&self, run_id: &str) -> Result<Vec<Message>> {
-        let state = self.load(run_id).await?;
+        let state = self.inner.books.load(run_id).await?;
         let mut messages = state.messages;
         // The results of a turn still open (a suspended one) are not joined yet.
         if !state.results.is_empty() {

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::gate::ToolFacts;
 use crate::model::Usage;
 
+use super::clock::now;
 use super::host::AgentTool;
-use super::util::now;
 
 /// How a run ended (for now).
 #[derive(Clone, Debug, PartialEq)]

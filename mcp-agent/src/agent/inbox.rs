@@ -1,14 +1,17 @@
 //! The approval inbox: what a run waits on, expiry, cancel, delete, prune, listing.
 
+use serde_json::json;
+
 use crate::error::{Error, Result};
+use crate::model::{Block, Message, Role};
 use crate::store::{Claim, RunRecord, RunStatus};
 
+use super::clock::now_ms;
 use super::decision::{Expiry, Outcome, Pending};
 use super::events::Event;
+use super::handle::Agent;
 use super::run::error_result;
-use super::shared::{close_turn, Agent};
-use super::state::CallState;
-use super::util::now_ms;
+use super::state::{CallState, RunState};
 
 impl Agent {
     /// What the suspended run `run_id` waits on, one entry per call — the ids a
@@ -16,13 +19,13 @@ impl Agent {
     /// shown (or the input requests with their schemas) — for an application that
     /// never saw the [`Outcome`]. Empty when the run does not wait.
     pub async fn pending(&self, run_id: &str) -> Result<Vec<Pending>> {
-        let Some(record) = self.inner.store.load(run_id).await? else {
+        let Some(record) = self.inner.books.store().load(run_id).await? else {
             return Ok(Vec::new());
         };
         if record.status != RunStatus::Suspended {
             return Ok(Vec::new());
         }
-        let state = self.read(&record)?;
+        let state = self.inner.books.read(&record)?;
         let Some(s) = &state.suspension else {
             return Ok(Vec::new());
         };
@@ -47,7 +50,7 @@ impl Agent {
         // A page at a time (id order): runs expired on one page leave the listing,
         // and the cursor goes on past the last id seen.
         loop {
-            let page = self.inner.store.list(&filter).await?;
+            let page = self.inner.books.store().list(&filter).await?;
             for run in page.runs {
                 if let Some(done) = self.expire(&run.id).await.transpose() {
                     out.push((run.id, done));
@@ -63,10 +66,10 @@ impl Agent {
     /// Expires `run_id`'s suspension if its time has passed; `None` when it has not
     /// (or the run was decided meanwhile).
     pub(super) async fn expire(&self, run_id: &str) -> Result<Option<Outcome>> {
-        let Some(record) = self.inner.store.load(run_id).await? else {
+        let Some(record) = self.inner.books.store().load(run_id).await? else {
             return Ok(None);
         };
-        let state = self.read(&record)?;
+        let state = self.inner.books.read(&record)?;
         let Some(s) = state
             .suspension
             .clone()
@@ -75,7 +78,12 @@ impl Agent {
             return Ok(None);
         };
         drop(state);
-        let Some((claimed, lease)) = self.claim(run_id, Claim::Suspended(&s.id)).await? else {
+        let Some((claimed, lease)) = self
+            .inner
+            .books
+            .claim(run_id, Claim::Suspended(&s.id))
+            .await?
+        else {
             return Ok(None);
         };
         // A policy this agent may not apply (or a run it cannot read) leaves the run
@@ -108,7 +116,7 @@ impl Agent {
             );
             state.results.push(error_result(call.id, why));
         }
-        if self.inner.on_expiry == Expiry::End {
+        if self.inner.books.on_expiry() == Expiry::End {
             close_turn(
                 &mut state,
                 "not run: the run ended when a suspension expired",
@@ -128,11 +136,17 @@ impl Agent {
     /// ends `cancelled` (`Event::RunCancelled`). Of a cancel and a decision at once, one
     /// wins. A run that does not wait or fail is refused with `is_not_suspended()`.
     pub async fn cancel(&self, run_id: &str, by: &str) -> Result<()> {
-        let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
-            Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-        })?;
+        let record = self
+            .inner
+            .books
+            .store()
+            .load(run_id)
+            .await?
+            .ok_or_else(|| {
+                Error::not_suspended(format!("run {run_id} is unknown to the run store"))
+            })?;
         let status = record.status;
-        let mut state = self.read(&record)?;
+        let mut state = self.inner.books.read(&record)?;
         let claim = match (status, state.suspension.as_ref()) {
             (RunStatus::Suspended, Some(s)) => Claim::Suspended(&s.id),
             (RunStatus::Failed, _) => Claim::Failed,
@@ -142,7 +156,7 @@ impl Agent {
                 )))
             }
         };
-        let Some((_, lease)) = self.claim(run_id, claim).await? else {
+        let Some((_, lease)) = self.inner.books.claim(run_id, claim).await? else {
             return Err(Error::not_suspended(format!(
                 "run {run_id} was decided or cancelled meanwhile"
             )));
@@ -160,19 +174,19 @@ impl Agent {
     /// Forgets the run `run_id` (whatever it stands at); `false` when there was none.
     pub async fn delete(&self, run_id: &str) -> Result<bool> {
         self.inner.vault.forget_run(run_id);
-        self.inner.store.delete(run_id).await
+        self.inner.books.store().delete(run_id).await
     }
 
     /// Forgets the runs that ended (finished or cancelled) more than `age` ago; how
     /// many.
     pub async fn prune(&self, age: std::time::Duration) -> Result<u64> {
         let cutoff = crate::store::unix_now().saturating_sub(age.as_secs());
-        self.inner.store.prune(cutoff).await
+        self.inner.books.store().prune(cutoff).await
     }
 
     /// The runs of this agent's store that `filter` names, a page at a time.
     pub async fn runs(&self, filter: &crate::store::RunFilter) -> Result<crate::store::RunPage> {
-        self.inner.store.list(filter).await
+        self.inner.books.store().list(filter).await
     }
 
     /// The background tasks a suspended run waits on (server, task id): calls a server
@@ -180,7 +194,7 @@ impl Agent {
     /// the run answers them and waits for their results. Listen to them with
     /// `Mcp::listen_for` to hear how they stand (the seed's `pending_tasks`).
     pub async fn pending_tasks(&self, run_id: &str) -> Result<Vec<(String, String)>> {
-        let state = self.load(run_id).await?;
+        let state = self.inner.books.load(run_id).await?;
         Ok(state
             .pending
             .iter()
@@ -194,5 +208,25 @@ impl Agent {
                 Some((input.server().to_owned(), input.task_id()?.to_owned()))
             })
             .collect())
+    }
+}
+
+/// Ends the current turn of a run that will not go on: every call still pending gets
+/// an error result saying `why`, and the turn's results join the transcript.
+fn close_turn(state: &mut RunState, why: &str) {
+    let mut results = std::mem::take(&mut state.results);
+    for call in std::mem::take(&mut state.pending) {
+        results.push(Block::ToolResult {
+            id: call.id,
+            content: json!({ "error": why }).to_string(),
+            is_error: true,
+            parts: Vec::new(),
+        });
+    }
+    if !results.is_empty() {
+        state.messages.push(Message {
+            role: Role::Tool,
+            content: results,
+        });
     }
 }

@@ -1,19 +1,17 @@
 //! Taking a stored run up again: a decision ([`Agent::resume`]), a retry of a failed run, a recovery of a run whose process died, and the policy a resumed run goes on under.
 
-use std::sync::Arc;
-
 use mcp_runtime::InputResponse;
 
 use crate::error::{Error, Result};
-use crate::gate::{Gate, Mode};
 use crate::store::{Claim, Lease, LedgerEntry, LedgerKind, RunRecord, RunStatus};
 
+use super::clock::{now, now_ms};
 use super::decision::{Allowance, Always, Decision, DecisionKind, Outcome};
 use super::events::Event;
+use super::handle::Agent;
+use super::ids::random_id;
 use super::run::suspended_outcome;
-use super::shared::Agent;
-use super::state::{CallState, PersonApproval, Policy, RunState};
-use super::util::{now, now_ms, random_id};
+use super::state::{CallState, PersonApproval, RunState};
 
 impl Agent {
     /// Continues a suspended run with a person's decision on one call it waits for —
@@ -61,9 +59,7 @@ impl Agent {
                     by: d.by.clone(),
                     reason: reason.clone(),
                 };
-                for f in &self.inner.on_event {
-                    f(run_id, &event);
-                }
+                self.inner.callbacks.emit(run_id, &event);
             }
             Error::stale(format!("run {run_id}: {reason}"), waiting)
         };
@@ -74,10 +70,16 @@ impl Agent {
             .join(", ");
         let mut tries = 0;
         let (claimed, lease) = loop {
-            let record = self.inner.store.load(run_id).await?.ok_or_else(|| {
-                Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-            })?;
-            let state = self.read(&record)?;
+            let record = self
+                .inner
+                .books
+                .store()
+                .load(run_id)
+                .await?
+                .ok_or_else(|| {
+                    Error::not_suspended(format!("run {run_id} is unknown to the run store"))
+                })?;
+            let state = self.inner.books.read(&record)?;
             let sid = state
                 .suspension
                 .as_ref()
@@ -117,7 +119,12 @@ impl Agent {
             // claim returns (another decision on the same suspension may come first).
             applicable(&state, &decisions).map_err(|(why, waiting)| refuse(why, waiting))?;
             // Atomic: of two resumes of this suspension, one gets the run.
-            if let Some(c) = self.claim(run_id, Claim::Suspended(&sid)).await? {
+            if let Some(c) = self
+                .inner
+                .books
+                .claim(run_id, Claim::Suspended(&sid))
+                .await?
+            {
                 break c;
             }
             tries += 1;
@@ -136,13 +143,13 @@ impl Agent {
             .take_up(run_id, claimed.clone(), lease, waiting)
             .await?;
         if let Err((why, still)) = applicable(&state, &decisions) {
-            self.put_back(run_id, waiting(claimed)).await;
+            self.inner.books.put_back(run_id, waiting(claimed)).await;
             return Err(refuse(why, still));
         }
         // A decision the sent ledger records as spent (a call it approved was sent)
         // never applies again, whatever the run's row says.
         if let Some((id, _)) = decisions.iter().find(|(id, _)| state.spent.contains(id)) {
-            self.put_back(run_id, waiting(claimed)).await;
+            self.inner.books.put_back(run_id, waiting(claimed)).await;
             return Err(refuse(
                 format!("decision {id} was spent: the call it approved was sent (the sent ledger records it)"),
                 false,
@@ -156,7 +163,7 @@ impl Agent {
                 Ok(granted) => standing.extend(granted),
                 Err(e) => {
                     // Checked above, so not expected: the run waits as it was.
-                    self.put_back(run_id, waiting(claimed)).await;
+                    self.inner.books.put_back(run_id, waiting(claimed)).await;
                     return Err(e);
                 }
             }
@@ -225,7 +232,8 @@ impl Agent {
                                 state.always.push(Allowance::new(b, &by, None));
                             }
                             (Some(Always::Agent), Some(b)) => {
-                                standing = Some(Allowance::new(b, &by, self.inner.scope.clone()));
+                                standing =
+                                    Some(Allowance::new(b, &by, self.inner.policy.scope().clone()));
                             }
                             _ => {}
                         }
@@ -336,7 +344,12 @@ impl Agent {
     /// process, or is unknown) is refused with an error for which `is_not_suspended()`
     /// is true.
     pub async fn recover(&self, run_id: &str) -> Result<Outcome> {
-        let Some((claimed, lease)) = self.claim(run_id, Claim::Stale(now_ms())).await? else {
+        let Some((claimed, lease)) = self
+            .inner
+            .books
+            .claim(run_id, Claim::Stale(now_ms()))
+            .await?
+        else {
             return Err(Error::not_suspended(format!(
                 "run {run_id} is not running on an ended lease (it waits, has ended, is held by a live process, or is unknown)"
             )));
@@ -373,7 +386,7 @@ impl Agent {
             .status(RunStatus::Running)
             .limit(1000);
         loop {
-            let page = self.inner.store.list(&filter).await?;
+            let page = self.inner.books.store().list(&filter).await?;
             for run in page.runs {
                 match self.recover(&run.id).await {
                     Err(e) if e.is_not_suspended() => {} // held, or moved on meanwhile
@@ -392,7 +405,7 @@ impl Agent {
     /// calls that finished. Of two retries one gets the run; a run that has not failed
     /// is refused with an error for which `is_not_suspended()` is true.
     pub async fn retry(&self, run_id: &str) -> Result<Outcome> {
-        let Some((claimed, lease)) = self.claim(run_id, Claim::Failed).await? else {
+        let Some((claimed, lease)) = self.inner.books.claim(run_id, Claim::Failed).await? else {
             return Err(Error::not_suspended(format!(
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
@@ -420,8 +433,8 @@ impl Agent {
         lease: Lease,
         back: impl FnOnce(RunRecord) -> RunRecord,
     ) -> Result<RunState> {
-        let prepared = self.read(&claimed).and_then(|mut s| {
-            self.resume_policy(&mut s)?;
+        let prepared = self.inner.books.read(&claimed).and_then(|mut s| {
+            self.inner.policy.resume(&mut s)?;
             Ok(s)
         });
         let prepared = match prepared {
@@ -445,92 +458,10 @@ impl Agent {
                         back.events.push(v);
                     }
                 }
-                self.put_back(run_id, back).await;
+                self.inner.books.put_back(run_id, back).await;
                 Err(e)
             }
         }
-    }
-
-    /// Keeps `record` as it was before a claim took it (an error is logged: the run is
-    /// then left running on its lease, for [`recover`](Self::recover)).
-    pub(super) async fn put_back(&self, run_id: &str, record: RunRecord) {
-        if let Err(e) = self.inner.store.save(&record).await {
-            tracing::error!(run = %run_id, error = %e, "the run could not be put back");
-        }
-    }
-
-    /// The policy a resumed run goes on under: the one kept with it — unless this
-    /// agent states its own (its builder set the mode, the allow-list or the step
-    /// limit), which may only be tighter, and is then kept with the run. A looser one
-    /// is an error naming what differs, and the run is not taken. A run kept under
-    /// `ask` goes on under `approve` in an agent that states no policy (the callback
-    /// is code of the agent that started it).
-    pub(super) fn resume_policy(&self, state: &mut RunState) -> Result<()> {
-        let Some(kept) = state.policy.clone() else {
-            return Ok(()); // kept by an older version: the agent's own
-        };
-        if self.inner.policy_stated {
-            let mut looser = self.inner.gate.looser_than(&kept.mode, &kept.allow);
-            if self.inner.max_steps > kept.max_steps {
-                looser.push(format!(
-                    "max_steps {} is more than {}",
-                    self.inner.max_steps, kept.max_steps
-                ));
-            }
-            if !looser.is_empty() {
-                return Err(Error::config(format!(
-                    "run {} goes on under mode `{}` with allow-list {:?} and max_steps {}; this agent's policy would loosen it ({}): resume it with an agent that states no policy, or a tighter one",
-                    state.id,
-                    kept.mode,
-                    kept.allow,
-                    kept.max_steps,
-                    looser.join("; ")
-                )));
-            }
-            state.gate = None;
-            state.policy = Some(self.own_policy());
-            // Calls the run's gate had allowed go through this (tighter) one again:
-            // its denials win, and what it wants a person for waits for one.
-            for call in &mut state.pending {
-                if matches!(call.at, CallState::Approved { person: None }) {
-                    call.at = CallState::New;
-                }
-            }
-            return Ok(());
-        }
-        let mode = match kept.mode.as_str() {
-            "ask" => Mode::Approve,
-            other => other.parse::<Mode>().map_err(|e| {
-                Error::store(format!("run {} keeps an unknown mode: {e}", state.id))
-            })?,
-        };
-        state.gate = Some(Arc::new(Gate::new(mode, kept.allow.clone())));
-        Ok(())
-    }
-
-    /// The policy this agent was built with.
-    pub(super) fn own_policy(&self) -> Policy {
-        Policy {
-            mode: self.inner.gate.mode().name().to_owned(),
-            allow: self.inner.gate.allowed().map(str::to_owned).collect(),
-            max_steps: self.inner.max_steps,
-        }
-    }
-
-    /// The gate a run goes on under.
-    pub(super) fn gate(&self, state: &RunState) -> Arc<Gate> {
-        state
-            .gate
-            .clone()
-            .unwrap_or_else(|| self.inner.gate.clone())
-    }
-
-    /// The step limit a run goes on under.
-    pub(super) fn max_steps(&self, state: &RunState) -> u32 {
-        state
-            .policy
-            .as_ref()
-            .map_or(self.inner.max_steps, |p| p.max_steps)
     }
 }
 

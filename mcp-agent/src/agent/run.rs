@@ -12,10 +12,10 @@ use crate::store::{Claim, Durability, RunRecord, RunStatus};
 
 use super::decision::{Outcome, PendingWait};
 use super::events::Event;
+use super::handle::Agent;
 use super::host::AgentTool;
-use super::shared::Agent;
+use super::ids::random_id;
 use super::state::{Asker, CallState, PendingCall, RunState, Suspension, STATE_VERSION};
-use super::util::{now_ms, random_id};
 use super::vault::Answers;
 
 impl Agent {
@@ -52,10 +52,10 @@ impl Agent {
             ran: 0,
             failure: None,
             persisted: false,
-            policy: Some(self.own_policy()),
+            policy: Some(self.inner.policy.own()),
             gate: None,
             standing: Vec::new(),
-            lease: Some(self.new_lease()?),
+            lease: Some(self.inner.books.new_lease()?),
             usage: Usage::default(),
             seq: 0,
             saved_as: None,
@@ -88,7 +88,7 @@ impl Agent {
                 "a follow-up needs input: give it a prompt or messages",
             ));
         }
-        let Some((claimed, lease)) = self.claim(run_id, Claim::Finished).await? else {
+        let Some((claimed, lease)) = self.inner.books.claim(run_id, Claim::Finished).await? else {
             return Err(Error::not_suspended(format!(
                 "run {run_id} has not finished (it waits, runs, has failed, or is unknown): only a finished run takes a follow-up"
             )));
@@ -103,7 +103,7 @@ impl Agent {
         state.steps = 0;
         // "Always" for the run ended with it: a follow-up asks again (unless the
         // application lets them last).
-        if !self.inner.always_outlives_run {
+        if !self.inner.policy.always_outlives_run() {
             state.always.clear();
         }
         self.event(&mut state, Event::RunContinued);
@@ -142,7 +142,7 @@ impl Agent {
         let outcome = tokio::select! {
             biased;
             outcome = tracing::Instrument::instrument(self.steps(&mut state), span.clone()) => outcome,
-            lost = self.hold(&id, lease) => Err(lost),
+            lost = self.inner.books.hold(&id, lease) => Err(lost),
         };
         // What this drive's model calls took (a resume or follow-up is a span of its
         // own: earlier calls are counted in theirs).
@@ -265,7 +265,7 @@ impl Agent {
                 )));
             }
             close_results(state);
-            if state.steps >= self.max_steps(state) {
+            if state.steps >= self.inner.policy.max_steps(state) {
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::StepLimit {
@@ -285,9 +285,7 @@ impl Agent {
             let mut offered = self.offered(&tools, state);
             offered.extend(self.skill_tools(&skills, &tools, state));
             let mut messages = state.messages.clone();
-            if let Some(f) = &self.inner.on_context {
-                f(&mut messages);
-            }
+            self.inner.callbacks.context(&mut messages);
             let request = ChatRequest {
                 messages,
                 tools: offered,
@@ -376,7 +374,7 @@ impl Agent {
             let text = answer.message.joined_text();
             // A turn asks for at most `calls_per_turn` calls; the model reads why the
             // rest did not run.
-            let past = calls.split_off(calls.len().min(self.inner.calls_per_turn));
+            let past = calls.split_off(calls.len().min(self.inner.policy.calls_per_turn()));
             // An empty answer is not kept: a wire refuses an empty turn before a later
             // one (a follow-up).
             if !answer.message.content.is_empty() {
@@ -400,7 +398,7 @@ impl Agent {
             for (id, name, _) in past {
                 let reason = format!(
                     "`{name}` was not run: a turn may ask for at most {} tool calls",
-                    self.inner.calls_per_turn
+                    self.inner.policy.calls_per_turn()
                 );
                 self.not_run(state, id, name, reason);
             }
@@ -576,10 +574,7 @@ impl Agent {
     pub(super) async fn suspend(&self, state: &mut RunState) -> Result<Outcome> {
         let s = Suspension {
             id: random_id()?,
-            expires_at: self
-                .inner
-                .expiry
-                .map(|d| now_ms().saturating_add(d.as_millis().min(u64::MAX as u128) as u64)),
+            expires_at: self.inner.books.suspension_expires_at(),
         };
         state.suspension = Some(s.clone());
         let decisions = state

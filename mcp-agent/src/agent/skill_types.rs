@@ -3,6 +3,7 @@
 use mcp_runtime::skills::Skill;
 use serde::{Deserialize, Serialize};
 
+use crate::gate::ToolFacts;
 use crate::model::Block;
 
 /// The tool the model loads a skill with.
@@ -74,4 +75,11 @@ pub(super) enum SkillStep {
     Done(Block),
     /// The call waits for a person's approval.
     Suspend,
+}
+
+/// A tool an approved skill's `allowed-tools` granted (same server, exact name).
+pub(super) fn granted(grants: &[(String, String, String)], tool: &ToolFacts) -> bool {
+    grants
+        .iter()
+        .any(|(server, name, _)| *server == tool.server && *name == tool.name)
 }

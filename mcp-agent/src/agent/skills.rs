@@ -14,30 +14,23 @@ use mcp_runtime::skills::Skill;
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
-use crate::gate::Mode;
+use crate::gate::Verdict;
 use crate::model::{Block, ToolSpec};
-use crate::store::lock;
 
 use super::events::Event;
+use super::handle::Agent;
 use super::host::AgentTool;
-use super::shared::Agent;
+use super::ids::random_id;
 use super::skill_types::{
     AgentSkill, HeldSkill, SkillApproval, SkillStep, READ_SKILL, READ_SKILL_FILE,
 };
 use super::state::{Awaiting, CallState, PendingCall, RunState};
-use super::util::random_id;
 
 /// The most skills the model's catalogue names (a listing may be arbitrarily large).
 const MAX_CATALOGUE: usize = 200;
 
 /// What the model sees of a skill's content at most, per file (longer text is cut).
 const MAX_SKILL_TEXT: usize = 256 * 1024;
-
-enum Approval {
-    Approved { allowed_tools: bool },
-    Suspend,
-    Denied(String),
-}
 
 /// The model-facing id of a skill: `server:path` (the path of its directory without
 /// the scheme), unique per (server, uri).
@@ -63,10 +56,10 @@ impl Agent {
     /// (with a warning): its tools still work.
     pub(super) async fn skills(&self) -> HashMap<String, AgentSkill> {
         let mut all = HashMap::new();
-        if !self.inner.skills {
+        if !self.inner.skills.enabled() {
             return all;
         }
-        for (i, server) in self.inner.servers.iter().enumerate() {
+        for (i, server) in self.inner.servers.mcps().iter().enumerate() {
             let listed = async {
                 let client = server.client()?;
                 if !client.skills_supported().await? {
@@ -97,9 +90,8 @@ impl Agent {
     /// approval can ever allow a load.
     fn skills_offered(&self, skills: &HashMap<String, AgentSkill>, state: &RunState) -> bool {
         !skills.is_empty()
-            && (!matches!(self.gate(state).mode(), Mode::ReadOnly)
-                || !self.inner.skill_approvals.is_empty()
-                || !state.skill_approvals.is_empty())
+            && (self.inner.policy.gate(state).loads_skills()
+                || self.inner.skills.any_approval(&state.skill_approvals))
     }
 
     /// The skill tools, with the catalogue of skills (names, descriptions, origins).
@@ -134,7 +126,7 @@ impl Agent {
                 format!(
                     "{id} — {} (from MCP server `{}`)",
                     one_line(s.entry.description(), 300),
-                    self.inner.servers[s.server].name()
+                    self.inner.servers.mcps()[s.server].name()
                 )
             })
             .collect();
@@ -207,7 +199,7 @@ impl Agent {
                     .join(", ")
             )));
         };
-        let server = &self.inner.servers[skill.server];
+        let server = &self.inner.servers.mcps()[skill.server];
         let server_name = server.name().to_owned();
         if let Some(why) = skill.entry.exceeded_limit() {
             // Declined from the entry alone, before anything is fetched; the user is
@@ -232,11 +224,11 @@ impl Agent {
             "fingerprint": fingerprint,
             "allowed_tools": skill.entry.allowed_tools().map(|t| one_line(t, 1000)),
         });
-        match self
+        let (verdict, allowed_tools) = self
             .skill_approval(state, &call, &server_name, &skill.entry, &shown)
-            .await
-        {
-            Approval::Denied(reason) => {
+            .await;
+        match verdict {
+            Verdict::Deny(reason) => {
                 self.event(
                     state,
                     Event::Denied {
@@ -246,7 +238,7 @@ impl Agent {
                 );
                 Ok(error(reason))
             }
-            Approval::Suspend => {
+            Verdict::Suspend => {
                 // The person approves what they were shown: this fingerprint.
                 let waiting = Awaiting {
                     decision: random_id()?,
@@ -268,17 +260,16 @@ impl Agent {
                 self.event(state, event);
                 Ok(SkillStep::Suspend)
             }
-            Approval::Approved { allowed_tools } => {
+            Verdict::Allow => {
                 let loaded = match server.client() {
                     Ok(client) => client.load_skill(&skill.entry).await,
                     Err(e) => Err(e),
                 };
                 match loaded {
                     Ok(LoadOutcome::Done(loaded)) => {
-                        lock(&self.inner.loaded_skills).insert(
-                            (server_name.clone(), skill.entry.uri().to_owned()),
-                            loaded.clone(),
-                        );
+                        self.inner
+                            .skills
+                            .keep(&server_name, skill.entry.uri(), &loaded);
                         state.held.retain(|h| {
                             !(h.server == server_name && h.entry.uri() == skill.entry.uri())
                         });
@@ -356,6 +347,9 @@ impl Agent {
         }
     }
 
+    /// The verdict on loading `entry` — a person's decision on this call, an approval
+    /// given earlier, or else the gate's — and whether the approval grants the skill's
+    /// `allowed-tools`.
     async fn skill_approval(
         &self,
         state: &mut RunState,
@@ -363,7 +357,7 @@ impl Agent {
         server: &str,
         entry: &Skill,
         shown: &Value,
-    ) -> Approval {
+    ) -> (Verdict, bool) {
         let fingerprint = entry.fingerprint();
         match &call.at {
             CallState::Approved { person: Some(p) }
@@ -377,49 +371,33 @@ impl Agent {
                 };
                 let allowed_tools = a.allowed_tools;
                 state.skill_approvals.push(a);
-                return Approval::Approved { allowed_tools };
+                return (Verdict::Allow, allowed_tools);
             }
             // Approved, but the skill changed since: ask again.
-            CallState::Approved { person: Some(_) } => return Approval::Suspend,
+            CallState::Approved { person: Some(_) } => return (Verdict::Suspend, false),
             CallState::Denied { message, .. } => {
-                return Approval::Denied(match message {
+                let why = match message {
                     Some(why) => format!("a person denied loading skill `{}`: {why}", entry.name()),
                     None => format!("a person denied loading skill `{}`", entry.name()),
-                })
+                };
+                return (Verdict::Deny(why), false);
             }
             _ => {}
         }
         if let Some(a) = self
             .inner
-            .skill_approvals
-            .iter()
-            .chain(state.skill_approvals.iter())
-            .find(|a| a.covers(server, entry))
+            .skills
+            .approval(server, entry, &state.skill_approvals)
         {
-            return Approval::Approved {
-                allowed_tools: a.allowed_tools,
-            };
+            return (Verdict::Allow, a.allowed_tools);
         }
-        let gate = self.gate(state);
-        match gate.mode() {
-            Mode::Auto => Approval::Approved {
-                allowed_tools: false,
-            },
-            Mode::Approve => Approval::Suspend,
-            Mode::Ask(decide) => {
-                if decide(server, READ_SKILL, shown).await {
-                    Approval::Approved {
-                        allowed_tools: false,
-                    }
-                } else {
-                    Approval::Denied(format!("loading skill `{}` was not allowed", entry.name()))
-                }
-            }
-            Mode::ReadOnly => Approval::Denied(format!(
-                "skill `{}` is not approved (read-only mode loads only skills approved with AgentBuilder::approve_skill, for their current files)",
-                entry.name()
-            )),
-        }
+        let verdict = self
+            .inner
+            .policy
+            .gate(state)
+            .decide_skill(server, READ_SKILL, entry.name(), shown)
+            .await;
+        (verdict, false)
     }
 
     async fn read_skill_file(
@@ -444,17 +422,13 @@ impl Agent {
                 true,
             );
         };
-        let Some(server) = self.inner.servers.iter().find(|s| s.name() == held.server) else {
+        let Some(server) = self.inner.servers.named(&held.server) else {
             return done(
                 json!({"error": "the skill's server is no longer attached"}),
                 true,
             );
         };
-        let key = (held.server.clone(), held.entry.uri().to_owned());
-        let reused = lock(&self.inner.loaded_skills)
-            .get(&key)
-            .filter(|l| *l.skill() == held.entry && !l.is_revoked())
-            .cloned();
+        let reused = self.inner.skills.reuse(&held.server, &held.entry);
         let read = async {
             // Bound to the skill's own server and checked against the held entry (a
             // run resumed in another process loads it again, checking SKILL.md).
@@ -462,7 +436,7 @@ impl Agent {
                 Some(l) => l,
                 None => match server.client()?.load_skill(&held.entry).await?.loaded() {
                     Ok(l) => {
-                        lock(&self.inner.loaded_skills).insert(key, l.clone());
+                        self.inner.skills.keep(&held.server, held.entry.uri(), &l);
                         l
                     }
                     Err(not) => return Ok(not),
@@ -547,7 +521,7 @@ impl Agent {
     /// A skill failed a check: it is no longer held, its approvals in this run are
     /// revoked, and the events say it changed and needs re-approval.
     fn skill_changed(&self, state: &mut RunState, server: &str, uri: &str, why: &str) {
-        lock(&self.inner.loaded_skills).remove(&(server.to_owned(), uri.to_owned()));
+        self.inner.skills.forget(server, uri);
         state
             .held
             .retain(|h| !(h.server == server && h.entry.uri() == uri));

@@ -17,9 +17,9 @@ use crate::store::{lock, MemoryRunStore, RunStatus, RunStore};
 
 use super::decision::{Always, Decision, Outcome, Pending};
 use super::events::Event;
+use super::handle::Agent;
 use super::host::Host;
-use super::shared::Agent;
-use super::util::RANDOM_FAILS;
+use super::ids::RANDOM_FAILS;
 
 /// One server, `fs`, whose tools a test can change; it logs every call, and never
 /// answers the first call of a tool named in `hanging`.
@@ -456,7 +456,7 @@ async fn a_tool_named_outside_the_rule_is_hidden() {
         .collect();
     assert!(offered.contains(&"read".to_owned()), "{offered:?}");
     assert!(
-        offered.iter().all(|n| super::toolbox::valid_tool_name(n)),
+        offered.iter().all(|n| super::turn::valid_tool_name(n)),
         "{offered:?}"
     );
 }

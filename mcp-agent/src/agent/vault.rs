@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::store::lock;
 
-use super::util::random_id;
+use super::ids::random_id;
 
 /// The most answers the vault holds (the oldest go first).
 pub(super) const VAULT_CAPACITY: usize = 10_000;

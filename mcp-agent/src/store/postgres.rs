@@ -4,7 +4,11 @@ use mcp_runtime::BoxFuture;
 use mcp_runtime_core::postgres::PgPool;
 use serde_json::Value;
 
-use super::contract::*;
+use super::contract::{
+    allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
+    ledger_entry, page_of, record, sql_int, Claim, Lease, LedgerEntry, RunFilter, RunPage,
+    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_LEDGER,
+};
 use crate::error::{Error, Result};
 
 /// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for

@@ -1,166 +1,76 @@
-//! The agent itself — what it holds, and the helpers its modules share.
+//! The run bookkeeping: where runs are kept, how they are sealed, held (leases) and
+//! how long their suspensions wait — saving, loading, claiming and holding a run.
 
-use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use mcp_runtime::Mcp;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::gate::{Gate, ToolFacts};
-use crate::model::{Block, Message, Model, Role};
 use crate::store::{Claim, Durability, Lease, LedgerKind, RunRecord, RunStatus, RunStore};
 
-use super::decision::{Expiry, InputFn};
-use super::events::{Event, EventFn};
-use super::host::Host;
+use super::clock::now_ms;
+use super::decision::Expiry;
+use super::events::Event;
+use super::ids::random_id;
 use super::integrity::{IntegrityKey, Sealed, INTEGRITY_FIELD};
-use super::skill_types::SkillApproval;
 use super::state::{RunState, STATE_VERSION};
-use super::util::{now_ms, random_id};
-use super::vault::Vault;
 
-/// A tool an approved skill's `allowed-tools` granted (same server, exact name).
-pub(super) fn granted(grants: &[(String, String, String)], tool: &ToolFacts) -> bool {
-    grants
-        .iter()
-        .any(|(server, name, _)| *server == tool.server && *name == tool.name)
-}
-
-/// A hook that sees (and may trim) the messages before each model call.
-pub(super) type ContextFn = Arc<dyn Fn(&mut Vec<Message>) + Send + Sync>;
-
-/// The name of the emulated tool search (for models without a native one).
-pub(super) const TOOL_SEARCH: &str = "tool_search";
-
-/// How many progress events a run keeps per tool call.
-pub const MAX_PROGRESS_KEPT: usize = 100;
-
-/// An agent. Cheap to clone.
-#[derive(Clone)]
-pub struct Agent {
-    pub(super) inner: Arc<AgentInner>,
-}
-
-pub(super) struct AgentInner {
-    pub(super) model: Arc<dyn Model>,
-    pub(super) gate: Arc<Gate>,
-    /// The builder set the mode, allow-list or step limit: a resumed run may go on
-    /// under this policy only where it is tighter than the run's own.
-    pub(super) policy_stated: bool,
+/// Where and how an agent keeps its runs.
+pub(super) struct Bookkeeping {
+    store: Arc<dyn RunStore>,
     /// MACs stored runs, when set.
-    pub(super) integrity: Option<IntegrityKey>,
-    /// How long a suspension waits for a decision.
-    pub(super) expiry: Option<std::time::Duration>,
-    /// What an expired suspension does.
-    pub(super) on_expiry: Expiry,
+    integrity: Option<IntegrityKey>,
     /// How long a hold on a run lasts unless renewed.
-    pub(super) lease: std::time::Duration,
-    /// The scope of the standing allowances this agent keeps and uses.
-    pub(super) scope: Option<String>,
-    /// A run's `Always::Run` decisions last through its follow-ups.
-    pub(super) always_outlives_run: bool,
-    /// Allow-listed tools are pinned on first use.
-    pub(super) pin_allow_list: bool,
-    pub(super) servers: Vec<Mcp>,
-    /// What the loop lists tools from and calls them on: the servers (a scripted
-    /// host in the loop's unit tests).
-    pub(super) host: Arc<dyn Host>,
-    pub(super) store: Arc<dyn RunStore>,
-    pub(super) max_steps: u32,
-    /// Servers whose failure to list tools stops a run (the others are left out of
-    /// the turn).
-    pub(super) required: Vec<String>,
-    /// The most calls of one run on servers at once.
-    pub(super) calls_in_flight: usize,
-    /// The most tool calls of one model turn that run.
-    pub(super) calls_per_turn: usize,
-    /// The most bytes of a tool result's text the model is sent.
-    pub(super) max_result_size: usize,
-    pub(super) system: Option<String>,
-    pub(super) on_event: Vec<EventFn>,
-    pub(super) on_input: Vec<InputFn>,
-    pub(super) on_context: Option<ContextFn>,
-    /// Tool spans carry the arguments and results.
-    pub(super) trace_content: bool,
-    /// Per server, what it defers instead of its declaration.
-    pub(super) defer: Vec<(String, Deferral)>,
-    pub(super) skills: bool,
-    pub(super) skill_approvals: Vec<SkillApproval>,
-    /// Skills loaded in this process, by (server, uri): a file read reuses the load
-    /// (its `SKILL.md` checked once) while the run holds the same entry.
-    pub(super) loaded_skills:
-        std::sync::Mutex<HashMap<(String, String), mcp_runtime::skills::LoadedSkill>>,
-    /// Answers to input requests a run may not keep, until their calls are sent.
-    pub(super) vault: Vault,
-    /// The tool names each server offered when last listed (a server that is down
-    /// keeps them reserved).
-    pub(super) known_names: std::sync::Mutex<HashMap<String, Vec<String>>>,
-    /// The servers whose changes this agent made sure it hears.
-    pub(super) following: std::sync::Mutex<std::collections::HashSet<String>>,
+    lease: Duration,
+    /// How long a suspension waits for a decision.
+    expiry: Option<Duration>,
+    /// What an expired suspension does.
+    on_expiry: Expiry,
 }
 
-impl fmt::Debug for Agent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Agent")
-            .field("mode", self.inner.gate.mode())
-            .field("servers", &self.inner.servers.len())
-            .finish_non_exhaustive()
-    }
-}
-
-/// Ends the current turn of a run that will not go on: every call still pending gets
-/// an error result saying `why`, and the turn's results join the transcript.
-pub(super) fn close_turn(state: &mut RunState, why: &str) {
-    let mut results = std::mem::take(&mut state.results);
-    for call in std::mem::take(&mut state.pending) {
-        results.push(Block::ToolResult {
-            id: call.id,
-            content: json!({ "error": why }).to_string(),
-            is_error: true,
-            parts: Vec::new(),
-        });
-    }
-    if !results.is_empty() {
-        state.messages.push(Message {
-            role: Role::Tool,
-            content: results,
-        });
-    }
-}
-
-impl Agent {
-    /// Stops every attached server: each one, even after another failed to stop. The
-    /// error names every server that failed ([`Error::is_mcp`]).
-    pub async fn close(&self) -> Result<()> {
-        let mut failed = Vec::new();
-        for s in &self.inner.servers {
-            if let Err(e) = s.close().await {
-                failed.push((s.name().to_owned(), e));
-            }
-        }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::closing(failed))
+impl Bookkeeping {
+    /// Runs kept in `store`, sealed with `integrity` (when set), held for `lease` at
+    /// a time; a suspension waits `expiry` (for ever without), then does `on_expiry`.
+    pub(super) fn new(
+        store: Arc<dyn RunStore>,
+        integrity: Option<IntegrityKey>,
+        lease: Duration,
+        expiry: Option<Duration>,
+        on_expiry: Expiry,
+    ) -> Bookkeeping {
+        Bookkeeping {
+            store,
+            integrity,
+            lease,
+            expiry,
+            on_expiry,
         }
     }
 
-    pub(super) fn event(&self, state: &mut RunState, event: Event) {
-        for f in &self.inner.on_event {
-            f(&state.id, &event);
-        }
-        state.events.push(event);
+    /// The store.
+    pub(super) fn store(&self) -> &dyn RunStore {
+        &*self.store
     }
 
-    /// Keeps the run, on disk before this returns ([`Durability::Flushed`]).
-    pub(super) async fn save(&self, state: &mut RunState, status: RunStatus) -> Result<()> {
-        self.save_as(state, status, Durability::Flushed).await
+    /// The integrity key, when stored things are sealed.
+    pub(super) fn integrity(&self) -> Option<&IntegrityKey> {
+        self.integrity.as_ref()
+    }
+
+    /// What an expired suspension does.
+    pub(super) fn on_expiry(&self) -> Expiry {
+        self.on_expiry
+    }
+
+    /// When a suspension made now expires (milliseconds since the epoch), if ever.
+    pub(super) fn suspension_expires_at(&self) -> Option<u64> {
+        self.expiry
+            .map(|d| now_ms().saturating_add(d.as_millis().min(u64::MAX as u128) as u64))
     }
 
     /// Keeps the run, as durably as `durability` says.
-    pub(super) async fn save_as(
+    pub(super) async fn save(
         &self,
         state: &mut RunState,
         status: RunStatus,
@@ -172,14 +82,14 @@ impl Agent {
         state.saved_as = Some(status);
         let mut state_json = serde_json::to_value(&*state)
             .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
-        if let Some(key) = &self.inner.integrity {
+        if let Some(key) = &self.integrity {
             key.seal(Sealed::Run, &state.id, &mut state_json)?;
         }
         let mut ledger = std::mem::take(&mut state.ledger);
         for entry in &mut ledger {
             entry.seq = state.seq;
             entry.mac = None;
-            if let Some(key) = &self.inner.integrity {
+            if let Some(key) = &self.integrity {
                 let value = serde_json::to_value(&*entry)
                     .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")))?;
                 entry.mac = Some(key.tag(Sealed::Ledger, &state.id, &value)?);
@@ -210,7 +120,7 @@ impl Agent {
             ledger,
             first: !state.persisted,
         };
-        self.inner.store.save(&record).await?;
+        self.store.save(&record).await?;
         for entry in record.ledger {
             if entry.kind == LedgerKind::Sent {
                 state.sent.insert(entry.item);
@@ -219,12 +129,6 @@ impl Agent {
         }
         state.events.clear();
         state.persisted = true;
-        if matches!(
-            status,
-            RunStatus::Finished | RunStatus::Cancelled | RunStatus::Failed
-        ) {
-            self.inner.vault.forget_run(&state.id);
-        }
         Ok(())
     }
 
@@ -239,7 +143,7 @@ impl Agent {
 
     /// When a lease taken or renewed now ends (milliseconds since the epoch).
     pub(super) fn lease_end(&self) -> u64 {
-        now_ms().saturating_add(self.inner.lease.as_millis().min(u64::MAX as u128) as u64)
+        now_ms().saturating_add(self.lease.as_millis().min(u64::MAX as u128) as u64)
     }
 
     /// Claims `run_id` as `claim` says, under a new lease of this process.
@@ -250,7 +154,6 @@ impl Agent {
     ) -> Result<Option<(RunRecord, Lease)>> {
         let lease = self.new_lease()?;
         Ok(self
-            .inner
             .store
             .claim(run_id, claim, &lease)
             .await?
@@ -263,11 +166,11 @@ impl Agent {
         let Some(mut lease) = lease else {
             return std::future::pending().await;
         };
-        let every = (self.inner.lease / 3).max(std::time::Duration::from_millis(10));
+        let every = (self.lease / 3).max(std::time::Duration::from_millis(10));
         loop {
             tokio::time::sleep(every).await;
             lease.until = self.lease_end();
-            match self.inner.store.renew(run_id, &lease).await {
+            match self.store.renew(run_id, &lease).await {
                 Ok(true) => {}
                 Ok(false) => return crate::store::lease_lost(run_id),
                 // A store that is down a moment: the next renewal tries again, and a
@@ -281,8 +184,8 @@ impl Agent {
 
     /// The events of a run, from its log in the store, in the order they happened
     /// (every save appends the events since the last; none is ever rewritten).
-    pub async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
-        let kept = self.inner.store.events(run_id).await?;
+    pub(super) async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
+        let kept = self.store.events(run_id).await?;
         kept.into_iter()
             .map(|e| {
                 serde_json::from_value(e).map_err(|e| {
@@ -292,9 +195,9 @@ impl Agent {
             .collect()
     }
 
+    /// The stored run `run_id`, checked and parsed (see [`Self::read`]).
     pub(super) async fn load(&self, run_id: &str) -> Result<RunState> {
         let record = self
-            .inner
             .store
             .load(run_id)
             .await?
@@ -307,7 +210,7 @@ impl Agent {
     pub(super) fn read(&self, record: &RunRecord) -> Result<RunState> {
         let run_id = record.id.as_str();
         let mut state = record.state.clone();
-        if let Some(key) = &self.inner.integrity {
+        if let Some(key) = &self.integrity {
             key.open(Sealed::Run, run_id, &mut state)?;
         } else if let Value::Object(m) = &mut state {
             m.remove(INTEGRITY_FIELD);
@@ -347,13 +250,13 @@ impl Agent {
     }
 
     /// Reads the run's sent ledger into `state` (what was sent, which decisions are
-    /// spent) and refuses a run whose save counter is behind it: a copy put back
-    /// from before what the ledger records.
-    pub(super) async fn check_ledger(&self, state: &mut RunState) -> Result<()> {
-        let entries = self.inner.store.ledger(&state.id).await?;
+    /// spent), each entry checked with the integrity key; the newest save it records
+    /// (a run whose save counter is behind it is a copy put back from before).
+    pub(super) async fn read_ledger(&self, state: &mut RunState) -> Result<u64> {
+        let entries = self.store.ledger(&state.id).await?;
         let mut newest = 0;
         for mut entry in entries {
-            if let Some(key) = &self.inner.integrity {
+            if let Some(key) = &self.integrity {
                 let tag = entry.mac.take().unwrap_or_default();
                 let value = serde_json::to_value(&entry)
                     .map_err(|e| Error::store(format!("cannot encode a ledger entry: {e}")))?;
@@ -370,28 +273,14 @@ impl Agent {
                 state.sent.insert(entry.item);
             }
         }
-        if state.seq < newest {
-            let event = Event::RunRolledBack {
-                kept: state.seq,
-                ledger: newest,
-            };
-            self.event(state, event);
-            return Err(Error::rolled_back(format!(
-                "run {} was put back from an older copy: it is at save {}, and its sent ledger records save {newest}; it is refused so that nothing it sent runs again and no decision it spent applies again (cancel or delete it)",
-                state.id, state.seq
-            )));
-        }
-        Ok(())
+        Ok(newest)
     }
-}
 
-/// What an agent defers of one server's tools, instead of the server's declaration.
-#[derive(Clone, Debug)]
-pub(super) enum Deferral {
-    /// Every tool.
-    All,
-    /// These tools (model-facing names).
-    Only(Vec<String>),
-    /// No tool.
-    None,
+    /// Keeps `record` as it was before a claim took it (an error is logged: the run is
+    /// then left running on its lease, for `Agent::recover`).
+    pub(super) async fn put_back(&self, run_id: &str, record: RunRecord) {
+        if let Err(e) = self.store.save(&record).await {
+            tracing::error!(run = %run_id, error = %e, "the run could not be put back");
+        }
+    }
 }

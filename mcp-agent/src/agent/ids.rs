@@ -1,4 +1,4 @@
-//! Small helpers of the agent's modules: ids and clocks.
+//! Fresh random ids (of runs, suspensions, decisions, leases).
 
 use crate::error::{Error, Result};
 
@@ -23,19 +23,4 @@ pub(super) fn random_id() -> Result<String> {
         ))
     })?;
     Ok(mcp_runtime::digest::hex(&b))
-}
-
-/// Milliseconds since the epoch.
-pub(super) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis().min(u64::MAX as u128) as u64)
-        .unwrap_or(0)
-}
-
-pub(super) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
