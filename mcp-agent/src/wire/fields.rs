@@ -1,0 +1,20 @@
+//! Reading what a provider sends: numbers of its usage object, and a tool call's
+//! arguments when they come as text.
+
+use serde_json::{json, Value};
+
+/// A number from a provider's usage object (absent: 0).
+pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A tool call's arguments from their JSON text. Empty text is no arguments (`{}`);
+/// text that is not JSON stays text: the call does not run, and the model reads why
+/// (the loop refuses arguments that are not an object).
+pub(crate) fn arguments_from_text(text: String) -> Value {
+    if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    }
+}
