@@ -71,9 +71,8 @@ pub use store::{
     Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
     RunRecord, RunStatus, RunStore, RunSummary,
 };
-pub use wire::anthropic::Messages;
-pub use wire::openai::ChatCompletions;
-pub use wire::{anthropic, openai};
+// The model wires: each module at the root, and its type (the list is in `wire`).
+pub use wire::{anthropic, openai, ChatCompletions, Messages};
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
 /// as doc tests, so they cannot drift from the API.

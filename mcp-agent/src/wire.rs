@@ -9,11 +9,15 @@
 //! its answer, how its stream is put together, its words for an error.
 //!
 //! The providers are listed here, one line each: a new one is one file implementing
-//! [`skeleton::Wire`] and [`skeleton::Stream`], and its `pub mod` line below (the
-//! crate root re-exports the module and its type).
+//! [`skeleton::Wire`] and [`skeleton::Stream`] (with `settings!()` in its inherent
+//! impl and a [`Model`](crate::Model) impl that calls [`skeleton::complete`]), and its
+//! line below; the crate root re-exports what is listed here.
 
 pub mod anthropic;
 pub mod openai;
+
+pub use anthropic::Messages;
+pub use openai::ChatCompletions;
 
 pub(crate) mod endpoint;
 pub(crate) mod errors;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::endpoint::{settings, Endpoint};
 use super::errors::{not_pdf, stream_failed, ErrorReply};
-use super::fields::{arguments_from_text, count};
+use super::fields::{arguments_from_text, count, string};
 use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
@@ -227,23 +227,11 @@ impl Wire for Messages {
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
                 Some("text") => Block::Text {
-                    text: b
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    text: string(b, "text"),
                 },
                 Some("tool_use") => Block::ToolCall {
-                    id: b
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    name: b
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    id: string(b, "id"),
+                    name: string(b, "name"),
                     arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
                 },
                 // server_tool_use, tool_search_tool_result, thinking, …: verbatim.

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::endpoint::{settings, Endpoint};
 use super::errors::{not_pdf, stream_failed, unsupported, ErrorReply};
-use super::fields::{arguments_from_text, count};
+use super::fields::{arguments_from_text, count, string};
 use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
@@ -210,16 +210,8 @@ impl Wire for ChatCompletions {
                 other => other,
             };
             content.push(Block::ToolCall {
-                id: call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                name: f
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                id: string(call, "id"),
+                name: string(&f, "name"),
                 arguments,
             });
         }
