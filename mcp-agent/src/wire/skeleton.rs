@@ -142,3 +142,95 @@ pub(crate) fn fuzz_stream<W: Wire>(body: &[u8]) -> Result<ChatResponse, ModelErr
     replay_events(body, &mut |event, data| assembled.event(event, data, None))?;
     W::answer(&assembled.answer()?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{ChatCompletions, Messages};
+    use serde_json::json;
+
+    fn answer(status: u16, json: Value) -> Answer {
+        let raw = bytes::Bytes::from(json.to_string());
+        Answer { status, json, raw }
+    }
+
+    fn kind(e: &ModelError) -> &'static str {
+        match e {
+            ModelError::RateLimited { .. } => "rate",
+            ModelError::Unauthorized { .. } => "auth",
+            ModelError::ContextTooLong { .. } => "long",
+            ModelError::Other { .. } => "other",
+            ModelError::Unsupported { .. } => "unsupported",
+        }
+    }
+
+    /// Each wire's error kinds, as they were before the skeleton: the shared rules
+    /// (429, 401/403) and each wire's own words.
+    #[test]
+    fn each_wire_keeps_its_error_kinds() {
+        let err = |kind: &str, code: &str, message: &str| json!({"error": {"type": kind, "code": code, "message": message}});
+        let openai = ChatCompletions::new("http://127.0.0.1:9/v1", "m").unwrap();
+        let anthropic = Messages::new("http://127.0.0.1:9", "m").unwrap();
+        let cases: [(u16, Value, &str, &str); 16] = [
+            (429, err("", "", "slow down"), "rate", "rate"),
+            (401, err("", "", "bad key"), "auth", "auth"),
+            (403, err("", "", "no"), "auth", "auth"),
+            (529, err("overloaded_error", "", "busy"), "other", "rate"),
+            (400, err("rate_limit_error", "", "slow"), "other", "rate"),
+            (401, err("rate_limit_error", "", "slow"), "auth", "rate"),
+            (
+                400,
+                err("", "context_length_exceeded", "x"),
+                "long",
+                "other",
+            ),
+            (
+                400,
+                err("exceed_context_size_error", "", "x"),
+                "long",
+                "other",
+            ),
+            (500, err("", "", "maximum context length"), "long", "other"),
+            (
+                400,
+                err("invalid_request_error", "", "prompt is too long: 9 > 8"),
+                "other",
+                "long",
+            ),
+            (
+                413,
+                err("request_too_large", "", "Request too large"),
+                "other",
+                "long",
+            ),
+            (400, json!("prompt is too long"), "other", "long"),
+            (
+                500,
+                err("api_error", "", "prompt is too long"),
+                "other",
+                "other",
+            ),
+            (
+                400,
+                err("overloaded_error", "", "prompt is too long"),
+                "other",
+                "other",
+            ),
+            (
+                400,
+                err("invalid_request_error", "", "bad"),
+                "other",
+                "other",
+            ),
+            (502, Value::Null, "other", "other"),
+        ];
+        for (status, body, on_openai, on_anthropic) in cases {
+            let a = answer(status, body.clone());
+            let e = error::<ChatCompletions>(&a, openai.endpoint());
+            assert_eq!(kind(&e), on_openai, "openai {status} {body}: {e}");
+            let e = error::<Messages>(&a, anthropic.endpoint());
+            assert_eq!(kind(&e), on_anthropic, "anthropic {status} {body}: {e}");
+            assert!(e.to_string().contains(&format!("HTTP {status}: ")), "{e}");
+        }
+    }
+}
