@@ -40,24 +40,20 @@
 #![deny(missing_docs)]
 
 mod agent;
-pub mod anthropic;
 mod content;
 mod error;
 pub mod function;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gate;
-mod http;
 pub mod model;
-pub mod openai;
-mod redact;
 pub mod store;
+mod wire;
 
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Conversation, Decision, DecisionKind, Event,
     Expiry, InputAsk, Outcome, Pending, PendingWait, Pin, SkillApproval, MAX_PROGRESS_KEPT,
 };
-pub use anthropic::Messages;
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use function::FunctionTool;
@@ -67,7 +63,6 @@ pub use mcp_runtime as runtime;
 /// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
 pub use mcp_runtime_macros::attach as mcp;
 pub use model::{Model, ModelError, ToolChoice, Usage};
-pub use openai::ChatCompletions;
 #[cfg(feature = "postgres")]
 pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
@@ -76,6 +71,8 @@ pub use store::{
     Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
     RunRecord, RunStatus, RunStore, RunSummary,
 };
+// The model wires: each module at the root, and its type (the list is in `wire`).
+pub use wire::{anthropic, openai, ChatCompletions, Messages};
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
 /// as doc tests, so they cannot drift from the API.

@@ -358,7 +358,7 @@ impl ModelError {
     /// it was sent ("Incorrect API key provided: sk-…") does not put it in an error, a
     /// log or a stored run.
     pub(crate) fn redacted(self, secrets: &[&str]) -> ModelError {
-        let scrub = |d: String| crate::redact::scrub(&d, secrets);
+        let scrub = |d: String| crate::wire::redact::scrub(&d, secrets);
         match self {
             ModelError::RateLimited { detail } => ModelError::RateLimited {
                 detail: scrub(detail),

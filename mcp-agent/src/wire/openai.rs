@@ -1,15 +1,22 @@
 //! The OpenAI-compatible Chat Completions wire: OpenAI, Ollama, vLLM, llama.cpp server,
 //! LM Studio, OpenRouter — anything serving `POST {base}/chat/completions`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Map, Value};
 
-use crate::http::{count, Endpoint};
+use super::endpoint::{settings, Endpoint};
+use super::errors::{not_pdf, stream_failed, unsupported, ErrorReply};
+use super::fields::{arguments_from_text, count, string};
+use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
 };
+
+/// This wire's name, in what it refuses.
+const NAME: &str = "Chat Completions";
 
 /// A model served over Chat Completions. The model is chosen by configuration only:
 /// there is no default.
@@ -30,7 +37,7 @@ impl ChatCompletions {
         })
     }
 
-    crate::http::common_settings!();
+    settings!();
 
     /// How hard a reasoning model thinks before it answers (`"low"`, `"medium"`,
     /// `"high"`): sent as `reasoning_effort`.
@@ -38,10 +45,20 @@ impl ChatCompletions {
         self.reasoning_effort = Some(effort.into());
         self
     }
+}
+
+impl Wire for ChatCompletions {
+    const PATH: &'static str = "/chat/completions";
+    const URL_FIRST: bool = false;
+    type Stream = ChatStream;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
 
     /// The request body for `request`; an error, naming this wire, for a part it
     /// cannot carry.
-    pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
+    fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
         let mut messages = Vec::new();
         // Chat Completions carries only text in a tool message: the results' images
         // follow in one user message after the last tool message of the row.
@@ -130,12 +147,7 @@ impl ChatCompletions {
         }
         let mut body = json!({"model": self.endpoint.model, "messages": messages});
         let st = &self.endpoint.settings;
-        if let Some(t) = st.temperature {
-            body["temperature"] = json!(t);
-        }
-        if let Some(p) = st.top_p {
-            body["top_p"] = json!(p);
-        }
+        st.sampling(&mut body);
         if let Some(n) = st.max_tokens {
             body["max_tokens"] = json!(n);
         }
@@ -154,18 +166,8 @@ impl ChatCompletions {
                         "name": t.name, "description": t.description, "parameters": t.input_schema}})
                 })
                 .collect();
-            // Always said: some servers (llama-cpp-python) ignore tools without it. A
-            // forced choice holds for the turn that answers the person; once tool
-            // results came back the model may answer in text (else it never could).
-            let answering_results = request
-                .messages
-                .last()
-                .is_some_and(|m| m.role == Role::Tool);
-            let choice = match st.tool_choice.clone().unwrap_or_default() {
-                ToolChoice::Required | ToolChoice::Tool(_) if answering_results => ToolChoice::Auto,
-                other => other,
-            };
-            body["tool_choice"] = match choice {
+            // Always said: some servers (llama-cpp-python) ignore tools without it.
+            body["tool_choice"] = match st.tool_choice_for(request) {
                 ToolChoice::None => json!("none"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
@@ -179,7 +181,7 @@ impl ChatCompletions {
     }
 
     /// Reads a `chat.completion` answer.
-    pub(crate) fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
+    fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
         let choice = v
             .get("choices")
             .and_then(|c| c.get(0))
@@ -201,26 +203,15 @@ impl ChatCompletions {
         {
             let f = call.get("function").cloned().unwrap_or(Value::Null);
             let raw = f.get("arguments").cloned().unwrap_or(Value::Null);
-            // Arguments come as a JSON string; some servers send an object. Text that
-            // is not JSON stays text: the call does not run, and the model reads why
-            // (the loop refuses arguments that are not an object).
+            // Arguments come as a JSON string; some servers send an object.
             let arguments = match raw {
-                Value::String(s) if s.trim().is_empty() => json!({}),
-                Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
+                Value::String(s) => arguments_from_text(s),
                 Value::Null => json!({}),
                 other => other,
             };
             content.push(Block::ToolCall {
-                id: call
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                name: f
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                id: string(call, "id"),
+                name: string(&f, "name"),
                 arguments,
             });
         }
@@ -246,102 +237,36 @@ impl ChatCompletions {
         })
     }
 
-    fn authorization(&self) -> Option<Secret> {
-        self.endpoint
-            .api_key
-            .as_ref()
-            .map(|k| Secret::new(format!("Bearer {}", k.expose())))
+    fn finish(&self, body: &mut Value, streamed: bool) {
+        if streamed {
+            body["stream"] = Value::Bool(true);
+            // The usage comes in a last chunk, when asked for.
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        self.endpoint.finish_body(body);
     }
 
-    async fn post(&self, mut body: Value) -> Result<Value, ModelError> {
-        let url = self.endpoint.url("/chat/completions")?;
-        self.endpoint.finish_body(&mut body);
-        let bearer = self.authorization();
-        let (headers, mut secrets) = self.endpoint.extra_headers();
-        secrets.extend(bearer.iter().map(|b| ("authorization", b)));
-        let a = self
-            .endpoint
-            .http
-            .post(&url, &headers, &secrets, &body)
-            .await?;
-        if (200..300).contains(&a.status) {
-            return Ok(a.json);
-        }
-        Err(Self::error(&a, &self.endpoint.secrets()))
+    fn credential(&self) -> Option<(&'static str, Cow<'_, Secret>)> {
+        let key = self.endpoint.api_key.as_ref()?;
+        let bearer = Secret::new(format!("Bearer {}", key.expose()));
+        Some(("authorization", Cow::Owned(bearer)))
     }
 
-    /// Streams the answer and assembles it into the shape of a non-streamed one.
-    async fn post_streamed(&self, mut body: Value) -> Result<Value, ModelError> {
-        body["stream"] = Value::Bool(true);
-        // The usage comes in a last chunk, when asked for.
-        body["stream_options"] = json!({"include_usage": true});
-        let url = self.endpoint.url("/chat/completions")?;
-        self.endpoint.finish_body(&mut body);
-        let bearer = self.authorization();
-        let (headers, mut secrets) = self.endpoint.extra_headers();
-        secrets.extend(bearer.iter().map(|b| ("authorization", b)));
-        let mut assembled = ChatStream::default();
-        let on_text = self.endpoint.on_text.clone();
-        let mut on = |_: &str, data: &str| assembled.chunk(data, on_text.as_deref());
-        if let Some(a) = self
-            .endpoint
-            .http
-            .post_events(&url, &headers, &secrets, &body, &mut on)
-            .await?
-        {
-            return Err(Self::error(&a, &self.endpoint.secrets()));
-        }
-        let answer = assembled.answer();
-        if answer.is_err() {
-            // The connection that carried a cut stream is not used again (servers
-            // leave it dead: llama-cpp-python).
-            self.endpoint.http.reset();
-        }
-        answer
-    }
-
-    fn error(a: &crate::http::Answer, secrets: &[&str]) -> ModelError {
-        let message = a
-            .json
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| a.preview(secrets));
+    fn too_long(reply: &ErrorReply<'_>) -> bool {
         // `code` is a string (OpenAI, llama-cpp-python) or a number (llama.cpp, whose
         // kind is in `type`).
-        let code = a
-            .json
-            .pointer("/error/code")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let kind = a
-            .json
-            .pointer("/error/type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let detail = format!("HTTP {}: {message}", a.status);
-        match a.status {
-            429 => ModelError::RateLimited { detail },
-            401 | 403 => ModelError::Unauthorized { detail },
-            _ if code == "context_length_exceeded"
-                || kind == "exceed_context_size_error"
-                || message.contains("context length")
-                || message.contains("maximum context")
-                || message.contains("exceeds the available context size") =>
-            {
-                ModelError::ContextTooLong { detail }
-            }
-            _ => ModelError::Other { detail },
-        }
+        reply.code == "context_length_exceeded"
+            || reply.kind == "exceed_context_size_error"
+            || reply.message.contains("context length")
+            || reply.message.contains("maximum context")
+            || reply.message.contains("exceeds the available context size")
     }
 }
 
 /// One part of a message's `content` array. Images, audio and files only in a user's
 /// message (Chat Completions takes them nowhere else).
 fn part(b: &Block, role: Role) -> Result<Value, ModelError> {
-    let unsupported = |what: &str| ModelError::Unsupported {
-        detail: format!("Chat Completions cannot carry {what}"),
-    };
+    let unsupported = |what: &str| unsupported(NAME, what);
     let media = !matches!(b, Block::Text { .. });
     if media && role != Role::User {
         return Err(unsupported(
@@ -374,26 +299,14 @@ fn part(b: &Block, role: Role) -> Result<Value, ModelError> {
                 "filename": name.as_deref().unwrap_or("document.pdf"),
                 "file_data": format!("data:{media_type};base64,{data}")}})
         }
-        Block::File { media_type, .. } => {
-            return Err(unsupported(&format!(
-                "a file of type `{media_type}` (only PDF)"
-            )))
-        }
+        Block::File { media_type, .. } => return Err(not_pdf(NAME, media_type)),
         _ => return Err(unsupported("this block in a content array")),
     })
 }
 
-/// What `crate::fuzzing` reaches: a streamed answer's body, assembled as
-/// `post_streamed` assembles it, then read as an answer.
-pub(crate) fn fuzz_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
-    let mut assembled = ChatStream::default();
-    crate::http::replay_events(body, &mut |_, data| assembled.chunk(data, None))?;
-    ChatCompletions::answer(&assembled.answer()?)
-}
-
 /// A streamed answer being put together from `chat.completion.chunk`s.
 #[derive(Default)]
-struct ChatStream {
+pub(crate) struct ChatStream {
     text: String,
     /// By index: id, name, the arguments' JSON text.
     calls: BTreeMap<u64, (String, String, String)>,
@@ -404,11 +317,7 @@ struct ChatStream {
 }
 
 impl ChatStream {
-    fn chunk(
-        &mut self,
-        data: &str,
-        on_text: Option<&(dyn Fn(&str) + Send + Sync)>,
-    ) -> Result<(), ModelError> {
+    fn chunk(&mut self, data: &str, on_text: OnText<'_>) -> Result<(), ModelError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -421,9 +330,7 @@ impl ChatStream {
                 .get("message")
                 .and_then(Value::as_str)
                 .unwrap_or("no message");
-            return Err(ModelError::Other {
-                detail: format!("the stream failed: {message}"),
-            });
+            return Err(stream_failed(message, false));
         }
         if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(u.clone());
@@ -467,6 +374,12 @@ impl ChatStream {
         }
         Ok(())
     }
+}
+
+impl Stream for ChatStream {
+    fn event(&mut self, _name: &str, data: &str, on_text: OnText<'_>) -> Result<(), ModelError> {
+        self.chunk(data, on_text)
+    }
 
     /// The answer as a `chat.completion` would have carried it. A stream that ended
     /// with neither a `finish_reason` nor `[DONE]` failed on the server (which closed
@@ -502,16 +415,7 @@ impl Model for ChatCompletions {
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
-        Box::pin(async move {
-            let answer = match self.body(request) {
-                Err(e) => Err(e),
-                Ok(body) if self.endpoint.stream => self.post_streamed(body).await,
-                Ok(body) => self.post(body).await,
-            };
-            answer
-                .and_then(|a| Self::answer(&a))
-                .map_err(|e| self.endpoint.redact(e))
-        })
+        Box::pin(complete(self, request))
     }
 
     fn provider(&self) -> &str {

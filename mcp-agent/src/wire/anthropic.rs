@@ -2,15 +2,22 @@
 //! model — the tool-search blocks among them — are kept verbatim in the transcript and
 //! sent back untouched.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use mcp_runtime::BoxFuture;
+use mcp_runtime::{BoxFuture, Secret};
 use serde_json::{json, Value};
 
-use crate::http::{count, Endpoint};
+use super::endpoint::{settings, Endpoint};
+use super::errors::{not_pdf, stream_failed, ErrorReply};
+use super::fields::{arguments_from_text, count, string};
+use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
 };
+
+/// This wire's name, in what it refuses.
+const NAME: &str = "Anthropic Messages";
 
 /// The Messages API version sent in `anthropic-version`.
 const VERSION: &str = "2023-06-01";
@@ -39,7 +46,7 @@ impl Messages {
         })
     }
 
-    crate::http::common_settings!();
+    settings!();
 
     /// An `anthropic-beta` header, for deployments that still gate a feature.
     pub fn beta(mut self, value: impl Into<String>) -> Self {
@@ -63,8 +70,18 @@ impl Messages {
         self.caching = on;
         self
     }
+}
 
-    pub(crate) fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
+impl Wire for Messages {
+    const PATH: &'static str = "/v1/messages";
+    const URL_FIRST: bool = true;
+    type Stream = MessageStream;
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn body(&self, request: &ChatRequest) -> Result<Value, ModelError> {
         let mut system = Vec::new();
         let mut messages: Vec<Value> = Vec::new();
         for m in &request.messages {
@@ -167,12 +184,7 @@ impl Messages {
                 Value::String(text)
             };
         }
-        if let Some(t) = st.temperature {
-            body["temperature"] = json!(t);
-        }
-        if let Some(p) = st.top_p {
-            body["top_p"] = json!(p);
-        }
+        st.sampling(&mut body);
         if !st.stop.is_empty() {
             body["stop_sequences"] = json!(st.stop);
         }
@@ -190,18 +202,7 @@ impl Messages {
                 }
             }
             body["tools"] = Value::Array(tools);
-            // A forced choice holds for the turn that answers the person; once tool
-            // results came back the model may answer in text (else it never could).
-            let forced = st.tool_choice.clone().unwrap_or_default();
-            let answering_results = request
-                .messages
-                .last()
-                .is_some_and(|m| m.role == Role::Tool);
-            let choice_now = match forced {
-                ToolChoice::Required | ToolChoice::Tool(_) if answering_results => ToolChoice::Auto,
-                other => other,
-            };
-            let mut choice = match choice_now {
+            let mut choice = match st.tool_choice_for(request) {
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
@@ -215,7 +216,7 @@ impl Messages {
         Ok(body)
     }
 
-    pub(crate) fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
+    fn answer(v: &Value) -> Result<ChatResponse, ModelError> {
         let blocks =
             v.get("content")
                 .and_then(Value::as_array)
@@ -226,23 +227,11 @@ impl Messages {
             .iter()
             .map(|b| match b.get("type").and_then(Value::as_str) {
                 Some("text") => Block::Text {
-                    text: b
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    text: string(b, "text"),
                 },
                 Some("tool_use") => Block::ToolCall {
-                    id: b
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    name: b
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
+                    id: string(b, "id"),
+                    name: string(b, "name"),
                     arguments: b.get("input").cloned().unwrap_or_else(|| json!({})),
                 },
                 // server_tool_use, tool_search_tool_result, thinking, …: verbatim.
@@ -276,12 +265,43 @@ impl Messages {
             usage,
         })
     }
+
+    fn finish(&self, body: &mut Value, streamed: bool) {
+        self.endpoint.finish_body(body);
+        if streamed {
+            body["stream"] = Value::Bool(true);
+        }
+    }
+
+    fn headers(&self) -> Vec<(&'static str, &str)> {
+        let mut headers = vec![("anthropic-version", VERSION)];
+        if let Some(b) = &self.beta {
+            headers.push(("anthropic-beta", b.as_str()));
+        }
+        headers
+    }
+
+    fn credential(&self) -> Option<(&'static str, Cow<'_, Secret>)> {
+        let key = self.endpoint.api_key.as_ref()?;
+        Some(("x-api-key", Cow::Borrowed(key)))
+    }
+
+    fn rate_limited(reply: &ErrorReply<'_>) -> bool {
+        reply.kind == "rate_limit_error" || reply.status == 529
+    }
+
+    fn too_long(reply: &ErrorReply<'_>) -> bool {
+        matches!(reply.status, 400 | 413)
+            && matches!(
+                reply.kind,
+                "invalid_request_error" | "request_too_large" | ""
+            )
+            && too_long(&reply.message)
+    }
 }
 
 fn unsupported(what: &str) -> ModelError {
-    ModelError::Unsupported {
-        detail: format!("Anthropic Messages cannot carry {what}"),
-    }
+    super::errors::unsupported(NAME, what)
 }
 
 /// An image or a file as a Messages content block (audio it does not take).
@@ -295,42 +315,10 @@ fn media(b: &Block) -> Result<Value, ModelError> {
         } if media_type == "application/pdf" => {
             json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}})
         }
-        Block::File { media_type, .. } => {
-            return Err(unsupported(&format!(
-                "a file of type `{media_type}` (only PDF)"
-            )))
-        }
+        Block::File { media_type, .. } => return Err(not_pdf(NAME, media_type)),
         Block::Audio { .. } => return Err(unsupported("audio")),
         _ => return Err(unsupported("this block here")),
     })
-}
-
-impl Messages {
-    fn error(a: &crate::http::Answer, secrets: &[&str]) -> ModelError {
-        let kind = a
-            .json
-            .pointer("/error/type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let message = a
-            .json
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| a.preview(secrets));
-        let detail = format!("HTTP {}: {message}", a.status);
-        match (a.status, kind.as_str()) {
-            (429, _) | (_, "rate_limit_error") | (529, _) => ModelError::RateLimited { detail },
-            (401 | 403, _) => ModelError::Unauthorized { detail },
-            (400 | 413, "invalid_request_error" | "request_too_large" | "")
-                if too_long(&message) =>
-            {
-                ModelError::ContextTooLong { detail }
-            }
-            _ => ModelError::Other { detail },
-        }
-    }
 }
 
 /// Anthropic's words for a request longer than the model's context window ("prompt
@@ -344,17 +332,9 @@ fn too_long(message: &str) -> bool {
         || m.contains("request too large")
 }
 
-/// What `crate::fuzzing` reaches: a streamed answer's body, assembled as the
-/// streamed `complete` assembles it, then read as an answer.
-pub(crate) fn fuzz_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
-    let mut assembled = MessageStream::default();
-    crate::http::replay_events(body, &mut |event, data| assembled.event(event, data, None))?;
-    Messages::answer(&assembled.answer()?)
-}
-
 /// A streamed Messages answer being put together from its events.
 #[derive(Default)]
-struct MessageStream {
+pub(crate) struct MessageStream {
     blocks: BTreeMap<u64, serde_json::Map<String, Value>>,
     /// `input_json_delta` pieces by block, parsed when the block stops.
     partial: BTreeMap<u64, String>,
@@ -367,13 +347,8 @@ struct MessageStream {
     ended: bool,
 }
 
-impl MessageStream {
-    fn event(
-        &mut self,
-        name: &str,
-        data: &str,
-        on_text: Option<&(dyn Fn(&str) + Send + Sync)>,
-    ) -> Result<(), ModelError> {
+impl Stream for MessageStream {
+    fn event(&mut self, name: &str, data: &str, on_text: OnText<'_>) -> Result<(), ModelError> {
         let v: Value = serde_json::from_str(data).map_err(|e| ModelError::Other {
             detail: format!("a streamed event is not JSON: {e}"),
         })?;
@@ -425,14 +400,7 @@ impl MessageStream {
             "content_block_stop" => {
                 self.stopped.insert(index);
                 if let Some(json) = self.partial.remove(&index) {
-                    // Text that is not JSON stays text: the call does not run, and the
-                    // model reads why (the loop refuses arguments that are not an
-                    // object).
-                    let input = if json.trim().is_empty() {
-                        json!({})
-                    } else {
-                        serde_json::from_str(&json).unwrap_or(Value::String(json))
-                    };
+                    let input = arguments_from_text(json);
                     if let Some(block) = self.blocks.get_mut(&index) {
                         block.insert("input".into(), input);
                     }
@@ -456,13 +424,9 @@ impl MessageStream {
                     .pointer("/error/message")
                     .and_then(Value::as_str)
                     .unwrap_or("no message");
-                let detail = format!("the stream failed: {message}");
-                return Err(match v.pointer("/error/type").and_then(Value::as_str) {
-                    Some("overloaded_error" | "rate_limit_error") => {
-                        ModelError::RateLimited { detail }
-                    }
-                    _ => ModelError::Other { detail },
-                });
+                let kind = v.pointer("/error/type").and_then(Value::as_str);
+                let rate_limited = matches!(kind, Some("overloaded_error" | "rate_limit_error"));
+                return Err(stream_failed(message, rate_limited));
             }
             _ => {}
         }
@@ -492,62 +456,12 @@ impl MessageStream {
     }
 }
 
-impl Messages {
-    /// One request and its answer (errors not yet cleared of secrets).
-    async fn exchange(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let url = self.endpoint.url("/v1/messages")?;
-        let (mut headers, mut secrets) = self.endpoint.extra_headers();
-        headers.push(("anthropic-version", VERSION));
-        if let Some(b) = &self.beta {
-            headers.push(("anthropic-beta", b.as_str()));
-        }
-        secrets.extend(self.endpoint.api_key.iter().map(|k| ("x-api-key", k)));
-        let mut body = self.body(request)?;
-        self.endpoint.finish_body(&mut body);
-        if !self.endpoint.stream {
-            let a = self
-                .endpoint
-                .http
-                .post(&url, &headers, &secrets, &body)
-                .await?;
-            if (200..300).contains(&a.status) {
-                return Self::answer(&a.json);
-            }
-            return Err(Self::error(&a, &self.endpoint.secrets()));
-        }
-        body["stream"] = Value::Bool(true);
-        let mut assembled = MessageStream::default();
-        let on_text = self.endpoint.on_text.clone();
-        let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
-        if let Some(a) = self
-            .endpoint
-            .http
-            .post_events(&url, &headers, &secrets, &body, &mut on)
-            .await?
-        {
-            return Err(Self::error(&a, &self.endpoint.secrets()));
-        }
-        match assembled.answer() {
-            Ok(a) => Self::answer(&a),
-            Err(e) => {
-                // The connection that carried a cut stream is not used again.
-                self.endpoint.http.reset();
-                Err(e)
-            }
-        }
-    }
-}
-
 impl Model for Messages {
     fn complete<'a>(
         &'a self,
         request: &'a ChatRequest,
     ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
-        Box::pin(async move {
-            self.exchange(request)
-                .await
-                .map_err(|e| self.endpoint.redact(e))
-        })
+        Box::pin(complete(self, request))
     }
 
     fn native_tool_search(&self) -> bool {

@@ -1,0 +1,28 @@
+//! Reading what a provider sends: numbers of its usage object, strings of its
+//! answer, and a tool call's arguments when they come as text.
+
+use serde_json::{json, Value};
+
+/// A number from a provider's usage object (absent: 0).
+pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
+    v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A string field of a provider's object (absent, or not a string: empty).
+pub(crate) fn string(v: &Value, key: &str) -> String {
+    v.get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A tool call's arguments from their JSON text. Empty text is no arguments (`{}`);
+/// text that is not JSON stays text: the call does not run, and the model reads why
+/// (the loop refuses arguments that are not an object).
+pub(crate) fn arguments_from_text(text: String) -> Value {
+    if text.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    }
+}
