@@ -69,12 +69,13 @@ impl RunStore for MemoryRunStore {
         let mut ledgers = lock(&self.ledgers);
         if !run.ledger.is_empty() {
             let kept = ledgers.get(&run.id).map(Vec::as_slice).unwrap_or_default();
-            let twice = run.ledger.iter().enumerate().any(|(n, e)| {
-                kept.iter()
-                    .chain(&run.ledger[..n])
-                    .any(|k| k.kind == e.kind && k.item == e.item)
-            });
-            if twice || kept.len() + run.ledger.len() > MAX_LEDGER {
+            // Too many is refused before looking for one twice (in linear time).
+            let twice = kept.len() + run.ledger.len() > MAX_LEDGER || {
+                let mut seen: std::collections::HashSet<(LedgerKind, &str)> =
+                    kept.iter().map(|k| (k.kind, k.item.as_str())).collect();
+                !run.ledger.iter().all(|e| seen.insert((e.kind, &e.item)))
+            };
+            if twice {
                 let e = already_in_ledger(&run.id);
                 return Box::pin(async move { Err(e) });
             }
@@ -109,9 +110,12 @@ impl RunStore for MemoryRunStore {
                 .or_default()
                 .extend(run.ledger.iter().cloned());
         }
+        // Kept as a load returns it: no events nor ledger, flushed, not a first save.
         let kept = RunRecord {
             events: Vec::new(),
             ledger: Vec::new(),
+            durability: Durability::Flushed,
+            first: false,
             ..run.clone()
         };
         runs.insert(run.id.clone(), (kept, unix_now(), events));

@@ -144,7 +144,8 @@ impl RunStore for PostgresRunStore {
             };
             // One statement, so one transaction: the state and, only when it was
             // saved, its events after the last one kept and its ledger entries (one
-            // the ledger holds already fails the whole statement).
+            // the ledger holds already fails the whole statement; each a microsecond
+            // after the one before it, so `ORDER BY at` reads them as appended).
             let sql = format!(
                 "WITH saved AS ({saved}),
                  last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM mcp_agent_events WHERE run_id = $1),
@@ -154,9 +155,10 @@ impl RunStore for PostgresRunStore {
                    FROM saved, last, unnest($7::text[]) WITH ORDINALITY AS e(event, n)
                    RETURNING 1),
                  ledgered AS (
-                   INSERT INTO mcp_agent_ledger (run_id, kind, item, entry)
-                   SELECT saved.id, l.kind, l.item, l.entry
-                   FROM saved, unnest($8::text[], $9::text[], $10::text[]) AS l(kind, item, entry)
+                   INSERT INTO mcp_agent_ledger (run_id, kind, item, entry, at)
+                   SELECT saved.id, l.kind, l.item, l.entry, now() + l.n * interval '1 microsecond'
+                   FROM saved, unnest($8::text[], $9::text[], $10::text[])
+                     WITH ORDINALITY AS l(kind, item, entry, n)
                    RETURNING 1)
                  SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM mcp_agent_runs WHERE id = $1),
                         (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered)"
@@ -220,8 +222,8 @@ impl RunStore for PostgresRunStore {
             let client = self.pool.client().await.map_err(pg)?;
             let rows = client
                 .query(
-                    "SELECT event FROM mcp_agent_events WHERE run_id = $1 ORDER BY seq",
-                    &[&id],
+                    "SELECT event FROM mcp_agent_events WHERE run_id = $1 ORDER BY seq LIMIT $2",
+                    &[&id, &(MAX_EVENTS as i64)],
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("reading events", e)))?;

@@ -1,92 +1,9 @@
-//! The stores' own unit tests (the agent's tests cover them through runs).
+//! What is a store's own, beyond the contract: the memory store's bound, SQLite's
+//! errors and deferred saves. What every store must do is tested once for all, in the
+//! store conformance suite (`tests/it/store_suite.rs`).
 
 use super::*;
 use serde_json::json;
-
-fn lease(owner: &str) -> Lease {
-    Lease {
-        owner: owner.into(),
-        until: u64::MAX / 2,
-    }
-}
-
-async fn claims_once(store: &dyn RunStore) {
-    let run = RunRecord {
-        id: "r1".into(),
-        status: RunStatus::Suspended,
-        suspension: Some("s1".into()),
-        state: json!({"n": 1}),
-        lease: None,
-        events: Vec::new(),
-        durability: Default::default(),
-        ledger: Vec::new(),
-        first: true,
-    };
-    store.save(&run).await.unwrap();
-    // Another suspension of the same run, or a retry, takes nothing.
-    assert!(store
-        .claim("r1", Claim::Suspended("s0"), &lease("x"))
-        .await
-        .unwrap()
-        .is_none());
-    assert!(store
-        .claim("r1", Claim::Failed, &lease("x"))
-        .await
-        .unwrap()
-        .is_none());
-    let first = store
-        .claim("r1", Claim::Suspended("s1"), &lease("x"))
-        .await
-        .unwrap();
-    let second = store
-        .claim("r1", Claim::Suspended("s1"), &lease("x"))
-        .await
-        .unwrap();
-    let first = first.unwrap();
-    assert_eq!(first.state, json!({"n": 1}));
-    assert_eq!(first.suspension.as_deref(), Some("s1"));
-    assert!(second.is_none());
-    assert_eq!(
-        store.load("r1").await.unwrap().unwrap().status,
-        RunStatus::Running
-    );
-    assert!(store
-        .claim("unknown", Claim::Suspended("s1"), &lease("x"))
-        .await
-        .unwrap()
-        .is_none());
-    assert!(store.load("unknown").await.unwrap().is_none());
-    // A failed run is taken once by a retry.
-    store
-        .save(&RunRecord {
-            id: "r1".into(),
-            status: RunStatus::Failed,
-            suspension: None,
-            state: json!({"n": 2}),
-            lease: first.lease.clone(),
-            events: Vec::new(),
-            durability: Default::default(),
-            ledger: Vec::new(),
-            first: true,
-        })
-        .await
-        .unwrap();
-    assert!(store
-        .claim("r1", Claim::Failed, &lease("x"))
-        .await
-        .unwrap()
-        .is_some());
-    assert!(store
-        .claim("r1", Claim::Failed, &lease("x"))
-        .await
-        .unwrap()
-        .is_none());
-}
-
-#[tokio::test]
-async fn memory_claims_once() {
-    claims_once(&MemoryRunStore::default()).await;
-}
 
 #[tokio::test]
 async fn the_memory_store_is_bounded() {
@@ -118,47 +35,6 @@ async fn the_memory_store_is_bounded() {
     assert!(store.load("b").await.unwrap().is_some());
     let page = store.list(&RunFilter::new()).await.unwrap();
     assert_eq!(page.runs.len(), 2);
-}
-
-#[cfg(feature = "sqlite")]
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_claims_once_even_when_many_try_at_once() {
-    let dir = std::env::temp_dir().join(format!("mcp-agent-store-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let store = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
-    claims_once(&store).await;
-    // Twenty claims at once on another suspended run: exactly one wins.
-    store
-        .save(&RunRecord {
-            id: "r2".into(),
-            status: RunStatus::Suspended,
-            suspension: Some("s".into()),
-            state: json!({}),
-            lease: None,
-            events: Vec::new(),
-            durability: Default::default(),
-            ledger: Vec::new(),
-            first: true,
-        })
-        .await
-        .unwrap();
-    let tries: Vec<_> = (0..20)
-        .map(|_| {
-            let s = SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap();
-            tokio::spawn(async move {
-                s.claim("r2", Claim::Suspended("s"), &lease("x"))
-                    .await
-                    .unwrap()
-                    .is_some()
-            })
-        })
-        .collect();
-    let mut won = 0;
-    for t in tries {
-        won += usize::from(t.await.unwrap());
-    }
-    assert_eq!(won, 1);
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[cfg(feature = "sqlite")]

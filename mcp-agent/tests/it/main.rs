@@ -268,6 +268,7 @@ mod seams;
 mod security;
 mod settings;
 mod skills;
+mod store_suite;
 mod suspension;
 mod teardown;
 mod traces;
