@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, page_of, record, sql_int, Claim, Lease, LedgerEntry, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_LEDGER,
+    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 
