@@ -185,7 +185,12 @@ impl CallTool<'_> {
         {
             Ok(v) => v,
             Err(e) => {
-                return Err(inner.refused(e, &name, runs_tasks && support.is_none()));
+                let guess = if runs_tasks && support.is_none() {
+                    Guess::Plain
+                } else {
+                    Guess::Known
+                };
+                return Err(inner.refused(e, &name, guess));
             }
         };
         let v = match v {
@@ -198,16 +203,28 @@ impl CallTool<'_> {
     }
 }
 
+/// How a `tools/call` of a 2025-11-25 server that runs tools as tasks was sent when
+/// the session did not know the tool's task support.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Guess {
+    /// The session knew it (or the server runs no tasks).
+    Known,
+    /// As a plain call: the tool may run only as a task.
+    Plain,
+    /// As a task (`start`): the tool may not run as one.
+    AsTask,
+}
+
 impl Inner {
     /// A `tools/call` of `tool` failed with `e`: with what to do when the server
     /// refused it for what the session did not know — the `Mcp-Param-*` headers its
     /// arguments are mirrored into (`-32020`, refused before running anything; what
     /// the session knows of the tools becomes a guess, and the next list replaces
-    /// it), or, with `maybe_task_only` (a 2025-11-25 server that runs tools as tasks,
-    /// a tool the session does not know), that it runs only as a task (`-32601`).
+    /// it), or (`-32601`, a 2025-11-25 server that runs tools as tasks, a tool the
+    /// session does not know: `guess`) that it runs only as a task, or not as one.
     /// The call is not sent again and the tools are not listed here: a call never
     /// lists them.
-    pub(super) fn refused(&self, e: Error, tool: &str, maybe_task_only: bool) -> Error {
+    pub(super) fn refused(&self, e: Error, tool: &str, guess: Guess) -> Error {
         match e.code() {
             Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT) => {
                 self.invalidate("tools/");
@@ -216,8 +233,11 @@ impl Inner {
                     "the server wanted `Mcp-Param-*` headers this session did not know for `{tool}` (or they changed): list the tools (`tools()`) and call again"
                 ))
             }
-            Some(code::METHOD_NOT_FOUND) if maybe_task_only => e.with_hint(format!(
+            Some(code::METHOD_NOT_FOUND) if guess == Guess::Plain => e.with_hint(format!(
                 "`{tool}` may run only as a task, which this session does not know: list the tools (`tools()`) and call again, or start it (`start`)"
+            )),
+            Some(code::METHOD_NOT_FOUND) if guess == Guess::AsTask => e.with_hint(format!(
+                "`{tool}` may not run as a task, which this session does not know: list the tools (`tools()`) and start it again, or call it (`call`)"
             )),
             _ => e,
         }

@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::call::Guess;
 use super::index::ToolEntry;
 use super::inner::{Client, Inner};
 use super::options::RequestOptions;
@@ -201,7 +202,8 @@ impl Client {
     ///
     /// The tools are never listed here: with a 2025-11-25 server, a tool is started as
     /// a task when the tool index (the last `tools()`, or a declaration's snapshot)
-    /// says it may run as one.
+    /// says it may run as one, or does not know it (a server whose tool forbids it
+    /// refuses, and the error says to list the tools).
     pub async fn start(&self, name: &str, arguments: Value) -> Result<Started> {
         self.start_known(name, arguments, None).await
     }
@@ -230,7 +232,7 @@ impl Client {
             Some(_) => Vec::new(),
             None => inner.param_headers(name, &arguments),
         };
-        let mut maybe_task_only = false;
+        let mut guess = Guess::Known;
         match details.era {
             Era::Modern => {
                 if !inner.declares(TASKS_EXTENSION) {
@@ -249,9 +251,15 @@ impl Client {
                     .0
                     .pointer("/tasks/requests/tools/call")
                     .is_some();
-                maybe_task_only = server_runs && support.is_none();
+                // A tool the index does not know is asked for as a task (the caller
+                // asked to start it); a server whose tool forbids it refuses, and the
+                // error says to list the tools.
+                if server_runs && support.is_none() {
+                    guess = Guess::AsTask;
+                }
                 if server_runs
-                    && matches!(support, Some(TaskSupport::Optional | TaskSupport::Required))
+                    && support
+                        .is_none_or(|s| matches!(s, TaskSupport::Optional | TaskSupport::Required))
                 {
                     params.insert("task".into(), json!({}));
                 }
@@ -260,7 +268,7 @@ impl Client {
         let v = inner
             .call(Method::ToolsCall.as_str(), params, &opts)
             .await
-            .map_err(|e| inner.refused(e, name, maybe_task_only))?;
+            .map_err(|e| inner.refused(e, name, guess))?;
         let is_task = v.get("resultType").and_then(Value::as_str) == Some("task")
             || v.get("task").is_some_and(Value::is_object);
         if is_task {
