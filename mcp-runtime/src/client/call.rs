@@ -1,6 +1,6 @@
 //! `tools/call` in the making ([`CallTool`]): options first, then await it.
 
-use super::index::ToolEntry;
+use super::index::{Guess, ToolEntry};
 use super::inner::*;
 use super::options::RequestOptions;
 use super::tasks::Started;
@@ -201,18 +201,6 @@ impl CallTool<'_> {
         r.ui_resource = ui_resource(inner);
         Ok(F::done(r))
     }
-}
-
-/// How a `tools/call` of a 2025-11-25 server that runs tools as tasks was sent when
-/// the session did not know the tool's task support.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Guess {
-    /// The session knew it (or the server runs no tasks).
-    Known,
-    /// As a plain call: the tool may run only as a task.
-    Plain,
-    /// As a task (`start`): the tool may not run as one.
-    AsTask,
 }
 
 impl Inner {

@@ -74,6 +74,18 @@ impl ToolEntry {
     }
 }
 
+/// How a `tools/call` of a 2025-11-25 server that runs tools as tasks was sent when
+/// the session did not know the tool's task support.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Guess {
+    /// The session knew it (or the server runs no tasks).
+    Known,
+    /// As a plain call: the tool may run only as a task.
+    Plain,
+    /// As a task (`start`): the tool may not run as one.
+    AsTask,
+}
+
 /// Where the index's entries came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {

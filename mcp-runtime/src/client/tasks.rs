@@ -12,8 +12,7 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::call::Guess;
-use super::index::ToolEntry;
+use super::index::{Guess, ToolEntry};
 use super::inner::{Client, Inner};
 use super::options::RequestOptions;
 use super::shared::{Change, TaskState, TaskStatus};
