@@ -47,6 +47,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .stdio(StdioConfig::from_argv(argv)?)?;
 
+    // A 2025-11-25 server says which tools run as tasks in its list: list them first
+    // (a call never lists them itself).
+    client.tools().await?;
     let task = match client.start(&tool, arguments).await? {
         Started::Task(task) => task,
         Started::Done(result) => {

@@ -572,6 +572,14 @@ async fn call(m: &ArgMatches) -> Result<ExitCode, Failure> {
             .map_or("{}", String::as_str),
     )
     .map_err(|e| format!("the arguments are not JSON: {e}"))?;
+    // A call never lists the tools itself: list them first, so the call knows the
+    // tool's header mirrors (2026-07-28 HTTP), task support (2025-11-25) and UI
+    // resource. A server that cannot list them still gets the call.
+    match c.tools().await {
+        Ok(_) => {}
+        Err(e) if e.is_protocol() => {}
+        Err(e) => return Err(e.into()),
+    }
     let r = c.call(tool, args).await?;
     println!("{}", json_shown(&serde_json::to_string_pretty(&r)?));
     c.close().await?;

@@ -207,6 +207,9 @@ pub fn settings(d: &Decl, cx: &mut Ctxt, item_span: proc_macro2::Span) {
 /// What the model sees a server tool as, and the method generated for it.
 pub struct Planned<'a> {
     pub tool: &'a Value,
+    /// Its position among the snapshot's tools (the handle resolves them in that
+    /// order, and a typed method calls its tool by position).
+    pub position: usize,
     pub server_name: String,
     pub method: String,
     pub fixed: Vec<String>,
@@ -276,7 +279,7 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
     }
     // Plan the methods and look for collisions.
     let mut planned: Vec<Planned> = Vec::new();
-    for tool in tools {
+    for (position, tool) in tools.iter().enumerate() {
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
@@ -315,6 +318,7 @@ pub fn against_snapshot<'a>(d: &Decl, tools: &'a [Value], cx: &mut Ctxt) -> Vec<
         }
         planned.push(Planned {
             tool,
+            position,
             server_name: name.to_owned(),
             method,
             fixed: decl

@@ -558,6 +558,7 @@ fn generate(
         emitted.push(&p.method);
         let method = ident(&p.method);
         let server_name = &p.server_name;
+        let position = p.position;
         let description = p.tool.get("description").and_then(Value::as_str);
         let doc = description
             .map(|t| t.lines().map(|l| format!(" {l}")).collect::<Vec<_>>())
@@ -608,7 +609,7 @@ fn generate(
                 quote_spanned! { span=>
                     #( #[doc = #doc] )*
                     pub fn #method(&self #param) -> #ret {
-                        self.__mcp_inner.__mcp.call_declared_typed::<#out>(#server_name, #args)
+                        self.__mcp_inner.__mcp.call_declared_typed::<#out>(#position, #server_name, #args)
                     }
                 }
             }
@@ -617,7 +618,7 @@ fn generate(
                 quote_spanned! { span=>
                     #( #[doc = #doc] )*
                     pub fn #method(&self #param) -> #ret {
-                        self.__mcp_inner.__mcp.call_declared(#server_name, #args)
+                        self.__mcp_inner.__mcp.call_declared(#position, #server_name, #args)
                     }
                 }
             }

@@ -38,6 +38,7 @@ use crate::protocol::{Method, TASKS_EXTENSION};
 pub use builder::ClientBuilder;
 use cache::{ttl_of, typed_items};
 pub use call::CallTool;
+pub(crate) use index::ToolEntry;
 use listen::{listen_legacy, listen_modern};
 pub use options::RequestOptions;
 
@@ -99,6 +100,7 @@ impl Client {
             name: name.into(),
             arguments,
             options: RequestOptions::default(),
+            known: None,
         }
     }
 

@@ -34,6 +34,9 @@ struct Inner {
     /// The request reached the server, which may have acted on it, and nothing says
     /// whether it did; it was not sent again.
     outcome_unknown: bool,
+    /// What to do about it, when the failure has a known remedy (shown after the
+    /// error in `Display`).
+    hint: Option<String>,
 }
 
 #[derive(Debug)]
@@ -81,6 +84,7 @@ impl Error {
                 source: None,
                 authorization: false,
                 outcome_unknown: false,
+                hint: None,
             }),
         }
     }
@@ -103,6 +107,13 @@ impl Error {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn with_outcome_unknown(mut self) -> Self {
         self.inner.outcome_unknown = true;
+        self
+    }
+
+    /// Adds what to do about the failure (shown after it); its kind, code and
+    /// predicates stay.
+    pub(crate) fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.inner.hint = Some(hint.into());
         self
     }
 
@@ -359,6 +370,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.fmt_kind(f)?;
+        if let Some(hint) = &self.inner.hint {
+            write!(f, "; {hint}")?;
+        }
         if self.inner.outcome_unknown {
             f.write_str(
                 "; the outcome is unknown: the server may have acted on the request, and it was not sent again",

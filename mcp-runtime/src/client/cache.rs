@@ -5,7 +5,7 @@ use super::handle::Inner;
 use super::options::RequestOptions;
 use crate::error::{Error, Result};
 use crate::model::Tool;
-use crate::protocol::{Method, APPS_EXTENSION};
+use crate::protocol::Method;
 use serde_json::{Map, Value};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -92,7 +92,7 @@ impl Inner {
 
     /// The `Mcp-Param-*` headers for a call, from the tool index: never listed here
     /// (a server that wanted headers it did not get answers `-32020`, and the call
-    /// lists and retries).
+    /// fails saying to list the tools).
     pub(super) fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
         if !self.transport.mirrors_param_headers() {
             return Vec::new();
@@ -115,20 +115,10 @@ impl Inner {
         self.lists.forget(prefix);
     }
 
-    /// The UI resource (MCP Apps) of a tool, from the last tool list.
+    /// The UI resource (MCP Apps) of a tool, from the tool index (the last tool list,
+    /// or a declaration's snapshot): never listed here.
     pub(super) fn ui_resource_of(&self, tool: &str) -> Option<String> {
         self.tool_index.ui_resource(tool)
-    }
-
-    /// The UI resource of a tool for its result: with the MCP Apps extension declared,
-    /// the tools are listed first when they were not yet.
-    pub(super) async fn ui_resource_for(self: &Arc<Self>, tool: &str) -> Option<String> {
-        if self.declares(APPS_EXTENSION) && self.tool_index.is_empty() {
-            if let Err(e) = self.list_tools().await {
-                tracing::debug!(server = %self.settings.name, error = %e, "could not list tools for their UI resources");
-            }
-        }
-        self.ui_resource_of(tool)
     }
 
     pub(super) async fn list(self: &Arc<Self>, method: &str, key: &str) -> Result<Arc<Vec<Value>>> {

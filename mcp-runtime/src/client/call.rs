@@ -1,6 +1,7 @@
 //! `tools/call` in the making ([`CallTool`]): options first, then await it.
 
-use super::handle::Client;
+use super::handle::{Client, Inner};
+use super::index::{Guess, ToolEntry};
 use super::options::RequestOptions;
 use super::tasks::Started;
 use crate::error::{Error, Result};
@@ -36,6 +37,9 @@ pub struct CallTool<'a> {
     pub(super) name: String,
     pub(super) arguments: Value,
     pub(super) options: RequestOptions,
+    /// What the call needs besides its name and arguments, resolved by the caller (a
+    /// declared server's tool); `None`: the tool index says.
+    pub(super) known: Option<Arc<ToolEntry>>,
 }
 
 impl fmt::Debug for CallTool<'_> {
@@ -79,6 +83,12 @@ impl CallTool<'_> {
         self.options = options;
         self
     }
+    /// Sends the call as `entry` says (its headers, task support, UI resource)
+    /// instead of looking the tool up in the tool index: for a tool resolved once.
+    pub(crate) fn known(mut self, entry: Option<Arc<ToolEntry>>) -> Self {
+        self.known = entry;
+        self
+    }
 
     /// Makes the call, leaving the input a 2026-07-28 server asks for to the caller
     /// instead of answering it with the client's input handler: the outcome is the
@@ -103,7 +113,9 @@ impl CallTool<'_> {
     }
 
     /// Sends the call and reads the result as `F` takes it: one state machine per
-    /// way of ending, so a plain call moves nothing but its result.
+    /// way of ending, so a plain call moves nothing but its result. It sends one
+    /// `tools/call` and never lists the tools: what it needs besides the name and the
+    /// arguments comes from the caller's resolved entry or the tool index.
     async fn run<F: Finish>(self) -> Result<F::Out> {
         let inner = &self.client.inner;
         if !matches!(self.arguments, Value::Null | Value::Object(_)) {
@@ -112,95 +124,111 @@ impl CallTool<'_> {
             ));
         }
         let mut options = self.options;
-        let (name, arguments) = (self.name, self.arguments);
+        let (name, arguments, known) = (self.name, self.arguments, self.known);
+        let ui_resource = |inner: &Inner| match &known {
+            Some(e) => e.ui_resource.clone(),
+            None => inner.ui_resource_of(&name),
+        };
         // Answers for a task that paused for input: they go to the task, and the
         // call waits for it.
         if let Some(id) = options.answered_task() {
             return match self.client.task(id).outcome(&options).await? {
                 CallOutcome::Done(mut r) => {
-                    r.ui_resource = inner.ui_resource_for(&name).await;
+                    r.ui_resource = ui_resource(inner);
                     Ok(F::done(r))
                 }
                 CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
             };
         }
         // 2025-11-25: a tool the server runs only as a task is started as one and
-        // waited for.
+        // waited for. Whether it does is what the entry or the tool index says (a
+        // list or a declaration's snapshot); a tool neither knows goes out as a plain
+        // call, and the server's refusal says to list the tools.
         let details = inner.ensure().await?;
-        let runs_tasks = details
-            .capabilities
-            .0
-            .get("tasks")
-            .and_then(|t| t.get("requests"))
-            .and_then(|r| r.get("tools"))
-            .and_then(|t| t.get("call"))
-            .is_some();
-        // Whether the tool runs only as a task: from the tool index (a list or a
-        // declaration's snapshot). Only here may a call list the tools first: a
-        // 2025-11-25 server that runs tools as tasks, for a tool the index does not
-        // know — the server's refusal would be a tool result like any other, so
-        // nothing but its list can tell.
-        if details.era == Era::Legacy && runs_tasks {
-            let support = inner.task_support(&name).await?;
-            if support == TaskSupport::Required {
-                return match self.client.start(&name, arguments).await? {
-                    Started::Task(task) => match task.outcome(&options).await? {
-                        CallOutcome::Done(r) => Ok(F::done(r)),
-                        CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
-                    },
-                    Started::Done(result) => Ok(F::done(*result)),
-                };
-            }
+        let runs_tasks = details.era == Era::Legacy
+            && details
+                .capabilities
+                .0
+                .pointer("/tasks/requests/tools/call")
+                .is_some();
+        let support = match &known {
+            Some(e) => Some(e.task_support),
+            None if runs_tasks => inner.tool_index.task_support(&name),
+            None => None,
+        };
+        if runs_tasks && support == Some(TaskSupport::Required) {
+            return match self
+                .client
+                .start_known(&name, arguments, known.as_deref())
+                .await?
+            {
+                Started::Task(task) => match task.outcome(&options).await? {
+                    CallOutcome::Done(r) => Ok(F::done(r)),
+                    CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
+                },
+                Started::Done(result) => Ok(F::done(*result)),
+            };
         }
-        options.headers = inner.param_headers(&name, &arguments);
+        options.headers = match &known {
+            Some(e) if inner.transport.mirrors_param_headers() => e.header_values(&arguments),
+            Some(_) => Vec::new(),
+            None => inner.param_headers(&name, &arguments),
+        };
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.clone()));
         if let Value::Object(_) = arguments {
             params.insert("arguments".into(), arguments);
         }
-        // The arguments are moved into the request; a copy is kept only where the
-        // server may ask for the call again with other headers.
-        // Only a 2026-07-28 server checks them (and refuses a mismatch).
-        let mirrors = inner.transport.mirrors_param_headers() && details.era == Era::Modern;
-        let again = mirrors.then(|| params.clone());
         let v = match inner
             .call_pausing(Method::ToolsCall.as_str(), params, &options)
             .await
         {
-            // The server says the headers do not match the arguments: the tool
-            // index did not know the tool, or its list changed. List again and
-            // retry once (the server refused the call before running it).
-            Err(e)
-                if matches!(
-                    e.code(),
-                    Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
-                ) && again.is_some() =>
-            {
-                let params = again.unwrap_or_default();
-                inner.invalidate("tools/");
-                inner.tool_index.stale();
-                match inner.list_tools().await {
-                    Ok(_) => {}
-                    Err(e) if e.is_protocol() || e.is_invalid_response() => {
-                        tracing::debug!(server = %inner.settings.name, error = %e, "could not list tools to find their header arguments")
-                    }
-                    Err(e) => return Err(e),
-                }
-                let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
-                options.headers = inner.param_headers(&name, &arguments);
-                inner
-                    .call_pausing(Method::ToolsCall.as_str(), params, &options)
-                    .await?
+            Ok(v) => v,
+            Err(e) => {
+                let guess = if runs_tasks && support.is_none() {
+                    Guess::Plain
+                } else {
+                    Guess::Known
+                };
+                return Err(inner.refused(e, &name, guess));
             }
-            other => other?,
         };
         let v = match v {
             CallOutcome::Done(v) => v,
             CallOutcome::NeedsInput(p) => return F::input(&inner.settings.name, p),
         };
         let mut r = CallToolResult::from_value(v)?;
-        r.ui_resource = inner.ui_resource_for(&name).await;
+        r.ui_resource = ui_resource(inner);
         Ok(F::done(r))
+    }
+}
+
+impl Inner {
+    /// A `tools/call` of `tool` failed with `e`: with what to do when the server
+    /// refused it for what the session did not know — the `Mcp-Param-*` headers its
+    /// arguments are mirrored into (`-32020`, refused before running anything; what
+    /// the session knows of the tools becomes a guess, and the next list replaces
+    /// it), or (`-32601`, a 2025-11-25 server that runs tools as tasks, a tool the
+    /// session does not know: `guess`) that it runs only as a task, or not as one.
+    /// The call is not sent again and the tools are not listed here: a call never
+    /// lists them.
+    pub(super) fn refused(&self, e: Error, tool: &str, guess: Guess) -> Error {
+        match e.code() {
+            Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT) => {
+                self.invalidate("tools/");
+                self.tool_index.stale();
+                e.with_hint(format!(
+                    "the server wanted `Mcp-Param-*` headers this session did not know for `{tool}` (or they changed): list the tools (`tools()`) and call again"
+                ))
+            }
+            Some(code::METHOD_NOT_FOUND) if guess == Guess::Plain => e.with_hint(format!(
+                "`{tool}` may run only as a task, which this session does not know: list the tools (`tools()`) and call again, or start it (`start`)"
+            )),
+            Some(code::METHOD_NOT_FOUND) if guess == Guess::AsTask => e.with_hint(format!(
+                "`{tool}` may not run as a task, which this session does not know: list the tools (`tools()`) and start it again, or call it (`call`)"
+            )),
+            _ => e,
+        }
     }
 }
 

@@ -3,8 +3,11 @@
 //! (2026-07-28 over HTTP), its MCP Apps UI resource, and whether it must run as a task
 //! (2025-11-25). It is filled by `tools/list` (or seeded from a declaration's snapshot)
 //! and never fetched in the middle of a `tools/call`: a call on a fresh session goes
-//! out at once, and a server that wanted headers it did not get answers `-32020`,
-//! after which the tools are listed and the call is sent once more.
+//! out at once, with what the index knows. A server that wanted headers it did not get
+//! answers `-32020` and the call fails saying to list the tools; a 2025-11-25 tool that
+//! runs only as a task, which the index did not know, is refused (`-32601`) the same
+//! way. A declared server's tools carry their entry ([`ToolEntry`]) themselves,
+//! resolved when they were listed: their calls do not look the index up at all.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -16,15 +19,71 @@ use crate::protocol::TaskSupport;
 use crate::transport::headers::{self, ParamHeader};
 use mcp_runtime_core::lock;
 
-/// What the index keeps of one tool.
+/// What the index keeps of one tool: what a call of it needs besides its name and
+/// arguments.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct ToolEntry {
+pub(crate) struct ToolEntry {
     /// The arguments mirrored into `Mcp-Param-*` headers.
     pub(super) headers: Vec<ParamHeader>,
     /// Its MCP Apps UI resource.
     pub(super) ui_resource: Option<String>,
     /// Its `execution.taskSupport` (2025-11-25).
     pub(super) task_support: TaskSupport,
+}
+
+impl ToolEntry {
+    /// What a call of `tool` needs, from its definition. With `mirror_headers`, an
+    /// invalid `x-mcp-header` annotation is an error saying why.
+    fn of(tool: &Tool, mirror_headers: bool) -> Result<ToolEntry, String> {
+        let headers = if mirror_headers {
+            headers::param_headers(&tool.input_schema)?
+        } else {
+            Vec::new()
+        };
+        Ok(ToolEntry {
+            headers,
+            ui_resource: tool.ui_resource_uri(),
+            task_support: TaskSupport::parse(
+                tool.extra
+                    .get("execution")
+                    .and_then(|e| e.get("taskSupport"))
+                    .and_then(Value::as_str),
+            ),
+        })
+    }
+
+    /// What a call of a declared server's `tool` needs, from its definition (a listed
+    /// one or a snapshot's). Its header mirrors are kept when the annotations are valid
+    /// and sent only over a transport that mirrors arguments into headers; a tool
+    /// with invalid ones is left out of a mirroring transport's list, and has none.
+    pub(crate) fn of_definition(tool: &Tool) -> ToolEntry {
+        ToolEntry::of(tool, true)
+            .or_else(|_| ToolEntry::of(tool, false))
+            .unwrap_or_default()
+    }
+
+    /// The `Mcp-Param-*` headers of a call with `arguments`.
+    pub(super) fn header_values(&self, arguments: &Value) -> Vec<(String, String)> {
+        self.headers
+            .iter()
+            .filter_map(|h| {
+                headers::header_value(arguments, &h.path)
+                    .map(|v| (format!("Mcp-Param-{}", h.name), v))
+            })
+            .collect()
+    }
+}
+
+/// How a `tools/call` of a 2025-11-25 server that runs tools as tasks was sent when
+/// the session did not know the tool's task support.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Guess {
+    /// The session knew it (or the server runs no tasks).
+    Known,
+    /// As a plain call: the tool may run only as a task.
+    Plain,
+    /// As a task (`start`): the tool may not run as one.
+    AsTask,
 }
 
 /// Where the index's entries came from.
@@ -83,6 +142,7 @@ impl ToolIndex {
     }
 
     /// True while it knows nothing at all (no list, no snapshot).
+    #[cfg(test)]
     pub(super) fn is_empty(&self) -> bool {
         lock(&self.state).0 == Source::Empty
     }
@@ -107,22 +167,16 @@ impl ToolIndex {
     /// index knows (none when it knows nothing of the tool).
     pub(super) fn param_headers(&self, tool: &str, arguments: &Value) -> Vec<(String, String)> {
         let state = lock(&self.state);
-        let Some(entry) = state.1.get(tool) else {
-            return Vec::new();
-        };
-        entry
-            .headers
-            .iter()
-            .filter_map(|h| {
-                headers::header_value(arguments, &h.path)
-                    .map(|v| (format!("Mcp-Param-{}", h.name), v))
-            })
-            .collect()
+        state
+            .1
+            .get(tool)
+            .map(|e| e.header_values(arguments))
+            .unwrap_or_default()
     }
 
     /// The server's tools changed, or the session ended: what the index knows stays
-    /// as a guess (a wrong header guess is answered `-32020`, and the call lists and
-    /// retries) until the next list replaces it.
+    /// as a guess (a wrong header guess is answered `-32020`, and the call fails saying
+    /// to list the tools) until the next list replaces it.
     pub(super) fn stale(&self) {
         let mut state = lock(&self.state);
         if state.0 != Source::Empty {
@@ -139,29 +193,15 @@ fn entries(
     let mut map = HashMap::with_capacity(tools.len());
     let mut kept = Vec::with_capacity(tools.len());
     for tool in tools {
-        let headers = if mirror_headers {
-            match headers::param_headers(&tool.input_schema) {
-                Ok(h) => h,
-                Err(why) => {
-                    tracing::warn!(server = %server, tool = %tool.name, "left out a tool with an invalid x-mcp-header: {why}");
-                    continue;
-                }
+        match ToolEntry::of(&tool, mirror_headers) {
+            Ok(entry) => {
+                map.insert(tool.name.clone(), entry);
+                kept.push(tool);
             }
-        } else {
-            Vec::new()
-        };
-        let entry = ToolEntry {
-            headers,
-            ui_resource: tool.ui_resource_uri(),
-            task_support: TaskSupport::parse(
-                tool.extra
-                    .get("execution")
-                    .and_then(|e| e.get("taskSupport"))
-                    .and_then(Value::as_str),
-            ),
-        };
-        map.insert(tool.name.clone(), entry);
-        kept.push(tool);
+            Err(why) => {
+                tracing::warn!(server = %server, tool = %tool.name, "left out a tool with an invalid x-mcp-header: {why}");
+            }
+        }
     }
     (kept, map)
 }

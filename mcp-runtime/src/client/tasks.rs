@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::change::Change;
 use super::handle::{Client, Inner};
+use super::index::{Guess, ToolEntry};
 use super::options::RequestOptions;
 use super::task_status::{TaskState, TaskStatus};
 use crate::error::{Error, Result};
@@ -198,7 +199,23 @@ impl Client {
     /// (`.extension("io.modelcontextprotocol/tasks", json!({}))`); servers of
     /// 2025-11-25 that run tools as tasks need nothing. Keep the task's id to pick it
     /// up later with [`Client::task`].
+    ///
+    /// The tools are never listed here: with a 2025-11-25 server, a tool is started as
+    /// a task when the tool index (the last `tools()`, or a declaration's snapshot)
+    /// says it may run as one, or does not know it (a server whose tool forbids it
+    /// refuses, and the error says to list the tools).
     pub async fn start(&self, name: &str, arguments: Value) -> Result<Started> {
+        self.start_known(name, arguments, None).await
+    }
+
+    /// [`start`](Self::start), sent as `known` says (its headers, task support, UI
+    /// resource) when the caller resolved the tool; `None`: as the tool index says.
+    pub(crate) async fn start_known(
+        &self,
+        name: &str,
+        arguments: Value,
+        known: Option<&ToolEntry>,
+    ) -> Result<Started> {
         let inner = &self.inner;
         let details = inner.ensure().await?;
         let mut params = Map::new();
@@ -210,7 +227,12 @@ impl Client {
             keep_task: true,
             ..Default::default()
         };
-        opts.headers = inner.param_headers(name, &arguments);
+        opts.headers = match known {
+            Some(e) if inner.transport.mirrors_param_headers() => e.header_values(&arguments),
+            Some(_) => Vec::new(),
+            None => inner.param_headers(name, &arguments),
+        };
+        let mut guess = Guess::Known;
         match details.era {
             Era::Modern => {
                 if !inner.declares(TASKS_EXTENSION) {
@@ -220,14 +242,33 @@ impl Client {
                 }
             }
             Era::Legacy => {
-                if inner.legacy_task_support(name).await? {
+                let support = match known {
+                    Some(e) => Some(e.task_support),
+                    None => inner.tool_index.task_support(name),
+                };
+                let server_runs = details
+                    .capabilities
+                    .0
+                    .pointer("/tasks/requests/tools/call")
+                    .is_some();
+                // A tool the index does not know is asked for as a task (the caller
+                // asked to start it); a server whose tool forbids it refuses, and the
+                // error says to list the tools.
+                if server_runs && support.is_none() {
+                    guess = Guess::AsTask;
+                }
+                if server_runs
+                    && support
+                        .is_none_or(|s| matches!(s, TaskSupport::Optional | TaskSupport::Required))
+                {
                     params.insert("task".into(), json!({}));
                 }
             }
         }
         let v = inner
             .call(Method::ToolsCall.as_str(), params, &opts)
-            .await?;
+            .await
+            .map_err(|e| inner.refused(e, name, guess))?;
         let is_task = v.get("resultType").and_then(Value::as_str) == Some("task")
             || v.get("task").is_some_and(Value::is_object);
         if is_task {
@@ -240,7 +281,10 @@ impl Client {
             }));
         }
         let mut r = CallToolResult::from_value(v)?;
-        r.ui_resource = inner.ui_resource_for(name).await;
+        r.ui_resource = match known {
+            Some(e) => e.ui_resource.clone(),
+            None => inner.ui_resource_of(name),
+        };
         Ok(Started::Done(Box::new(r)))
     }
 
@@ -256,34 +300,6 @@ impl Client {
 }
 
 impl Inner {
-    /// Whether a 2025-11-25 server runs `tool` as a task when asked: the server's
-    /// `tasks.requests.tools.call` capability and the tool's `execution.taskSupport`.
-    pub(super) async fn legacy_task_support(self: &Arc<Self>, tool: &str) -> Result<bool> {
-        let details = self.ensure().await?;
-        let server_runs = details
-            .capabilities
-            .0
-            .pointer("/tasks/requests/tools/call")
-            .is_some();
-        if !server_runs {
-            return Ok(false);
-        }
-        Ok(matches!(
-            self.task_support(tool).await?,
-            TaskSupport::Optional | TaskSupport::Required
-        ))
-    }
-
-    /// A tool's `execution.taskSupport` (2025-11-25), from the tool index (the tools
-    /// are listed when it does not know the tool).
-    pub(super) async fn task_support(self: &Arc<Self>, tool: &str) -> Result<TaskSupport> {
-        if let Some(support) = self.tool_index.task_support(tool) {
-            return Ok(support);
-        }
-        self.list_tools().await?;
-        Ok(self.tool_index.task_support(tool).unwrap_or_default())
-    }
-
     fn task_params(id: &str) -> Map<String, Value> {
         let mut params = Map::new();
         params.insert("taskId".into(), Value::String(id.to_owned()));

@@ -512,13 +512,17 @@ async fn paused_input_is_returned_unanswered_and_checked_when_read() {
     assert!(calls[0].params["_meta"][meta::CLIENT_CAPABILITIES]["elicitation"]["form"].is_object());
 }
 
+/// The wire of a call, for each path that once listed the tools in the middle of a
+/// call: a call sends exactly one `tools/call` and no `tools/list`; what it needs
+/// comes from the tool index filled by the last list, or it fails saying to list.
+///
 /// 2026-07-28 over a transport that mirrors arguments into headers: a call on a fresh
 /// session goes out at once, with no tool list first; the server, which wanted a
 /// header mirror the session could not know of, answers `-32020` before running
-/// anything, and the call lists the tools and is sent once more, with the header. The
-/// next call knows it.
+/// anything, and the call fails saying to list the tools — it is not sent again.
+/// After a list, the call mirrors the argument.
 #[tokio::test]
-async fn a_call_the_tool_index_cannot_complete_is_retried_after_a_header_mismatch() {
+async fn a_header_mismatch_fails_saying_to_list_the_tools_and_never_lists() {
     let (c, log, headers) = crate::testing::scripted_mirroring(Client::builder(), |r, n| {
         match (r.method.as_str(), n) {
             ("server/discover", _) => Step::Reply(discover_ok()),
@@ -532,19 +536,96 @@ async fn a_call_the_tool_index_cannot_complete_is_retried_after_a_header_mismatc
             _ => Step::Fail(-32601, Value::Null),
         }
     });
+    let e = c.call("query", json!({"region": "eu"})).await.unwrap_err();
+    assert!(e.is_protocol() && e.code() == Some(-32020), "{e}");
+    assert!(e.to_string().contains("list the tools"), "{e}");
+    assert_eq!(logged(&log), ["server/discover", "tools/call"]);
+    let region = ("Mcp-Param-Region".to_owned(), "eu".to_owned());
+    assert!(
+        !lock(&headers)[1].contains(&region),
+        "the call knew nothing"
+    );
+    c.tools().await.unwrap();
     let r = c.call("query", json!({"region": "eu"})).await.unwrap();
     assert_eq!(r.text(), "ok");
     assert_eq!(
-        *log.lock().unwrap(),
+        logged(&log),
         ["server/discover", "tools/call", "tools/list", "tools/call"]
     );
-    let region = ("Mcp-Param-Region".to_owned(), "eu".to_owned());
-    {
-        let seen = headers.lock().unwrap();
-        assert!(!seen[1].contains(&region), "the first call knew nothing");
-        assert!(seen[3].contains(&region), "the retry mirrors the argument");
-    }
-    c.call("query", json!({"region": "eu"})).await.unwrap();
-    assert_eq!(log.lock().unwrap().len(), 5, "the index knows the tool now");
-    assert!(headers.lock().unwrap()[4].contains(&region));
+    assert!(
+        lock(&headers)[3].contains(&region),
+        "the index knows the tool now"
+    );
+}
+
+/// 2025-11-25, a server that runs tools as tasks: a tool the tool index does not
+/// know goes out as one plain `tools/call` (no list first); the server refuses a
+/// task-only tool (`-32601`), and the error says to list the tools. After a list,
+/// the call starts it as a task.
+#[tokio::test]
+async fn a_task_only_tool_the_index_does_not_know_is_refused_saying_to_list() {
+    let builder = Client::builder().protocol(ProtocolMode::Legacy);
+    let (c, (seen, log)) = scripted_log(builder, |r, _| match r.method.as_str() {
+        "initialize" => Step::Reply(json!({"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}},
+            "serverInfo": {"name": "old", "version": "1"}})),
+        "tools/list" => Step::Reply(json!({"tools": [{"name": "research",
+            "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}]})),
+        "tools/call" if r.params.get("task").is_none() => Step::Fail(-32601, Value::Null),
+        "tools/call" => Step::Reply(json!({"content": [{"type": "text", "text": "ran"}]})),
+        _ => Step::Reply(json!({})),
+    });
+    let calls =
+        |log: &Arc<Mutex<Vec<String>>>, m: &str| logged(log).iter().filter(|l| *l == m).count();
+    let e = c.call("research", json!({})).await.unwrap_err();
+    assert!(e.is_protocol() && e.code() == Some(-32601), "{e}");
+    assert!(e.to_string().contains("list the tools"), "{e}");
+    assert_eq!(
+        (calls(&log, "tools/call"), calls(&log, "tools/list")),
+        (1, 0)
+    );
+    c.tools().await.unwrap();
+    let r = c.call("research", json!({})).await.unwrap();
+    assert_eq!(r.text(), "ran");
+    assert_eq!(
+        (calls(&log, "tools/call"), calls(&log, "tools/list")),
+        (2, 1)
+    );
+    let last = lock(&seen).last().map(|r| r.params.clone());
+    assert!(
+        last.is_some_and(|p| p.get("task").is_some()),
+        "started as a task"
+    );
+}
+
+/// MCP Apps declared, nothing known of the tools yet: the call sends one
+/// `tools/call` and no `tools/list`, and its result names no UI resource; after a
+/// list, it does.
+#[tokio::test]
+async fn an_apps_call_on_an_empty_index_never_lists() {
+    let builder = Client::builder().extension(
+        "io.modelcontextprotocol/ui",
+        json!({"mimeTypes": [crate::model::MCP_APP_MIME_TYPE]}),
+    );
+    let (c, (_, log)) = scripted_log(builder, |r, _| match r.method.as_str() {
+        "server/discover" => Step::Reply(discover_ok()),
+        "tools/list" => Step::Reply(json!({"tools": [{"name": "chart",
+            "inputSchema": {"type": "object"},
+            "_meta": {"ui": {"resourceUri": "ui://charts/view.html"}}}]})),
+        "tools/call" => Step::Reply(json!({"content": [{"type": "text", "text": "ok"}]})),
+        _ => Step::Fail(-32601, Value::Null),
+    });
+    let r = c.call("chart", json!({})).await.unwrap();
+    assert_eq!(
+        r.ui_resource, None,
+        "the index knew nothing, and nothing was listed"
+    );
+    assert_eq!(logged(&log), ["server/discover", "tools/call"]);
+    c.tools().await.unwrap();
+    let r = c.call("chart", json!({})).await.unwrap();
+    assert_eq!(r.ui_resource.as_deref(), Some("ui://charts/view.html"));
+    assert_eq!(
+        logged(&log),
+        ["server/discover", "tools/call", "tools/list", "tools/call"]
+    );
 }

@@ -7,7 +7,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::shared::*;
+use super::callbacks::{ChangeFn, InputFn, OAuthConfig, OAuthFactory, ProgressFn, Shared};
+use super::connect::{Connect, Context};
+use super::mcp::{LocalTool, Mcp, Spec, ToolMap};
+use super::shape::{Approval, DriftPolicy, ToolShape};
+use super::tool::{McpTool, ServerCall};
+use crate::client::ToolEntry;
 use crate::client::{Change, Client};
 use crate::error::{Error, Result};
 use crate::input::{InputKinds, InputRequest, InputResponse};
@@ -413,7 +418,7 @@ impl McpBuilder {
         if let Some(k) = self.input_kinds {
             client = client.input_requests(k);
         }
-        let tools_cache: Arc<Mutex<Option<Arc<super::ToolMap>>>> = Arc::new(Mutex::new(None));
+        let tools_cache: Arc<Mutex<Option<Arc<ToolMap>>>> = Arc::new(Mutex::new(None));
         {
             let cache = tools_cache.clone();
             let callbacks = self.after_change;
@@ -560,6 +565,21 @@ impl McpBuilder {
         if !errors.is_empty() {
             return Err(Error::config(errors.join("; ")));
         }
+        // The snapshot's tools, resolved once, in its order (the typed methods call
+        // them by position).
+        let declared = snapshot
+            .iter()
+            .flatten()
+            .map(|t| {
+                let shape = self.shapes.iter().find(|s| s.name == t.name);
+                let entry = ToolEntry::of_definition(t);
+                Mutex::new(Arc::new(ServerCall::new(
+                    t.name.clone(),
+                    shape,
+                    Some(entry),
+                )))
+            })
+            .collect();
         Ok(Mcp {
             spec: Arc::new(Spec {
                 name: self.name,
@@ -573,6 +593,7 @@ impl McpBuilder {
                 approvals: Arc::new(self.approvals),
                 defer: self.defer,
                 snapshot,
+                declared,
                 drift: self.drift,
                 oauth_with: self.oauth_with,
             }),

@@ -1,26 +1,35 @@
 //! Calling a declared server's tools: resolved once, called many times.
 //!
-//! * By name ([`Mcp::call`], [`Mcp::start`]): the name is looked up once in the handle's
-//!   map of shaped tools (listed once, kept until the server's tools change).
-//! * By handle ([`McpTool::call`]): a tool from [`Mcp::tools`] is already resolved; an
-//!   agent calls the tool it offered, without looking it up again.
-//! * Typed methods `#[mcp]` generates call the server's tool by the server's name
-//!   directly: no tool list is fetched first (unless the declaration's drift policy is
-//!   `error`, which needs the server's list once to compare).
+//! * By name ([`Mcp::call`], [`Mcp::start`]): one lookup of the name in the handle's
+//!   map of shaped tools (listed once, kept until the server's tools change), each
+//!   already resolved.
+//! * By handle ([`McpTool::call`](crate::McpTool::call)): a tool from [`Mcp::tools`] holds its resolution;
+//!   an agent calls the tool it offered, looking nothing up.
+//! * Typed methods `#[mcp]` generates call the snapshot's tool at their position in
+//!   the snapshot, resolved when the handle was built (again each time it lists its
+//!   tools): no lookup, and no tool list fetched first (unless the declaration's drift
+//!   policy is `error`, which needs the server's list once to compare).
 //!
-//! Each path adds the declaration's fixed arguments and applies its wrap; the
-//! arguments are moved to the session, and copied only when a wrap needs them after
-//! the call.
+//! A resolved server tool carries the declaration's fixed arguments and wrap and what
+//! the session needs to send it (headers to mirror, task support, UI resource): the
+//! session does not look the tool up either. The arguments are moved to the session,
+//! and copied only when a wrap needs them after the call.
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
-use super::shared::{DriftPolicy, Mcp, McpTool, ToolMap};
+use serde_json::Value;
+
+use super::mcp::{Mcp, Spec, ToolMap, WeakMcp};
+use super::shape::DriftPolicy;
+use super::tool::{Owner, Run, ServerCall};
 use super::typed::Typed;
 use crate::client::RequestOptions;
 use crate::error::{Error, Result};
 use crate::input::{ended, CallOutcome};
 use crate::model::CallToolResult;
+use crate::protocol::code;
 use crate::snapshot::did_you_mean;
+use crate::transport::BoxFuture;
 use mcp_runtime_core::lock;
 
 impl Mcp {
@@ -64,8 +73,8 @@ impl Mcp {
         options: RequestOptions,
     ) -> Result<CallOutcome> {
         let map = self.tool_map().await?;
-        let tool = self.find(&map, name)?;
-        self.call_resolved(tool, arguments, options).await
+        let run = self.find(&map, name)?;
+        self.run(run, arguments, options).await
     }
 
     /// Starts a server tool in the background (see [`Client::start`]), with the
@@ -74,20 +83,26 @@ impl Mcp {
     /// [`Client::start`]: crate::Client::start
     pub async fn start(&self, name: &str, arguments: Value) -> Result<crate::client::Started> {
         let map = self.tool_map().await?;
-        let tool = self.find(&map, name)?;
-        let server_name = tool.server_name.as_deref().ok_or_else(|| {
-            Error::config(format!("`{name}` is a local tool: it runs in this process"))
-        })?;
-        let args = self.with_fixed(server_name, arguments)?;
-        self.client()?.start(server_name, args).await
+        let Run::Server(call) = self.find(&map, name)? else {
+            return Err(Error::config(format!(
+                "`{name}` is a local tool: it runs in this process"
+            )));
+        };
+        let args = call.arguments(arguments)?;
+        self.client()?
+            .start_known(&call.name, args, call.entry.as_deref())
+            .await
     }
 
-    /// Calls the server's tool `server_name` (its own name, not a model-facing one)
-    /// with the declaration's fixed arguments and wrap. For the typed methods `#[mcp]`
-    /// generates: no tool list is fetched first, unless the drift policy is `error`.
+    /// Calls the server's tool `server_name` (its own name, not a model-facing one),
+    /// the snapshot's tool at position `at`, with the declaration's fixed arguments and
+    /// wrap. For the typed methods `#[mcp]` generates: the tool was resolved when the
+    /// handle was built, and no tool list is fetched first, unless the drift policy is
+    /// `error`.
     #[doc(hidden)]
     pub async fn call_declared(
         &self,
+        at: usize,
         server_name: &str,
         arguments: Result<Value>,
     ) -> Result<CallToolResult> {
@@ -95,10 +110,20 @@ impl Mcp {
         if self.spec.drift == DriftPolicy::Error {
             self.tool_map().await?;
         }
+        let call = self.declared(at, server_name);
         let outcome = self
-            .call_server(server_name, arguments, RequestOptions::default())
+            .call_server(&call, arguments, RequestOptions::default())
             .await?;
         ended(&self.spec.name, server_name, outcome)
+    }
+
+    /// The snapshot's tool at `at`, resolved; resolved here from the declaration alone
+    /// when the snapshot has no `server_name` there (a handle built without it).
+    fn declared(&self, at: usize, server_name: &str) -> Arc<ServerCall> {
+        match self.spec.declared.get(at).map(|slot| lock(slot).clone()) {
+            Some(call) if call.name == server_name => call,
+            _ => Arc::new(resolve(&self.spec, server_name)),
+        }
     }
 
     /// [`call_declared`](Self::call_declared), the output read as `T`. Generic over the
@@ -107,13 +132,14 @@ impl Mcp {
     #[doc(hidden)]
     pub async fn call_declared_typed<T>(
         &self,
+        at: usize,
         server_name: &str,
         arguments: Result<Value>,
     ) -> Result<Typed<T>>
     where
         T: serde::de::DeserializeOwned,
     {
-        let result = self.call_declared(server_name, arguments).await?;
+        let result = self.call_declared(at, server_name, arguments).await?;
         Ok(self.typed(server_name, result))
     }
 
@@ -146,12 +172,14 @@ impl Mcp {
         Typed { result, output }
     }
 
-    /// The tool a name stands for: the model-facing name first, then the server's.
-    fn find<'m>(&self, map: &'m ToolMap, name: &str) -> Result<&'m McpTool> {
+    /// What a name stands for (the model-facing name first, then the server's),
+    /// resolved: one map lookup.
+    fn find<'m>(&self, map: &'m ToolMap, name: &str) -> Result<&'m Run> {
         map.by_name
             .get(name)
-            .or_else(|| map.by_server_name.get(name))
             .and_then(|&i| map.list.get(i))
+            .and_then(|t| t.target.as_deref())
+            .map(|t| &t.run)
             .ok_or_else(|| {
                 let hint = did_you_mean(name, map.list.iter().map(|t| t.name.as_str()))
                     .map(|m| format!(" (did you mean `{m}`?)"))
@@ -160,82 +188,73 @@ impl Mcp {
             })
     }
 
-    /// Calls a tool this handle shaped: a local tool in this process, a server tool on
-    /// the server.
-    pub(super) async fn call_resolved(
+    /// Runs a tool this handle resolved: a local tool in this process, a server tool
+    /// on the server.
+    pub(super) async fn run(
         &self,
-        tool: &McpTool,
+        run: &Run,
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallOutcome> {
-        match &tool.server_name {
-            Some(server_name) => self.call_server(server_name, arguments, options).await,
-            None => {
-                let local = self
-                    .spec
-                    .local
-                    .iter()
-                    .find(|l| l.definition().name == tool.name)
-                    .cloned()
-                    .ok_or_else(|| Error::config(format!("tool `{}` is gone", tool.name)))?;
+        match run {
+            Run::Server(call) => self.call_server(call, arguments, options).await,
+            Run::Local(i) => {
+                let local =
+                    self.spec.local.get(*i).cloned().ok_or_else(|| {
+                        Error::config("a local tool is gone from its declaration")
+                    })?;
                 local.call(self, arguments).await.map(CallOutcome::Done)
             }
         }
     }
 
-    /// `arguments` as an object, with the declaration's fixed arguments of
-    /// `server_name` added.
-    fn with_fixed(&self, server_name: &str, arguments: Value) -> Result<Value> {
-        let mut args = match arguments {
-            Value::Null => Map::new(),
-            Value::Object(m) => m,
-            _ => return Err(Error::config("tool arguments must be a JSON object")),
-        };
-        if let Some(shape) = self.spec.shapes.iter().find(|s| s.name == server_name) {
-            for (k, v) in &shape.fixed {
-                args.insert(k.clone(), v.get());
-            }
-        }
-        Ok(Value::Object(args))
-    }
-
     async fn call_server(
         &self,
-        server_name: &str,
+        call: &ServerCall,
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallOutcome> {
-        let args = self.with_fixed(server_name, arguments)?;
-        let wrap = self
-            .spec
-            .shapes
-            .iter()
-            .find(|s| s.name == server_name)
-            .and_then(|s| s.wrap.clone());
+        let args = call.arguments(arguments)?;
         // The arguments go to the session; a copy stays only for a wrap.
-        let kept = wrap.as_ref().map(|_| args.clone());
+        let kept = call.wrap.as_ref().map(|_| args.clone());
         let result = match self
             .client()?
-            .call(server_name, args)
+            .call(&call.name, args)
             .options(options)
+            .known(call.entry.clone())
             .outcome()
             .await
         {
             Ok(CallOutcome::Done(r)) => r,
             Ok(CallOutcome::NeedsInput(p)) => return Ok(CallOutcome::NeedsInput(p)),
             Err(e) => {
-                if e.is_not_found() {
-                    // The tool may be gone: fetch the list again next time.
+                let stale = e.is_not_found()
+                    || matches!(
+                        e.code(),
+                        Some(code::HEADER_MISMATCH | code::HEADER_MISMATCH_DRAFT)
+                    );
+                if stale {
+                    // The tool may be gone or changed: list again next time.
                     *lock(&self.tools) = None;
                 }
                 return Err(e);
             }
         };
-        match (wrap, kept) {
+        match (&call.wrap, kept) {
             (Some(wrap), Some(args)) => wrap(result, args).await.map(CallOutcome::Done),
             _ => Ok(CallOutcome::Done(result)),
         }
     }
+}
+
+/// The server tool `name` resolved from the declaration alone: its shape's fixed
+/// arguments and wrap; the session's tool index says how to send it.
+fn resolve(spec: &Spec, name: &str) -> ServerCall {
+    ServerCall::new(
+        name.to_owned(),
+        spec.shapes.iter().find(|s| s.name == name),
+        None,
+    )
 }
 
 /// Typed arguments as the JSON object a call sends.
@@ -249,39 +268,21 @@ pub fn typed_arguments<A: serde::Serialize>(tool: &str, arguments: &A) -> Result
     })
 }
 
-impl McpTool {
-    /// Calls this tool on the server it came from (fixed arguments added, the result
-    /// wrapped as declared), without looking its name up again. Fails for a tool that
-    /// did not come from a handle's [`Mcp::tools`], or whose handle is gone.
-    pub async fn call(&self, arguments: Value, options: RequestOptions) -> Result<CallToolResult> {
-        let (owner, outcome) = self.outcome(arguments, options).await?;
-        ended(&owner.spec.name, &self.name, outcome)
-    }
-
-    /// [`McpTool::call`], leaving the input a 2026-07-28 server asks for to the
-    /// caller (see [`CallTool::pause_on_input`](crate::CallTool::pause_on_input)).
-    pub async fn call_pausing(
-        &self,
-        arguments: Value,
-        mut options: RequestOptions,
-    ) -> Result<CallOutcome> {
-        options.pause_input = true;
-        Ok(self.outcome(arguments, options).await?.1)
-    }
-
-    /// The call's outcome as its options have it, with the handle it was made on.
-    async fn outcome(
-        &self,
+impl Owner for WeakMcp {
+    fn call<'a>(
+        &'a self,
+        tool: &'a str,
+        run: &'a Run,
         arguments: Value,
         options: RequestOptions,
-    ) -> Result<(Mcp, CallOutcome)> {
-        let Some(owner) = self.owner.as_ref().and_then(|o| o.upgrade()) else {
-            return Err(Error::config(format!(
-                "tool `{}` does not belong to a server handle that is still open",
-                self.name
-            )));
-        };
-        let outcome = owner.call_resolved(self, arguments, options).await?;
-        Ok((owner, outcome))
+    ) -> BoxFuture<'a, Result<CallOutcome>> {
+        Box::pin(async move {
+            let Some(owner) = self.upgrade() else {
+                return Err(Error::config(format!(
+                    "tool `{tool}` does not belong to a server handle that is still open"
+                )));
+            };
+            owner.run(run, arguments, options).await
+        })
     }
 }

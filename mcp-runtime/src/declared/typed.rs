@@ -3,7 +3,9 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::builder::McpBuilder;
-use super::shared::*;
+use super::connect::Connect;
+use super::mcp::{Mcp, Spec};
+use super::shape::DriftPolicy;
 use crate::model::CallToolResult;
 
 /// A tool result with its structured output read as `T` (generated typed methods
@@ -51,6 +53,7 @@ impl McpBuilder {
                         approvals: Arc::new(Vec::new()),
                         defer: None,
                         snapshot: None,
+                        declared: Vec::new(),
                         drift: DriftPolicy::Ignore,
                         oauth_with: None,
                     }),

@@ -245,7 +245,9 @@ async fn listened_tasks_are_reported_again_after_a_reconnect() {
 }
 
 /// server-everything runs `simulate-research-query` only as a task (2025-11-25
-/// `taskSupport: required`): `call` starts it and waits, `start` returns it.
+/// `taskSupport: required`): once the tools are listed, `call` starts it and waits,
+/// `start` returns it. Before, a call does not list them: it goes out plain, and the
+/// server's refusal says to list the tools.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_only_tool_of_server_everything() {
     let asked = Arc::new(Mutex::new(0));
@@ -259,6 +261,14 @@ async fn a_task_only_tool_of_server_everything() {
         })
         .stdio(support::everything())
         .unwrap();
+    match c
+        .call("simulate-research-query", json!({"topic": "tides"}))
+        .await
+    {
+        Err(e) => assert!(e.to_string().contains("list the tools"), "{e}"),
+        Ok(r) => assert!(r.is_error(), "ran as a plain call: {}", r.text()),
+    }
+    c.tools().await.unwrap();
     let r = c
         .call("simulate-research-query", json!({"topic": "tides"}))
         .await
@@ -279,8 +289,9 @@ async fn a_task_only_tool_of_server_everything() {
     c.close().await.unwrap();
 }
 
-/// MCP Apps: a result names its tool's UI resource, one call reads the app with how
-/// to frame it, and app-only tools never reach a model.
+/// MCP Apps: a result names its tool's UI resource (from the tool list: a call never
+/// lists the tools itself), one call reads the app with how to frame it, and
+/// app-only tools never reach a model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
     for mode in [ProtocolMode::Modern, ProtocolMode::Legacy] {
@@ -292,6 +303,12 @@ async fn apps_results_carry_their_ui_and_app_only_tools_stay_hidden() {
             )
             .stdio(support::pyserver())
             .unwrap();
+        let r = c
+            .call("show_chart", json!({"title": "Tides"}))
+            .await
+            .unwrap();
+        assert_eq!(r.ui_resource, None, "nothing listed yet");
+        c.tools().await.unwrap();
         let r = c
             .call("show_chart", json!({"title": "Tides"}))
             .await
