@@ -33,6 +33,9 @@ cargo fmt --all --manifest-path fuzz/Cargo.toml -- --check
 step "imports flow downward: no import circle, at most 3 upward imports (tests/imports.py)"
 python3 tests/imports.py --max-upward 3 --max-circles 0
 
+step "at most 800 lines in every tracked .rs file, tests included (tests/lines.sh)"
+bash tests/lines.sh 800
+
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
