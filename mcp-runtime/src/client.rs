@@ -26,6 +26,7 @@ mod parts;
 #[cfg(test)]
 mod props;
 mod shared;
+#[cfg(feature = "skills")]
 mod skills;
 mod tasks;
 #[cfg(test)]
