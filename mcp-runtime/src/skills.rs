@@ -46,5 +46,6 @@ pub(crate) use loaded::SkillFiles;
 #[cfg(feature = "skills")]
 pub use loaded::{LoadOutcome, LoadedSkill};
 
-#[cfg(all(test, feature = "skills"))]
+#[cfg(feature = "skills")]
+#[cfg(test)]
 mod tests;
