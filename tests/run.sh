@@ -39,11 +39,17 @@ python3 tests/layout.py
 step "a rust-version that is true: no normal dependency of a published crate needs a newer Rust (tests/msrv.py)"
 python3 tests/msrv.py
 
+step "at most 800 lines in every tracked .rs file, tests included (tests/lines.sh)"
+bash tests/lines.sh 800
+
+step "a stdio-only build stays light: at most 35 crates, no YAML parser, sha2 or iri-string (tests/deps.sh)"
+bash tests/deps.sh 35
+
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "feature combinations users pick: stdio only, HTTP only (with and without OAuth), each with macros"
-for features in stdio stdio,macros http http,macros http,oauth; do
+step "feature combinations users pick: stdio only, HTTP only (with and without OAuth), each with macros, and with skills"
+for features in stdio stdio,macros stdio,skills stdio,macros,skills http http,macros http,oauth http,skills; do
   cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
 done
 for features in "" http postgres http,postgres; do

@@ -27,6 +27,7 @@ mod options;
 mod parts;
 #[cfg(test)]
 mod props;
+#[cfg(feature = "skills")]
 mod skills;
 mod task_status;
 mod tasks;

@@ -9,7 +9,9 @@
 //! ([`Mcp::config_fingerprint_keyed`](crate::Mcp::config_fingerprint_keyed)).
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
+
+pub(crate) mod sha256;
+use sha256::sha256;
 
 /// `v` as canonical JSON: object keys sorted at every level, no whitespace.
 pub fn canonical_json(v: &Value) -> String {
@@ -33,23 +35,13 @@ pub fn canonical_json(v: &Value) -> String {
 
 /// The SHA-256 digest of `v`'s canonical JSON: `sha256:<64 hex>`.
 pub fn sha256_json(v: &Value) -> String {
-    format!(
-        "sha256:{}",
-        hex(&Sha256::digest(canonical_json(v).as_bytes()))
-    )
+    format!("sha256:{}", hex(&sha256(canonical_json(v).as_bytes())))
 }
 
 /// HMAC-SHA-256 of `value` under `key`, as lowercase hex: how a value that may be a
 /// secret enters a digest. Any key length works (an empty key too).
 pub(crate) fn hmac_sha256_hex(key: &[u8], value: &[u8]) -> String {
-    use hmac::Mac as _;
-    // HMAC takes a key of any length, so this never fails; were it to, the value
-    // would be left out (a constant in its place), never put in clear.
-    let Ok(mut mac) = <hmac::Hmac<Sha256> as hmac::Mac>::new_from_slice(key) else {
-        return String::from("unkeyed");
-    };
-    mac.update(value);
-    hex(&mac.finalize().into_bytes())
+    hex(&sha256::hmac_sha256(key, value))
 }
 
 /// `bytes` as lowercase hex.

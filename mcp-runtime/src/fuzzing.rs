@@ -22,6 +22,7 @@ pub fn resource_matches(resource: &str, server: &str, at_root: bool) -> bool {
 }
 
 /// `SKILL.md`: its frontmatter split off and parsed (YAML, with the alias budget).
+#[cfg(feature = "skills")]
 pub fn skill_frontmatter(
     text: &str,
 ) -> Option<Result<serde_json::Map<String, serde_json::Value>, String>> {

@@ -14,7 +14,7 @@ use crate::model::{Implementation, LogLevel, Progress};
 use crate::transport::{Incoming, Transport};
 use serde_json::{json, Map, Value};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Builds a [`Client`].
@@ -289,7 +289,8 @@ impl ClientBuilder {
             listeners: Listeners::new(self.on_change),
             tool_index: ToolIndex::default(),
             tasks: TaskWatch::default(),
-            skill_files: Mutex::new(crate::skills::FileCache::default()),
+            #[cfg(feature = "skills")]
+            skill_files: std::sync::Mutex::new(crate::skills::FileCache::default()),
         });
         Ok(Client {
             inner,

@@ -63,6 +63,7 @@ pub(super) struct Inner {
     pub(super) tool_index: ToolIndex,
     pub(super) tasks: TaskWatch,
     /// Verified files of this server's skills (see [`crate::skills`]).
+    #[cfg(feature = "skills")]
     pub(super) skill_files: Mutex<crate::skills::FileCache>,
 }
 

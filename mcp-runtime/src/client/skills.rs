@@ -9,11 +9,11 @@ use crate::error::{Error, Result};
 use crate::model::{self, Resource};
 use crate::protocol::Method;
 use crate::skills::{
-    check, extract, LoadOutcome, LoadedSkill, Skill, SkillContent, SKILLS_EXTENSION,
+    check, extract, LoadOutcome, LoadedSkill, Mismatch, Skill, SkillContent, SkillFiles,
+    SKILLS_EXTENSION,
 };
-use mcp_runtime_core::lock;
+use mcp_runtime_core::{lock, BoxFuture};
 use serde_json::{Map, Value};
-use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 impl Client {
@@ -144,25 +144,18 @@ impl Client {
             Some(t) => Arc::from(t),
             None => return Ok(self.changed(skill, "SKILL.md is not text".into()).await),
         };
-        let body_at = crate::skills::split_frontmatter(&text).map_or(0, |(_, at)| at);
-        Ok(LoadOutcome::Done(LoadedSkill {
-            client: self.clone(),
-            entry: Arc::new(skill.clone()),
+        Ok(LoadOutcome::Done(LoadedSkill::new(
+            Arc::new(self.clone()),
+            skill.clone(),
             text,
-            body_at,
-            revoked: Arc::new(AtomicBool::new(false)),
-            retrieved: Arc::new(AtomicU64::new(content.bytes().len() as u64)),
-        }))
+            content.bytes().len() as u64,
+        )))
     }
 
     /// Reads one file of `entry` from this server and checks it. A file the entry does
     /// not list is refused without a request; a cached file whose digest the entry
     /// still names is served without one.
-    pub(crate) async fn read_skill_file(
-        &self,
-        entry: &Skill,
-        uri: &str,
-    ) -> Result<LoadOutcome<SkillContent>> {
+    async fn read_skill_file(&self, entry: &Skill, uri: &str) -> Result<LoadOutcome<SkillContent>> {
         let listed = entry.file(uri).map(|f| f.digest.clone());
         if !entry.is_dynamic() && listed.is_none() {
             let why = format!(
@@ -211,7 +204,7 @@ impl Client {
                 }
                 Ok(LoadOutcome::Done(content))
             }
-            Err(crate::skills::Mismatch(why)) => Ok(self.changed(entry, why).await),
+            Err(Mismatch(why)) => Ok(self.changed(entry, why).await),
         }
     }
 
@@ -232,5 +225,20 @@ impl Client {
             }
         };
         LoadOutcome::Changed { why, refreshed }
+    }
+}
+
+/// A loaded skill reads its other files through the session it was loaded on.
+impl SkillFiles for Client {
+    fn server(&self) -> &str {
+        self.name()
+    }
+
+    fn read_checked<'a>(
+        &'a self,
+        entry: &'a Skill,
+        uri: &'a str,
+    ) -> BoxFuture<'a, Result<LoadOutcome<SkillContent>>> {
+        Box::pin(self.read_skill_file(entry, uri))
     }
 }

@@ -1,11 +1,15 @@
 //! The skill checks: frontmatter, digests, references that must stay in the skill's
 //! folder in every spelling.
 
-use super::*;
-use serde_json::json;
+use super::content::{parse_frontmatter, split_frontmatter, verify, Mismatch};
+use super::{Skill, MAX_SKILL_BYTES, MAX_SKILL_FILES};
+use crate::digest::hex;
+use crate::digest::sha256::sha256;
+use crate::model::ReadResourceResult;
+use serde_json::{json, Value};
 
 fn sha(b: &[u8]) -> String {
-    format!("sha256:{}", hex(&Sha256::digest(b)))
+    format!("sha256:{}", hex(&sha256(b)))
 }
 
 const MD: &str = "---\nname: pdf\ndescription: Work with PDFs\nversion: 1.0\nflag: yes\nmetadata:\n  tags: [a, b]\n---\n# PDF\nSee references/FORMS.md\n";

@@ -20,5 +20,6 @@ mod oauth;
 mod oauth_shared;
 mod peers;
 mod python;
+#[cfg(feature = "skills")]
 mod skills;
 mod tasks;
