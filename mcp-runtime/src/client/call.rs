@@ -145,11 +145,15 @@ impl CallTool<'_> {
         // list or a declaration's snapshot); a tool neither knows goes out as a plain
         // call, and the server's refusal says to list the tools.
         let details = inner.ensure().await?;
+        // (`get` by `get`: `Value::pointer` allocates per token, on every call.)
         let runs_tasks = details.era == Era::Legacy
             && details
                 .capabilities
                 .0
-                .pointer("/tasks/requests/tools/call")
+                .get("tasks")
+                .and_then(|t| t.get("requests"))
+                .and_then(|r| r.get("tools"))
+                .and_then(|t| t.get("call"))
                 .is_some();
         let support = match &known {
             Some(e) => Some(e.task_support),
