@@ -182,12 +182,13 @@ async fn modern_input_required_retry_echoes_request_state_on_a_new_id() {
 
 async fn no_input_never_waits(era: Era) {
     // No handler: no elicitation capability; the server says so at once.
+    // A client that waited for an answer nobody gives would end in its request
+    // timeout (an `is_timeout()` error), not in the server's -32021: the error's code
+    // is the proof, with no clock that a slow start of the server could beat.
     let c = builder(era).stdio(support::pyserver()).unwrap();
-    let start = Instant::now();
     let e = c.call("ask_name", json!({})).await.unwrap_err();
-    assert!(e.is_protocol(), "{e}");
+    assert!(e.is_protocol() && !e.is_timeout(), "{e}");
     assert_eq!(e.code(), Some(-32021), "{e}");
-    assert!(start.elapsed() < Duration::from_secs(10));
     c.close().await.unwrap();
 
     // A handler, but input requests switched off: the same.
@@ -459,7 +460,9 @@ async fn ten_megabyte_messages_pass_both_ways() {
 }
 
 async fn wait_for(changes: &Mutex<Vec<mcp_runtime::Change>>, want: &mcp_runtime::Change) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Long enough for a new server process to start on a busy machine: only a change
+    // that never comes reaches it.
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !changes.lock().unwrap().contains(want) {
         assert!(
             Instant::now() < deadline,
