@@ -546,10 +546,14 @@ async fn the_loopback_authorizer_checks_state_and_bounds_what_it_reads() {
     // awaited is the one with the client's state, given to it or (called with the URL
     // alone) the last in the URL, which the client appends.
     let url = "https://as.example/authorize?state=forged&client_id=x&state=mine".to_owned();
-    for pending in [
-        tokio::spawn(a.authorize_with_state(url.clone(), "mine")),
-        tokio::spawn(a.authorize(url.clone())),
-    ] {
+    // One authorization at a time: two in flight at once would race for the listener,
+    // and the redirect below could end the other one.
+    for given_state in [true, false] {
+        let pending = if given_state {
+            tokio::spawn(a.authorize_with_state(url.clone(), "mine"))
+        } else {
+            tokio::spawn(a.authorize(url.clone()))
+        };
         let forged = hit(b"GET /callback?code=stolen&state=forged HTTP/1.1\r\n\r\n".to_vec());
         assert!(forged.await.unwrap().starts_with("HTTP/1.1 400"));
         let ok = hit(b"GET /callback?code=good&state=mine HTTP/1.1\r\n\r\n".to_vec());
