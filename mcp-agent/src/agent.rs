@@ -10,7 +10,7 @@
 //! more than one of them (an event, a save).
 //!
 //! Imports run downward: `ids`, `clock` and the data modules (`state`, `decision`,
-//! `events`, `integrity`, `host`, `vault`, `skill_types`) at the bottom; the
+//! `events`, `options`, `integrity`, `host`, `vault`, `skill_types`) at the bottom; the
 //! components above them; `handle` above those; the behaviour modules — each an
 //! `impl Agent` block — on top. A child imports from its siblings by name, never from
 //! this module.
@@ -30,6 +30,7 @@ mod host;
 mod ids;
 mod inbox;
 mod integrity;
+mod options;
 mod policy;
 mod resume;
 mod run;
@@ -68,4 +69,5 @@ pub use decision::{
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
+pub use options::{Budget, Principal, RunOptions};
 pub use skill_types::SkillApproval;

@@ -15,6 +15,7 @@ use super::events::Event;
 use super::handle::Agent;
 use super::host::AgentTool;
 use super::ids::random_id;
+use super::options::RunOptions;
 use super::state::{Asker, CallState, PendingCall, RunState, Suspension, STATE_VERSION};
 use super::vault::Answers;
 
@@ -24,6 +25,16 @@ impl Agent {
     /// step limit. The run is a conversation: [`follow_up`](Self::follow_up) goes on
     /// from its answer.
     pub async fn run(&self, input: impl Into<Input>) -> Result<Outcome> {
+        self.run_with_options(input, RunOptions::default()).await
+    }
+
+    /// Runs `input` as [`run`](Self::run) does, started with `options`: the run's
+    /// owner (tenant, who started it, labels) and its budget, kept with the run.
+    pub async fn run_with_options(
+        &self,
+        input: impl Into<Input>,
+        options: RunOptions,
+    ) -> Result<Outcome> {
         let input = input.into();
         if input.is_empty() {
             return Err(Error::config(
@@ -52,6 +63,7 @@ impl Agent {
             ran: 0,
             failure: None,
             persisted: false,
+            options,
             policy: Some(self.inner.policy.own()),
             gate: None,
             standing: Vec::new(),

@@ -13,6 +13,7 @@ use crate::store::{Lease, LedgerEntry, RunStatus};
 
 use super::decision::{Allowance, Binding, Pending, PendingWait};
 use super::events::Event;
+use super::options::RunOptions;
 use super::skill_types::{HeldSkill, SkillApproval};
 use super::vault::Answers;
 
@@ -246,6 +247,9 @@ pub(super) struct RunState {
     /// This process's hold on the run (the store keeps it beside the state).
     #[serde(skip)]
     pub(super) lease: Option<Lease>,
+    /// What the run was started with: its owner, labels and budget.
+    #[serde(default, skip_serializing_if = "RunOptions::is_empty")]
+    pub(super) options: RunOptions,
     /// The policy the run goes on under (kept with it: a resume does not loosen it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) policy: Option<Policy>,
