@@ -10,10 +10,10 @@
 //! more than one of them (an event, a save).
 //!
 //! Imports run downward: `ids`, `clock` and the data modules (`state`, `decision`,
-//! `events`, `options`, `integrity`, `host`, `vault`, `skill_types`) at the bottom; the
-//! components above them; `handle` above those; the behaviour modules — each an
-//! `impl Agent` block — on top. A child imports from its siblings by name, never from
-//! this module.
+//! `events`, `options`, `retry_policy`, `integrity`, `host`, `vault`, `skill_types`)
+//! at the bottom; the components above them; `handle` above those; the behaviour
+//! modules — each an `impl Agent` block, `retries` and `budget` among them — on top. A
+//! child imports from its siblings by name, never from this module.
 
 mod allowances;
 mod attached;
@@ -32,7 +32,10 @@ mod inbox;
 mod integrity;
 mod options;
 mod policy;
+mod budget;
 mod resume;
+mod retries;
+mod retry_policy;
 mod run;
 mod skill_registry;
 mod skill_types;
@@ -69,5 +72,6 @@ pub use decision::{
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
-pub use options::{Budget, Principal, RunOptions};
+pub use options::{Budget, BudgetLimit, Principal, RunOptions};
+pub use retry_policy::RetryPolicy;
 pub use skill_types::SkillApproval;

@@ -321,13 +321,22 @@ impl<T: Model + ?Sized> Model for Box<T> {
 }
 
 /// What went wrong on the model side.
+///
+/// Which errors are worth trying again is one function: [`ModelError::is_transient`]
+/// (a rate limit, a server error, a connection error or a timeout). The agent retries
+/// those under its [`RetryPolicy`](crate::RetryPolicy), waiting at least what the
+/// provider asked for ([`ModelError::retry_after`]).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ModelError {
-    /// The provider limits the rate: wait and try again.
+    /// The provider limits the rate (HTTP 429, or the provider's words for it): wait
+    /// and try again.
     RateLimited {
         /// What the provider said.
         detail: String,
+        /// How long the provider asked to wait (its `Retry-After` or
+        /// `retry-after-ms` header), when it said.
+        retry_after: Option<std::time::Duration>,
     },
     /// The transcript is longer than the model's context.
     ContextTooLong {
@@ -339,7 +348,19 @@ pub enum ModelError {
         /// What the provider said.
         detail: String,
     },
-    /// Any other failure (network, an HTTP error, an answer that is not the wire).
+    /// The provider could not answer now: a server error (HTTP 5xx, 408), a
+    /// connection that could not be made or broke, no answer within the timeout.
+    /// Trying again later may work.
+    Unavailable {
+        /// What happened.
+        detail: String,
+        /// How long the provider asked to wait (its `Retry-After` header), when it
+        /// said.
+        retry_after: Option<std::time::Duration>,
+    },
+    /// Any other failure (an HTTP error that is not one of the above, an answer that
+    /// is not the wire, a streamed answer that failed after part of it was
+    /// delivered).
     Other {
         /// What happened.
         detail: String,
@@ -353,6 +374,68 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// A rate limit, with no wait asked for.
+    pub fn rate_limited(detail: impl Into<String>) -> ModelError {
+        ModelError::RateLimited {
+            detail: detail.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The provider could not answer now, with no wait asked for.
+    pub fn unavailable(detail: impl Into<String>) -> ModelError {
+        ModelError::Unavailable {
+            detail: detail.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Trying the same call again later may work: a rate limit
+    /// ([`ModelError::RateLimited`]) or the provider unavailable
+    /// ([`ModelError::Unavailable`]: a 5xx, a connection error, a timeout). A context
+    /// too long, refused credentials, an unsupported part or any other failure is
+    /// not: the same request fails the same way. This is the one rule the agent's
+    /// retries follow.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ModelError::RateLimited { .. } | ModelError::Unavailable { .. }
+        )
+    }
+
+    /// How long the provider asked to wait before trying again (its `Retry-After`,
+    /// in seconds or as an HTTP date, or `retry-after-ms`), when it said.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            ModelError::RateLimited { retry_after, .. }
+            | ModelError::Unavailable { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// What the provider said, or what happened.
+    pub fn detail(&self) -> &str {
+        match self {
+            ModelError::RateLimited { detail, .. }
+            | ModelError::ContextTooLong { detail }
+            | ModelError::Unauthorized { detail }
+            | ModelError::Unavailable { detail, .. }
+            | ModelError::Other { detail }
+            | ModelError::Unsupported { detail } => detail,
+        }
+    }
+
+    /// The same error, not to be tried again: a transient one becomes
+    /// [`ModelError::Other`] with `why` added (its kind's words kept in the text).
+    pub(crate) fn final_because(self, why: &str) -> ModelError {
+        if !self.is_transient() {
+            return self;
+        }
+        ModelError::Other {
+            detail: format!("{self}; {why}"),
+        }
+    }
+
     /// The same error with every one of `secrets` in its text, in any JSON spelling
     /// (`\/`, `\u002f`, …), replaced by `[redacted]`: a provider that echoes the key
     /// it was sent ("Incorrect API key provided: sk-…") does not put it in an error, a
@@ -360,14 +443,25 @@ impl ModelError {
     pub(crate) fn redacted(self, secrets: &[&str]) -> ModelError {
         let scrub = |d: String| crate::wire::redact::scrub(&d, secrets);
         match self {
-            ModelError::RateLimited { detail } => ModelError::RateLimited {
+            ModelError::RateLimited {
+                detail,
+                retry_after,
+            } => ModelError::RateLimited {
                 detail: scrub(detail),
+                retry_after,
             },
             ModelError::ContextTooLong { detail } => ModelError::ContextTooLong {
                 detail: scrub(detail),
             },
             ModelError::Unauthorized { detail } => ModelError::Unauthorized {
                 detail: scrub(detail),
+            },
+            ModelError::Unavailable {
+                detail,
+                retry_after,
+            } => ModelError::Unavailable {
+                detail: scrub(detail),
+                retry_after,
             },
             ModelError::Other { detail } => ModelError::Other {
                 detail: scrub(detail),
@@ -382,7 +476,7 @@ impl ModelError {
 impl std::fmt::Display for ModelError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ModelError::RateLimited { detail } => {
+            ModelError::RateLimited { detail, .. } => {
                 write!(
                     f,
                     "the model provider limits the rate; try again later: {detail}"
@@ -395,6 +489,10 @@ impl std::fmt::Display for ModelError {
             ModelError::Unauthorized { detail } => write!(
                 f,
                 "the model provider refused the credentials (check the API key): {detail}"
+            ),
+            ModelError::Unavailable { detail, .. } => write!(
+                f,
+                "the model call failed (the provider is unavailable; try again later): {detail}"
             ),
             ModelError::Other { detail } => write!(f, "the model call failed: {detail}"),
             ModelError::Unsupported { detail } => {

@@ -24,4 +24,5 @@ pub(crate) mod errors;
 pub(crate) mod fields;
 pub(crate) mod http;
 pub(crate) mod redact;
+pub(crate) mod retry_after;
 pub(crate) mod skeleton;

@@ -19,6 +19,7 @@ use super::handle::{Agent, AgentInner};
 use super::host::{Host, Servers};
 use super::integrity::IntegrityKey;
 use super::policy::{AgentPolicy, Limits, Reach};
+use super::retry_policy::RetryPolicy;
 use super::skill_registry::SkillRegistry;
 use super::skill_types::SkillApproval;
 use super::vault::Vault;
@@ -50,6 +51,7 @@ pub struct AgentBuilder {
     reach: Reach,
     /// The servers the loop calls, when not the attached ones (the loop's unit tests).
     host: Option<Arc<dyn Host>>,
+    retry: RetryPolicy,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -133,6 +135,13 @@ impl AgentBuilder {
     /// [`MAX_IMAGE_SIZE`](crate::MAX_IMAGE_SIZE) each.
     pub fn max_result_size(mut self, bytes: usize) -> Self {
         self.limits.max_result_size = bytes;
+        self
+    }
+    /// How a model call that failed for a while (a rate limit, a server error, a
+    /// connection error, a timeout) is tried again (default [`RetryPolicy::new`]: 3
+    /// retries with backoff; [`RetryPolicy::none`] for none).
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.retry = policy;
         self
     }
     /// Instructions for the model.
@@ -364,6 +373,7 @@ impl AgentBuilder {
                 )),
                 skills: SkillRegistry::new(self.skills, self.skill_approvals),
                 vault: Vault::default(),
+                retry: self.retry,
             }),
         })
     }
@@ -396,6 +406,7 @@ impl Agent {
             reach: Reach::default(),
             host: None,
             required: Vec::new(),
+            retry: RetryPolicy::new(),
         }
     }
 }

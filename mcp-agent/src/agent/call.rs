@@ -141,6 +141,7 @@ impl Agent {
                 };
                 let item = c.ledger_item();
                 c.round += 1;
+                state.tool_calls = state.tool_calls.saturating_add(1);
                 c.at = CallState::Executing {
                     server: tool.facts.server.clone(),
                     binding: Some(binding),

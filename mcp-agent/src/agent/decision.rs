@@ -11,6 +11,7 @@ use crate::gate::ToolFacts;
 use crate::model::Usage;
 
 use super::clock::now;
+use super::options::BudgetLimit;
 use super::host::AgentTool;
 
 /// How a run ended (for now).
@@ -98,6 +99,22 @@ pub enum Outcome {
         /// The tokens the run took so far.
         usage: Usage,
     },
+    /// A limit of the run's [`Budget`](crate::Budget) was reached: the run is
+    /// finished; the calls of its turn not sent yet were not sent (the model reads
+    /// why, should a [`follow_up`](crate::Agent::follow_up) go on).
+    BudgetExceeded {
+        /// The run.
+        run_id: String,
+        /// Which limit.
+        limit: BudgetLimit,
+        /// What the run had used of it (calls, tokens, or milliseconds since its
+        /// start).
+        used: u64,
+        /// The limit.
+        max: u64,
+        /// The tokens the run took so far.
+        usage: Usage,
+    },
 }
 
 impl Outcome {
@@ -109,7 +126,8 @@ impl Outcome {
             | Outcome::ApprovalRequired { run_id, .. }
             | Outcome::InputRequired { run_id, .. }
             | Outcome::StepLimit { run_id, .. }
-            | Outcome::Expired { run_id, .. } => run_id,
+            | Outcome::Expired { run_id, .. }
+            | Outcome::BudgetExceeded { run_id, .. } => run_id,
         }
     }
 
@@ -122,7 +140,8 @@ impl Outcome {
             | Outcome::ApprovalRequired { usage, .. }
             | Outcome::InputRequired { usage, .. }
             | Outcome::StepLimit { usage, .. }
-            | Outcome::Expired { usage, .. } => *usage,
+            | Outcome::Expired { usage, .. }
+            | Outcome::BudgetExceeded { usage, .. } => *usage,
         }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::model::Usage;
 
 use super::decision::Binding;
+use super::options::BudgetLimit;
 
 /// Something that happened in a run, in order. Delivered to the `on_event` callbacks
 /// and kept with the run. Events carry tool names and the model's arguments, never a
@@ -292,6 +293,29 @@ pub enum Event {
         tool: String,
         /// Why.
         reason: String,
+    },
+    /// A model call failed for a while ([`ModelError::is_transient`](crate::ModelError::is_transient)) and is tried
+    /// again after `delay_ms`, under the agent's
+    /// [`RetryPolicy`](crate::RetryPolicy).
+    ModelRetried {
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// How long the agent waits before the next attempt (milliseconds): the
+        /// provider's `Retry-After`, or the backoff.
+        delay_ms: u64,
+        /// What the failed attempt said (at most 1000 characters).
+        error: String,
+    },
+    /// A limit of the run's [`Budget`](crate::Budget) was reached: the run ends
+    /// ([`Outcome::BudgetExceeded`](crate::Outcome::BudgetExceeded)); no model call or
+    /// tool call is made after it.
+    BudgetExceeded {
+        /// Which limit.
+        limit: BudgetLimit,
+        /// What the run had used of it (calls, tokens, or milliseconds since its start).
+        used: u64,
+        /// The limit.
+        max: u64,
     },
     /// The run ended.
     RunFinished,

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::model::Model;
+use crate::model::{Model, Usage};
 use crate::store::{Durability, RunStatus};
 
 use super::attached::Attached;
@@ -14,6 +14,7 @@ use super::bookkeeping::Bookkeeping;
 use super::callbacks::Callbacks;
 use super::events::Event;
 use super::policy::AgentPolicy;
+use super::retry_policy::RetryPolicy;
 use super::skill_registry::SkillRegistry;
 use super::state::RunState;
 use super::vault::Vault;
@@ -46,6 +47,8 @@ pub(super) struct AgentInner {
     pub(super) skills: SkillRegistry,
     /// Answers to input requests a run may not keep, until their calls are sent.
     pub(super) vault: Vault,
+    /// How model calls that failed for a while are tried again.
+    pub(super) retry: RetryPolicy,
 }
 
 impl fmt::Debug for Agent {
@@ -68,6 +71,13 @@ impl Agent {
     /// (every save appends the events since the last; none is ever rewritten).
     pub async fn events(&self, run_id: &str) -> Result<Vec<Event>> {
         self.inner.books.events(run_id).await
+    }
+
+    /// The tokens run `run_id` took so far, as its provider reported them (every model
+    /// call of it, follow-ups included), as the store keeps it. An unknown run is an
+    /// error for which `is_not_suspended()` is true.
+    pub async fn usage(&self, run_id: &str) -> Result<Usage> {
+        Ok(self.inner.books.load(run_id).await?.usage)
     }
 
     /// Tells the callbacks of `event`, and keeps it in the run.

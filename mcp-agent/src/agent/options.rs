@@ -195,3 +195,41 @@ impl RunOptions {
         self == &RunOptions::default()
     }
 }
+
+/// Which limit of a run's [`Budget`] was reached
+/// ([`Outcome::BudgetExceeded`](crate::Outcome::BudgetExceeded)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BudgetLimit {
+    /// [`Budget::max_model_calls`]: `model_calls`.
+    ModelCalls,
+    /// [`Budget::max_input_tokens`]: `input_tokens`.
+    InputTokens,
+    /// [`Budget::max_output_tokens`]: `output_tokens`.
+    OutputTokens,
+    /// [`Budget::max_tool_calls`]: `tool_calls`.
+    ToolCalls,
+    /// [`Budget::max_duration_ms`]: `deadline` (used and max in milliseconds).
+    Deadline,
+}
+
+impl BudgetLimit {
+    /// Its name: `model_calls`, `input_tokens`, `output_tokens`, `tool_calls` or
+    /// `deadline`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            BudgetLimit::ModelCalls => "model_calls",
+            BudgetLimit::InputTokens => "input_tokens",
+            BudgetLimit::OutputTokens => "output_tokens",
+            BudgetLimit::ToolCalls => "tool_calls",
+            BudgetLimit::Deadline => "deadline",
+        }
+    }
+}
+
+impl fmt::Display for BudgetLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -16,6 +16,7 @@ use super::handle::Agent;
 use super::host::AgentTool;
 use super::ids::random_id;
 use super::options::RunOptions;
+use super::retries::model_error_type;
 use super::state::{Asker, CallState, PendingCall, RunState, Suspension, STATE_VERSION};
 use super::vault::Answers;
 
@@ -69,6 +70,9 @@ impl Agent {
             standing: Vec::new(),
             lease: Some(self.inner.books.new_lease()?),
             usage: Usage::default(),
+            started_at: super::clock::now_ms(),
+            model_calls: 0,
+            tool_calls: 0,
             seq: 0,
             saved_as: None,
             ledger: Vec::new(),
@@ -267,6 +271,9 @@ impl Agent {
                     CallState::Approved { .. } | CallState::Answered { .. }
                 )
             }) {
+                if let Some(spent) = self.budget_before_tool_calls(state) {
+                    return self.budget_exceeded(state, spent).await;
+                }
                 self.run_turn(state, &tools).await?;
                 continue;
             }
@@ -293,6 +300,9 @@ impl Agent {
                 self.tools_changed(state, &tools, &now);
                 tools = now;
             }
+            if let Some(spent) = self.budget_before_model_call(state) {
+                return self.budget_exceeded(state, spent).await;
+            }
             state.steps += 1;
             let mut offered = self.offered(&tools, state);
             offered.extend(self.skill_tools(&skills, &tools, state));
@@ -302,47 +312,18 @@ impl Agent {
                 messages,
                 tools: offered,
             };
-            let model = &self.inner.model;
-            let span = tracing::info_span!(
-                "chat",
-                otel.name = %format!("chat {}", model.model_id()),
-                otel.kind = "client",
-                gen_ai.operation.name = "chat",
-                gen_ai.provider.name = model.provider(),
-                gen_ai.request.model = model.model_id(),
-                gen_ai.usage.input_tokens = tracing::field::Empty,
-                gen_ai.usage.output_tokens = tracing::field::Empty,
-                gen_ai.response.finish_reasons = tracing::field::Empty,
-                error.type = tracing::field::Empty,
-            );
-            let answered =
-                tracing::Instrument::instrument(model.complete(&request), span.clone()).await;
-            let mut answer = match answered {
-                Ok(a) => a,
-                Err(e) => {
-                    span.record("error.type", model_error_type(&e));
-                    return Err(e.into());
-                }
+            let Some(mut answer) = self.ask_model(state, &request).await? else {
+                // The deadline came while a retry waited.
+                let spent = self.deadline_reached(state);
+                return self.budget_exceeded(state, spent).await;
             };
             // Empty text blocks are not kept: a wire refuses them in a later request.
             answer
                 .message
                 .content
                 .retain(|b| !matches!(b, Block::Text { text } if text.is_empty()));
-            if let Some(u) = &answer.usage {
-                span.record("gen_ai.usage.input_tokens", u.input_tokens);
-                span.record("gen_ai.usage.output_tokens", u.output_tokens);
-            }
-            span.record(
-                "gen_ai.response.finish_reasons",
-                match &answer.stop {
-                    Stop::End => "stop",
-                    Stop::ToolCalls => "tool_calls",
-                    Stop::Length => "length",
-                    Stop::Other(_) => "other",
-                },
-            );
             state.ran += 1;
+            state.model_calls = state.model_calls.saturating_add(1);
             if let Some(u) = &answer.usage {
                 state.usage.add(u);
             }
@@ -479,6 +460,9 @@ impl Agent {
             );
             state.results.push(error_result(call.id, why));
         }
+        // No more calls are sent than the run's budget has left (the others wait; the
+        // loop's check ends the run on them).
+        batch.truncate(self.tool_calls_left(state));
         // The ids of the decisions calls that pause will wait for: drawn before any
         // call is sent, so a failed draw never loses a result.
         let mut decisions = batch
@@ -673,7 +657,7 @@ pub(super) fn error_result(id: String, error: String) -> Block {
 
 /// The turn's results join the transcript, in the order the model asked for the
 /// calls.
-fn close_results(state: &mut RunState) {
+pub(super) fn close_results(state: &mut RunState) {
     if state.results.is_empty() {
         return;
     }
@@ -728,16 +712,5 @@ fn error_type(e: &Error) -> &'static str {
         None if e.is_config() => "config",
         None if e.is_lease_lost() => "lease_lost",
         None => "store",
-    }
-}
-
-/// A model error's kind, for a span's `error.type`.
-fn model_error_type(e: &crate::ModelError) -> &'static str {
-    match e {
-        crate::ModelError::RateLimited { .. } => "rate_limited",
-        crate::ModelError::ContextTooLong { .. } => "context_too_long",
-        crate::ModelError::Unauthorized { .. } => "unauthorized",
-        crate::ModelError::Unsupported { .. } => "unsupported",
-        _ => "model",
     }
 }

@@ -237,6 +237,17 @@ pub(super) struct RunState {
     /// The tokens the run's model calls took, summed.
     #[serde(default)]
     pub(super) usage: Usage,
+    /// When the run started (milliseconds since the epoch; 0: kept before this was):
+    /// its budget's deadline counts from here.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) started_at: u64,
+    /// The model calls the run made (answered), across resumes and follow-ups.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) model_calls: u64,
+    /// The tool calls the run sent (a call sent again with input a server asked for
+    /// counts again).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) tool_calls: u64,
     /// The error that stopped a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) failure: Option<String>,
@@ -269,6 +280,10 @@ pub(super) struct RunState {
     /// The decisions the ledger records as spent (a call they approved was sent).
     #[serde(skip)]
     pub(super) spent: std::collections::HashSet<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The mode, allow-list and step limit in force for a run.

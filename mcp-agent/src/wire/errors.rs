@@ -20,6 +20,8 @@ pub(crate) struct ErrorReply<'a> {
     pub kind: &'a str,
     /// `/error/code` when a string, or empty.
     pub code: &'a str,
+    /// The wait the answer asks for before a retry.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl<'a> ErrorReply<'a> {
@@ -33,20 +35,31 @@ impl<'a> ErrorReply<'a> {
                 .unwrap_or_else(|| a.preview(secrets)),
             kind: text("/error/type").unwrap_or_default(),
             code: text("/error/code").unwrap_or_default(),
+            retry_after: a.retry_after,
         }
     }
 
     /// The error: rate limited (429, or what the wire says is), unauthorized (401,
-    /// 403), the context too long (what the wire says is), or another failure — each
-    /// with `HTTP {status}: {message}`.
+    /// 403), the context too long (what the wire says is), the provider unavailable
+    /// (a 5xx, 408), or another failure — each with `HTTP {status}: {message}`, a
+    /// rate limit and an unavailable provider with the wait the answer asks for.
     pub fn error(&self, rate_limited: bool, too_long: bool) -> ModelError {
         let detail = format!("HTTP {}: {}", self.status, self.message);
+        let retry_after = self.retry_after;
         if self.status == 429 || rate_limited {
-            ModelError::RateLimited { detail }
+            ModelError::RateLimited {
+                detail,
+                retry_after,
+            }
         } else if matches!(self.status, 401 | 403) {
             ModelError::Unauthorized { detail }
         } else if too_long {
             ModelError::ContextTooLong { detail }
+        } else if self.status >= 500 || self.status == 408 {
+            ModelError::Unavailable {
+                detail,
+                retry_after,
+            }
         } else {
             ModelError::Other { detail }
         }
@@ -57,7 +70,7 @@ impl<'a> ErrorReply<'a> {
 pub(crate) fn stream_failed(message: &str, rate_limited: bool) -> ModelError {
     let detail = format!("the stream failed: {message}");
     if rate_limited {
-        ModelError::RateLimited { detail }
+        ModelError::rate_limited(detail)
     } else {
         ModelError::Other { detail }
     }

@@ -19,11 +19,13 @@ type Pool = mcp_runtime_core::http::Clients;
 /// The largest answer read from a model server.
 const MAX_ANSWER: usize = 32 * 1024 * 1024;
 
-/// An answer: its status, its JSON (Null when it is not JSON), and the raw bytes.
+/// An answer: its status, its JSON (Null when it is not JSON), the raw bytes, and the
+/// wait it asks for before a retry (`retry-after-ms`, else `Retry-After`).
 pub(crate) struct Answer {
     pub status: u16,
     pub json: Value,
     pub raw: Bytes,
+    pub retry_after: Option<Duration>,
 }
 
 impl Answer {
@@ -67,6 +69,12 @@ pub(crate) fn replay_events(
 /// A failure of the model call (`ModelError::Other`).
 pub(crate) fn other(detail: String) -> ModelError {
     ModelError::Other { detail }
+}
+
+/// The provider could not be reached, or did not answer in time
+/// (`ModelError::Unavailable`: worth trying again).
+fn unavailable(detail: String) -> ModelError {
+    ModelError::unavailable(detail)
 }
 
 impl HttpClient {
@@ -122,7 +130,7 @@ impl HttpClient {
         tokio::time::timeout_at(deadline, collect(origin, resp))
             .await
             .map_err(|_| {
-                other(format!(
+                unavailable(format!(
                     "the answer from {origin} took longer than {:?}",
                     self.timeout
                 ))
@@ -160,12 +168,13 @@ impl HttpClient {
             let frame = tokio::select! {
                 f = body.frame() => f,
                 _ = &mut deadline => {
-                    return Err(other(format!("the answer from {origin} took longer than {:?}", self.timeout)));
+                    return Err(unavailable(format!("the answer from {origin} took longer than {:?}", self.timeout)));
                 }
             };
             let Some(frame) = frame else { break };
-            let frame = frame
-                .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?;
+            let frame = frame.map_err(|e| {
+                unavailable(format!("reading the answer from {origin} failed: {e}"))
+            })?;
             if let Ok(data) = frame.into_data() {
                 read += data.len();
                 if read > MAX_ANSWER {
@@ -221,7 +230,9 @@ impl HttpClient {
             let pool = lock(&self.pool).clone();
             let sent = tokio::time::timeout_at(deadline, pool.send(request()?))
                 .await
-                .map_err(|_| other(format!("no answer from {origin} within {:?}", self.timeout)))?;
+                .map_err(|_| {
+                    unavailable(format!("no answer from {origin} within {:?}", self.timeout))
+                })?;
             match sent {
                 Ok(resp) => return Ok((origin, resp)),
                 // Once, on a fresh pool: a dead pooled connection is not the server.
@@ -230,7 +241,7 @@ impl HttpClient {
                     *lock(&self.pool) = Arc::new(new_pool()?);
                     retried = true;
                 }
-                Err(e) => return Err(other(format!("cannot reach {origin}: {e}"))),
+                Err(e) => return Err(unavailable(format!("cannot reach {origin}: {e}"))),
             }
         }
     }
@@ -241,11 +252,25 @@ async fn collect(
     resp: http::Response<hyper::body::Incoming>,
 ) -> Result<Answer, ModelError> {
     let status = resp.status().as_u16();
+    let retry_after = super::retry_after::read(resp.headers(), super::retry_after::now_secs());
     let raw = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
         .collect()
         .await
-        .map_err(|e| other(format!("reading the answer from {origin} failed: {e}")))?
+        .map_err(|e| {
+            let detail = format!("reading the answer from {origin} failed: {e}");
+            // Too large is the answer's fault: the same request gets it again.
+            if e.is::<http_body_util::LengthLimitError>() {
+                other(detail)
+            } else {
+                unavailable(detail)
+            }
+        })?
         .to_bytes();
     let json = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Ok(Answer { status, json, raw })
+    Ok(Answer {
+        status,
+        json,
+        raw,
+        retry_after,
+    })
 }

@@ -110,22 +110,42 @@ async fn exchange<W: Wire>(w: &W, request: &ChatRequest) -> Result<ChatResponse,
     }
     let mut assembled = W::Stream::default();
     let on_text = endpoint.on_text.clone();
-    let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
-    if let Some(a) = endpoint
+    // Whether the application was handed any of the answer's text: a stream that
+    // fails after that is not tried again (it would hand the same text twice).
+    let delivered = std::sync::atomic::AtomicBool::new(false);
+    let counted = |text: &str| {
+        if !text.is_empty() {
+            delivered.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let Some(f) = on_text.as_deref() {
+            f(text);
+        }
+    };
+    let counted: OnText<'_> = on_text.is_some().then_some(&counted);
+    let mut on = |event: &str, data: &str| assembled.event(event, data, counted);
+    let sent = endpoint
         .http
         .post_events(&url, &headers, &secrets, &body, &mut on)
-        .await?
-    {
-        return Err(error::<W>(&a, endpoint));
-    }
-    match assembled.answer() {
-        Ok(a) => W::answer(&a),
-        Err(e) => {
-            // The connection that carried a cut stream is not used again (servers
-            // leave it dead: llama-cpp-python).
-            endpoint.http.reset();
-            Err(e)
+        .await;
+    let after_text = |e: ModelError| {
+        if delivered.load(std::sync::atomic::Ordering::Relaxed) {
+            e.final_because("part of the answer had been streamed, so it is not tried again")
+        } else {
+            e
         }
+    };
+    match sent {
+        Ok(Some(a)) => Err(error::<W>(&a, endpoint)),
+        Err(e) => Err(after_text(e)),
+        Ok(None) => match assembled.answer() {
+            Ok(a) => W::answer(&a),
+            Err(e) => {
+                // The connection that carried a cut stream is not used again (servers
+                // leave it dead: llama-cpp-python).
+                endpoint.http.reset();
+                Err(after_text(e))
+            }
+        },
     }
 }
 
@@ -151,7 +171,12 @@ mod tests {
 
     fn answer(status: u16, json: Value) -> Answer {
         let raw = bytes::Bytes::from(json.to_string());
-        Answer { status, json, raw }
+        Answer {
+            status,
+            json,
+            raw,
+            retry_after: None,
+        }
     }
 
     fn kind(e: &ModelError) -> &'static str {
@@ -159,6 +184,7 @@ mod tests {
             ModelError::RateLimited { .. } => "rate",
             ModelError::Unauthorized { .. } => "auth",
             ModelError::ContextTooLong { .. } => "long",
+            ModelError::Unavailable { .. } => "unavailable",
             ModelError::Other { .. } => "other",
             ModelError::Unsupported { .. } => "unsupported",
         }
@@ -171,11 +197,11 @@ mod tests {
         let err = |kind: &str, code: &str, message: &str| json!({"error": {"type": kind, "code": code, "message": message}});
         let openai = ChatCompletions::new("http://127.0.0.1:9/v1", "m").unwrap();
         let anthropic = Messages::new("http://127.0.0.1:9", "m").unwrap();
-        let cases: [(u16, Value, &str, &str); 16] = [
+        let cases: [(u16, Value, &str, &str); 17] = [
             (429, err("", "", "slow down"), "rate", "rate"),
             (401, err("", "", "bad key"), "auth", "auth"),
             (403, err("", "", "no"), "auth", "auth"),
-            (529, err("overloaded_error", "", "busy"), "other", "rate"),
+            (529, err("overloaded_error", "", "busy"), "unavailable", "rate"),
             (400, err("rate_limit_error", "", "slow"), "other", "rate"),
             (401, err("rate_limit_error", "", "slow"), "auth", "rate"),
             (
@@ -207,8 +233,8 @@ mod tests {
             (
                 500,
                 err("api_error", "", "prompt is too long"),
-                "other",
-                "other",
+                "unavailable",
+                "unavailable",
             ),
             (
                 400,
@@ -222,7 +248,8 @@ mod tests {
                 "other",
                 "other",
             ),
-            (502, Value::Null, "other", "other"),
+            (502, Value::Null, "unavailable", "unavailable"),
+            (408, Value::Null, "unavailable", "unavailable"),
         ];
         for (status, body, on_openai, on_anthropic) in cases {
             let a = answer(status, body.clone());
