@@ -11,6 +11,7 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"echo_tools": true}        a final answer made of every tool result of the last turn,
                               as "name: content" lines (so a test sees what ran)
   {"status": 429, "error": "..."}                                 an HTTP error answer
+  {"status": 429, "error": "...", "retry_after": "1"}   with a `Retry-After: 1` header
   {"status": 401, "echo_key": true}   an error quoting the credential it was sent
   {"status": 502, "raw_body": "...{key}...", "escape": "json"|"unicode", "content_type": "..."}
                               this body verbatim (default text/plain), `{key}` replaced by
@@ -36,7 +37,8 @@ small deltas exactly as each wire streams them (Chat Completions chunks with
 `content_block_start`/`content_block_delta` (`text_delta`, `input_json_delta`)/
 `content_block_stop`/`message_delta`/`message_stop`).
 GET /_requests returns every request received, as a JSON list of {"body", "path",
-"headers" (lower-case names), "authorization", "x-api-key", "anthropic-version"}.
+"headers" (lower-case names), "authorization", "x-api-key", "anthropic-version", "at" (when
+it came: seconds since the epoch, a float)}.
 Prints READY when listening.
 """
 
@@ -150,9 +152,11 @@ def main() -> None:
         def log_message(self, *args) -> None:
             pass
 
-        def reply(self, status: int, obj) -> None:
+        def reply(self, status: int, obj, retry_after=None) -> None:
             data = json.dumps(obj).encode()
             self.send_response(status)
+            if retry_after is not None:
+                self.send_header("Retry-After", str(retry_after))
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -197,7 +201,8 @@ def main() -> None:
                                  "headers": {k.lower(): v for k, v in self.headers.items()},
                                  "authorization": self.headers.get("Authorization"),
                                  "x-api-key": self.headers.get("x-api-key"),
-                                 "anthropic-version": self.headers.get("anthropic-version")})
+                                 "anthropic-version": self.headers.get("anthropic-version"),
+                                 "at": time.time()})
                 n = len(REQUESTS) - 1
             turn = script[min(n, len(script) - 1)]
             path = self.path.split("?", 1)[0]
@@ -228,7 +233,8 @@ def main() -> None:
                 if turn.get("echo_key"):
                     # Like a provider that quotes the credential it refused.
                     message = f"Incorrect API key provided: {self.headers.get('Authorization')}"
-                self.reply(turn["status"], {"error": {"message": message, "code": turn.get("code")}})
+                self.reply(turn["status"], {"error": {"message": message, "code": turn.get("code")}},
+                           turn.get("retry_after"))
                 return
             message = {"role": "assistant", "content": None}
             finish = "stop"
@@ -277,7 +283,8 @@ def main() -> None:
                 message = turn.get("error", "error")
                 if turn.get("echo_key"):
                     message = f"invalid x-api-key: {self.headers.get('x-api-key')}"
-                self.reply(turn["status"], {"type": "error", "error": {"type": kind, "message": message}})
+                self.reply(turn["status"], {"type": "error", "error": {"type": kind, "message": message}},
+                           turn.get("retry_after"))
                 return
             stop = "end_turn"
             if "raw" in turn:

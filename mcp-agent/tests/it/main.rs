@@ -263,6 +263,7 @@ mod models;
 mod provider;
 mod real_llm;
 mod recovery;
+mod retries;
 mod rollback;
 mod seams;
 mod security;
