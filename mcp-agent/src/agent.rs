@@ -18,6 +18,7 @@
 mod allowances;
 mod attached;
 mod bookkeeping;
+mod budget;
 mod builder;
 mod call;
 mod callbacks;
@@ -32,7 +33,6 @@ mod inbox;
 mod integrity;
 mod options;
 mod policy;
-mod budget;
 mod resume;
 mod retries;
 mod retry_policy;

@@ -4,8 +4,8 @@
 //! which model, the key, headers, the request settings and the builder methods every
 //! wire has), the [`http`] client (bounded answers and event streams, one deadline per
 //! answer), the [`skeleton`] that runs a turn on any wire, the error kinds
-//! ([`errors`]), reading a provider's fields ([`fields`]) and scrubbing secrets
-//! ([`redact`]). A provider's file holds only what differs: its body, its headers,
+//! ([`errors`]), the wait a provider asks for before a retry ([`retry_after`]),
+//! reading a provider's fields ([`fields`]) and scrubbing secrets ([`redact`]). A provider's file holds only what differs: its body, its headers,
 //! its answer, how its stream is put together, its words for an error.
 //!
 //! The providers are listed here, one line each: a new one is one file implementing

@@ -11,8 +11,8 @@ use crate::gate::ToolFacts;
 use crate::model::Usage;
 
 use super::clock::now;
-use super::options::BudgetLimit;
 use super::host::AgentTool;
+use super::options::BudgetLimit;
 
 /// How a run ended (for now).
 #[derive(Clone, Debug, PartialEq)]

@@ -163,12 +163,18 @@ mod tests {
     fn which_errors_are_retried_and_how_long_it_waits() {
         let p = RetryPolicy::new().jitter(false);
         let unavailable = ModelError::unavailable("HTTP 503");
-        assert_eq!(p.next(1, &unavailable), Next::Retry(Duration::from_millis(500)));
+        assert_eq!(
+            p.next(1, &unavailable),
+            Next::Retry(Duration::from_millis(500))
+        );
         assert_eq!(p.next(2, &unavailable), Next::Retry(Duration::from_secs(1)));
         assert_eq!(p.next(3, &unavailable), Next::Retry(Duration::from_secs(2)));
         assert_eq!(p.next(4, &unavailable), Next::GiveUp);
         let many = RetryPolicy::new().jitter(false).max_retries(40);
-        assert_eq!(many.next(40, &unavailable), Next::Retry(Duration::from_secs(30)));
+        assert_eq!(
+            many.next(40, &unavailable),
+            Next::Retry(Duration::from_secs(30))
+        );
         let asked = |s| ModelError::RateLimited {
             detail: "HTTP 429".into(),
             retry_after: Some(Duration::from_secs(s)),

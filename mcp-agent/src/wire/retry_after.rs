@@ -18,7 +18,12 @@ pub(crate) fn now_secs() -> u64 {
 
 /// The wait `headers` ask for, read at `now` (seconds since the epoch).
 pub(crate) fn read(headers: &HeaderMap, now: u64) -> Option<Duration> {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
     if let Some(ms) = text("retry-after-ms").and_then(number) {
         return Some(scaled(ms, 1000));
     }
@@ -64,8 +69,7 @@ fn http_date(v: &str) -> Option<u64> {
     let [h, m, s] = hms.as_slice() else {
         return None;
     };
-    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || *h > 23 || *m > 59 || *s > 60
-    {
+    if !(1..=31).contains(&day) || !(1970..=9999).contains(&year) || *h > 23 || *m > 59 || *s > 60 {
         return None;
     }
     Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + m * 60 + s)
@@ -99,7 +103,10 @@ mod tests {
         let now = 784_111_777; // Sun, 06 Nov 1994 08:49:37 GMT
         let read = |p: &[(&'static str, &str)]| read(&headers(p), now);
         assert_eq!(read(&[("retry-after", "1")]), Some(Duration::from_secs(1)));
-        assert_eq!(read(&[("retry-after", " 120 ")]), Some(Duration::from_secs(120)));
+        assert_eq!(
+            read(&[("retry-after", " 120 ")]),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(
             read(&[("retry-after", "Sun, 06 Nov 1994 08:50:07 GMT")]),
             Some(Duration::from_secs(30))
@@ -121,7 +128,14 @@ mod tests {
             read(&[("retry-after", &"9".repeat(400))]),
             Some(Duration::MAX)
         );
-        for garbage in ["-1", "soon", "", "1e9", "Sun, 99 Nov 1994 08:49:37 GMT", "NaN"] {
+        for garbage in [
+            "-1",
+            "soon",
+            "",
+            "1e9",
+            "Sun, 99 Nov 1994 08:49:37 GMT",
+            "NaN",
+        ] {
             assert_eq!(read(&[("retry-after", garbage)]), None, "{garbage}");
         }
         assert_eq!(read(&[]), None);

@@ -201,7 +201,12 @@ mod tests {
             (429, err("", "", "slow down"), "rate", "rate"),
             (401, err("", "", "bad key"), "auth", "auth"),
             (403, err("", "", "no"), "auth", "auth"),
-            (529, err("overloaded_error", "", "busy"), "unavailable", "rate"),
+            (
+                529,
+                err("overloaded_error", "", "busy"),
+                "unavailable",
+                "rate",
+            ),
             (400, err("rate_limit_error", "", "slow"), "other", "rate"),
             (401, err("rate_limit_error", "", "slow"), "auth", "rate"),
             (
@@ -216,7 +221,12 @@ mod tests {
                 "long",
                 "other",
             ),
-            (500, err("", "", "maximum context length"), "long", "other"),
+            (
+                500,
+                err("", "", "maximum context length"),
+                "long",
+                "unavailable",
+            ),
             (
                 400,
                 err("invalid_request_error", "", "prompt is too long: 9 > 8"),

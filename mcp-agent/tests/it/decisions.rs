@@ -26,6 +26,9 @@ pub(super) fn agent(
         .server(server)
         .store(store)
         .on_event(move |_, e| seen.lock().unwrap().push(e.clone()))
+        // A model error stops the run at once: these tests are about what it leaves
+        // (the agent's own retries are tested in `retries`).
+        .retry_policy(mcp_agent::RetryPolicy::none())
         .build()
         .unwrap();
     (agent, events)

@@ -89,9 +89,15 @@ async fn server_errors_are_retried_and_refused_credentials_are_not() {
         json!([{"status": 503, "error": "busy"}, {"status": 502, "error": "bad gateway"}, {"text": "ok"}]),
     );
     let seen = Seen::default();
-    let agent = agent_on(&model, &seen).retry_policy(quick()).build().unwrap();
+    let agent = agent_on(&model, &seen)
+        .retry_policy(quick())
+        .build()
+        .unwrap();
     let out = agent.run("hi").await.unwrap();
-    assert!(matches!(&out, Outcome::Finished { text, .. } if text == "ok"), "{out:?}");
+    assert!(
+        matches!(&out, Outcome::Finished { text, .. } if text == "ok"),
+        "{out:?}"
+    );
     assert_eq!(model.requests().len(), 3);
     let tried: Vec<u32> = retries(&seen).into_iter().map(|(a, _)| a).collect();
     assert_eq!(tried, vec![1, 2]);
@@ -102,7 +108,10 @@ async fn server_errors_are_retried_and_refused_credentials_are_not() {
         json!([{"status": 401, "error": "bad key"}, {"text": "never"}]),
     );
     let seen = Seen::default();
-    let agent = agent_on(&model, &seen).retry_policy(quick()).build().unwrap();
+    let agent = agent_on(&model, &seen)
+        .retry_policy(quick())
+        .build()
+        .unwrap();
     let e = agent.run("hi").await.unwrap_err();
     assert!(
         matches!(e.model_error(), Some(ModelError::Unauthorized { .. })),
@@ -142,7 +151,10 @@ async fn exhausted_attempts_fail_the_run_with_every_retry_evented() {
     // One answer, then the first attempt and its two retries.
     assert_eq!(model.requests().len(), 4);
     assert_eq!(
-        retries(&seen).into_iter().map(|(a, _)| a).collect::<Vec<_>>(),
+        retries(&seen)
+            .into_iter()
+            .map(|(a, _)| a)
+            .collect::<Vec<_>>(),
         vec![1, 2]
     );
     // Failed as before retries, with each retry kept among its events.
@@ -163,7 +175,11 @@ async fn exhausted_attempts_fail_the_run_with_every_retry_evented() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hostile_retry_after_is_refused_at_once_naming_it() {
     let dir = scratch("retry-hostile");
-    for asked in ["999999999", "Fri, 31 Dec 9999 23:59:59 GMT", &"9".repeat(300)] {
+    for asked in [
+        "999999999",
+        "Fri, 31 Dec 9999 23:59:59 GMT",
+        &"9".repeat(300),
+    ] {
         let model = ModelServer::scripted(
             &dir,
             json!([{"status": 429, "error": "wait", "retry_after": asked}, {"text": "never"}]),
@@ -190,7 +206,13 @@ async fn budgeted(
     tag: &str,
     script: impl FnOnce(&std::path::Path) -> Value,
     budget: Budget,
-) -> (std::path::PathBuf, Outcome, Seen, Arc<MemoryRunStore>, ModelServer) {
+) -> (
+    std::path::PathBuf,
+    Outcome,
+    Seen,
+    Arc<MemoryRunStore>,
+    ModelServer,
+) {
     let dir = scratch(tag);
     let model = ModelServer::scripted(&dir, script(&dir));
     let seen = Seen::default();
@@ -226,7 +248,12 @@ async fn ended_on(out: &Outcome, limit: BudgetLimit, store: &MemoryRunStore, see
     assert_eq!(*l, limit);
     let record = store.load(run_id).await.unwrap().unwrap();
     assert_eq!(record.status, RunStatus::Finished);
-    let events: Vec<Event> = seen.lock().unwrap().iter().map(|(_, e)| e.clone()).collect();
+    let events: Vec<Event> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, e)| e.clone())
+        .collect();
     let at = events
         .iter()
         .position(|e| matches!(e, Event::BudgetExceeded { limit: l, used: u, max: m } if *l == limit && u == used && m == max))
@@ -247,7 +274,10 @@ async fn the_model_call_limit_ends_the_run_before_the_next_call() {
         Budget::new().max_model_calls(2),
     )
     .await;
-    assert_eq!(ended_on(&out, BudgetLimit::ModelCalls, &store, &seen).await, 2);
+    assert_eq!(
+        ended_on(&out, BudgetLimit::ModelCalls, &store, &seen).await,
+        2
+    );
     assert_eq!(model.requests().len(), 2);
     assert!(dir.join("a").exists() && dir.join("b").exists());
     assert!(!dir.join("c").exists());
@@ -262,7 +292,10 @@ async fn the_tool_call_limit_sends_no_call_past_it() {
         Budget::new().max_tool_calls(1),
     )
     .await;
-    assert_eq!(ended_on(&out, BudgetLimit::ToolCalls, &store, &seen).await, 1);
+    assert_eq!(
+        ended_on(&out, BudgetLimit::ToolCalls, &store, &seen).await,
+        1
+    );
     assert_eq!(model.requests().len(), 1);
     assert!(dir.join("a").exists());
     assert!(!dir.join("b").exists() && !dir.join("c").exists());
@@ -304,7 +337,10 @@ async fn the_token_limits_end_the_run_before_the_calls_of_the_answer_past_them()
         Budget::new().max_input_tokens(100),
     )
     .await;
-    assert_eq!(ended_on(&out, BudgetLimit::InputTokens, &store, &seen).await, 100);
+    assert_eq!(
+        ended_on(&out, BudgetLimit::InputTokens, &store, &seen).await,
+        100
+    );
     assert_eq!(model.requests().len(), 1);
 }
 

@@ -396,6 +396,9 @@ async fn a_restored_failed_copy_is_not_retried(store_url: &str) {
         .server(filesystem(&dir))
         .store(store.clone())
         .integrity_key(KEY)
+        // The 429 stops the run at once (the agent's own retries are tested in
+        // `retries`).
+        .retry_policy(mcp_agent::RetryPolicy::none())
         .build()
         .unwrap();
     assert!(agent.run("edit").await.unwrap_err().is_model());
