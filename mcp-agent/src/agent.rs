@@ -30,6 +30,7 @@ mod host;
 mod ids;
 mod inbox;
 mod integrity;
+mod live;
 mod options;
 mod policy;
 mod resume;
@@ -69,5 +70,6 @@ pub use decision::{
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
+pub use live::{RunEvent, RunEvents, RunHandle};
 pub use options::{Budget, Principal, RunOptions};
 pub use skill_types::SkillApproval;

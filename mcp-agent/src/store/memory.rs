@@ -7,10 +7,9 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    page_limit,
-    already_in_ledger, deleted, lease_lost, unix_now, Claim, Durability, Lease, LedgerEntry,
-    LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
-    EVENTS_MAX_WAIT, MAX_EVENTS, MAX_LEDGER,
+    already_in_ledger, deleted, lease_lost, page_limit, unix_now, Claim, Durability, Lease,
+    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+    EVENTS_MAX_WAIT, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;

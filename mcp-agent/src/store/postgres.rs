@@ -5,9 +5,10 @@ use mcp_runtime_core::postgres::PgPool;
 use serde_json::Value;
 
 use super::contract::{
-    numbered_event, page_limit, EVENTS_MAX_WAIT, allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, page_of, record, sql_int, Claim, Lease, LedgerEntry, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
+    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Lease, LedgerEntry,
+    RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT,
+    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 
@@ -39,9 +40,7 @@ const CHANNEL: &str = "mcp_agent_events";
 #[derive(Debug)]
 struct Listener {
     heard: tokio::sync::broadcast::Sender<String>,
-    client: tokio::sync::Mutex<
-        Option<mcp_runtime_core::postgres::tokio_postgres::Client>,
-    >,
+    client: tokio::sync::Mutex<Option<mcp_runtime_core::postgres::tokio_postgres::Client>>,
 }
 
 #[cfg(feature = "postgres")]
@@ -54,10 +53,7 @@ impl Listener {
     }
 
     /// Listens (when the connection is not open, it opens it), and subscribes.
-    async fn subscribe(
-        &self,
-        pool: &PgPool,
-    ) -> Result<tokio::sync::broadcast::Receiver<String>> {
+    async fn subscribe(&self, pool: &PgPool) -> Result<tokio::sync::broadcast::Receiver<String>> {
         let mut client = self.client.lock().await;
         let heard = self.heard.subscribe();
         if client.as_ref().is_none_or(|c| c.is_closed()) {
@@ -303,8 +299,12 @@ impl RunStore for PostgresRunStore {
                 .map_err(|e| pg(PgPool::error("reading events", e)))?;
             let mut out = Vec::with_capacity(rows.len());
             for r in &rows {
-                let seq: i64 = r.try_get(0).map_err(|e| pg(PgPool::error("reading events", e)))?;
-                let text: &str = r.try_get(1).map_err(|e| pg(PgPool::error("reading events", e)))?;
+                let seq: i64 = r
+                    .try_get(0)
+                    .map_err(|e| pg(PgPool::error("reading events", e)))?;
+                let text: &str = r
+                    .try_get(1)
+                    .map_err(|e| pg(PgPool::error("reading events", e)))?;
                 out.push(numbered_event(seq, text)?);
             }
             Ok(out)
@@ -324,7 +324,9 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("reading events", e)))?;
-            let last: i64 = row.try_get(0).map_err(|e| pg(PgPool::error("reading events", e)))?;
+            let last: i64 = row
+                .try_get(0)
+                .map_err(|e| pg(PgPool::error("reading events", e)))?;
             if last > sql_int(after) {
                 return Ok(());
             }

@@ -6,9 +6,10 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    numbered_event, page_limit, allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, page_of, record, sql_int, Claim, Durability, Lease, LedgerEntry, RunFilter,
-    RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
+    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Durability, Lease,
+    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
+    MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
@@ -338,7 +339,11 @@ impl RunStore for SqliteRunStore {
         after: Option<u64>,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
-        let (id, after, limit) = (id.to_owned(), sql_int(after.unwrap_or(0)), page_limit(limit));
+        let (id, after, limit) = (
+            id.to_owned(),
+            sql_int(after.unwrap_or(0)),
+            page_limit(limit),
+        );
         Box::pin(self.blocking(move |s, c| {
             let mut stmt = c
                 .prepare_cached(

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::endpoint::Endpoint;
 use super::errors::ErrorReply;
 use super::http::{replay_events, Answer};
-use crate::model::{ChatRequest, ChatResponse, ModelError};
+use crate::model::{text_sink, ChatRequest, ChatResponse, ModelError};
 
 /// Called with each piece of streamed text.
 pub(crate) type OnText<'a> = Option<&'a (dyn Fn(&str) + Send + Sync)>;
@@ -109,8 +109,18 @@ async fn exchange<W: Wire>(w: &W, request: &ChatRequest) -> Result<ChatResponse,
         return Err(error::<W>(&a, endpoint));
     }
     let mut assembled = W::Stream::default();
-    let on_text = endpoint.on_text.clone();
-    let mut on = |event: &str, data: &str| assembled.event(event, data, on_text.as_deref());
+    // The endpoint's own hook, and the run's watchers (a started run's text sink).
+    let (on_text, sink) = (endpoint.on_text.clone(), text_sink());
+    let both = |text: &str| {
+        if let Some(f) = &on_text {
+            f(text);
+        }
+        if let Some(f) = &sink {
+            f(text);
+        }
+    };
+    let hook: OnText<'_> = (on_text.is_some() || sink.is_some()).then_some(&both);
+    let mut on = |event: &str, data: &str| assembled.event(event, data, hook);
     if let Some(a) = endpoint
         .http
         .post_events(&url, &headers, &secrets, &body, &mut on)

@@ -58,7 +58,11 @@ pub(crate) async fn events_are_numbered_without_gaps(backend: &Backend) {
             handle.events_after("r", Some(2), 2).await.unwrap(),
             numbered(3, 4)
         );
-        assert!(handle.events_after("r", Some(6), 10).await.unwrap().is_empty());
+        assert!(handle
+            .events_after("r", Some(6), 10)
+            .await
+            .unwrap()
+            .is_empty());
         assert!(handle
             .events_after("r", Some(u64::MAX), 10)
             .await
