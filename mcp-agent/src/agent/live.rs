@@ -57,6 +57,8 @@ pub struct RunHandle {
     agent: Agent,
     owner: Owner,
     deltas: broadcast::Sender<String>,
+    /// Subscribed at the start: the first `events()` gets every piece of text.
+    first: std::sync::Mutex<Option<broadcast::Receiver<String>>>,
     done: watch::Receiver<bool>,
     task: tokio::task::JoinHandle<Result<Outcome>>,
 }
@@ -76,7 +78,8 @@ impl RunHandle {
     }
 
     /// The run's events: every stored one from the first, once each and in order,
-    /// with the model's streamed text ([`Event::TextDelta`]) from now on as it comes;
+    /// with the model's streamed text ([`Event::TextDelta`]) as it comes (all of it
+    /// for the first call; from the call on for later ones);
     /// the stream ends after the run's last event of this drive (it finished, was
     /// cancelled, failed, or suspended: a resume is followed with [`Agent::watch`]).
     pub fn events(&self) -> RunEvents {
@@ -86,7 +89,11 @@ impl RunHandle {
             last: 0,
             page: VecDeque::new(),
             owner: Some(self.owner.clone()),
-            deltas: Some(self.deltas.subscribe()),
+            deltas: Some(
+                crate::store::lock(&self.first)
+                    .take()
+                    .unwrap_or_else(|| self.deltas.subscribe()),
+            ),
             done: Some(self.done.clone()),
             saves: self.agent.inner.books.saves(),
             ended: false,
@@ -125,6 +132,7 @@ impl Agent {
         self.save(&mut state, RunStatus::Running).await?;
         let run_id = state.id.clone();
         let deltas = broadcast::Sender::new(DELTAS);
+        let first = std::sync::Mutex::new(Some(deltas.subscribe()));
         let (finished, done) = watch::channel(false);
         let to = deltas.clone();
         let sink: TextSink = Arc::new(move |text: &str| {
@@ -141,6 +149,7 @@ impl Agent {
             agent: self.clone(),
             owner,
             deltas,
+            first,
             done,
             task,
         })
