@@ -123,10 +123,13 @@ impl Agent {
     /// Starts `input` as [`run_with_options`](Self::run_with_options) does, and
     /// returns at once with a [`RunHandle`]: the run is kept (its first event,
     /// `RunStarted`, numbered 1) before this returns — so [`watch`](Self::watch)
-    /// finds it from any process — and driven on a task of its own (a tokio runtime
-    /// must be running). An error after it was kept leaves it `failed` with a
+    /// finds it from any process — and driven on a tokio task of its own (called
+    /// outside a tokio runtime: an error for which `is_config()` is true). An error after it was kept leaves it `failed` with a
     /// `RunFailed` event, as a run that had run does.
     pub async fn start(&self, input: impl Into<Input>, options: RunOptions) -> Result<RunHandle> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::config("Agent::start drives the run on a tokio task: call it in a tokio runtime")
+        })?;
         let owner = owner_of(&options);
         let mut state = self.new_run(input.into(), options)?;
         self.save(&mut state, RunStatus::Running).await?;
@@ -139,7 +142,7 @@ impl Agent {
             let _ = to.send(text.to_owned());
         });
         let agent = self.clone();
-        let task = tokio::spawn(async move {
+        let task = runtime.spawn(async move {
             let outcome = with_text_sink(sink, agent.drive(state, None)).await;
             let _ = finished.send(true);
             outcome
@@ -274,6 +277,11 @@ impl Follower {
         }
         let mut looked = false;
         loop {
+            // Text streamed so far comes before the stored events read after it (a
+            // turn's text is streamed before its `ModelAnswered` is kept).
+            if let Some(text) = pending_delta(&mut self.deltas) {
+                return Some(Ok(self.event(None, Event::TextDelta { text })));
+            }
             if let Some((seq, value)) = self.page.pop_front() {
                 return Some(self.give(seq, value).await);
             }
@@ -396,6 +404,18 @@ async fn delta(deltas: &mut Option<broadcast::Receiver<String>>) -> String {
             Ok(text) => return text,
             Err(broadcast::error::RecvError::Lagged(_)) => {}
             Err(broadcast::error::RecvError::Closed) => *deltas = None,
+        }
+    }
+}
+
+/// A piece of streamed text already sent, if any.
+fn pending_delta(deltas: &mut Option<broadcast::Receiver<String>>) -> Option<String> {
+    let rx = deltas.as_mut()?;
+    loop {
+        match rx.try_recv() {
+            Ok(text) => return Some(text),
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return None,
         }
     }
 }

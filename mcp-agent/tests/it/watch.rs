@@ -366,3 +366,68 @@ async fn an_event_that_does_not_read_is_an_error_for_the_watcher() {
         agent.close().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_row_that_does_not_read_is_an_error_for_the_watcher_sqlite() {
+    rows_that_do_not_read("sqlite", "sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_row_that_does_not_read_is_an_error_for_the_watcher_postgres() {
+    let pg = Postgres::start();
+    rows_that_do_not_read("postgres", &pg.url).await;
+}
+
+/// Rows put in the event table behind the agent's back — text that is not JSON, a
+/// number skipped — are an error for the watcher that reaches them (its last item),
+/// after the events before them.
+async fn rows_that_do_not_read(tag: &str, store: &str) {
+    let dir = scratch(&format!("watch-rows-{tag}"));
+    let model = ModelServer::scripted(&dir, json!([{"text": "done"}]));
+    let agent = agent_with(&dir, &model, store_for(&dir, store).await);
+    let handle = agent.start("hello", RunOptions::new()).await.unwrap();
+    let run_id = handle.run_id().to_owned();
+    handle.outcome().await.unwrap();
+    let n = agent.events(&run_id).await.unwrap().len() as i64;
+    let retried = serde_json::to_string(&Event::RunRetried).unwrap();
+    // n+1: not JSON; n+2: an event; n+4: an event after a gap.
+    let rows = [
+        (n + 1, "{not json".to_owned()),
+        (n + 2, retried.clone()),
+        (n + 4, retried),
+    ];
+    if store.starts_with("postgres://") {
+        let pool = mcp_runtime_core::postgres::PgPool::new(store).unwrap();
+        let client = pool.client().await.unwrap();
+        for (seq, event) in &rows {
+            client
+                .execute(
+                    "INSERT INTO mcp_agent_events (run_id, seq, event) VALUES ($1, $2, $3)",
+                    &[&run_id, seq, event],
+                )
+                .await
+                .unwrap();
+        }
+    } else {
+        let c = rusqlite::Connection::open(dir.join("state/runs.sqlite3")).unwrap();
+        for (seq, event) in &rows {
+            c.execute(
+                "INSERT INTO mcp_agent_events (run_id, seq, event) VALUES (?1, ?2, ?3)",
+                rusqlite::params![run_id, seq, event],
+            )
+            .unwrap();
+        }
+    }
+    let n = n as u64;
+    let items = all(agent.watch(&run_id, Some(n))).await;
+    assert!(
+        matches!(&items[..], [Err(e)] if e.is_store()),
+        "{tag}: {items:?}"
+    );
+    let items = all(agent.watch(&run_id, Some(n + 1))).await;
+    assert!(
+        matches!(&items[..], [Ok(e), Err(err)] if e.seq == Some(n + 2) && err.is_store() && err.to_string().contains("gap")),
+        "{tag}: {items:?}"
+    );
+    agent.close().await.unwrap();
+}

@@ -88,7 +88,25 @@ pub(crate) async fn events_are_numbered_without_gaps(backend: &Backend) {
         .map(|(_, e)| e)
         .collect();
     assert_eq!(listed, paged);
-    assert!(MAX_EVENTS_PAGE >= 100);
+    // A page holds at most MAX_EVENTS_PAGE, whatever the limit asked for.
+    store
+        .save(&RunRecord {
+            events: (0..MAX_EVENTS_PAGE + 5).map(|n| json!(n)).collect(),
+            ..run("big", RunStatus::Running, json!({}))
+        })
+        .await
+        .unwrap();
+    let page = other.events_after("big", None, usize::MAX).await.unwrap();
+    assert_eq!(page.len(), MAX_EVENTS_PAGE);
+    assert_eq!(
+        page.last(),
+        Some(&(MAX_EVENTS_PAGE as u64, json!(MAX_EVENTS_PAGE - 1)))
+    );
+    let rest = other
+        .events_after("big", Some(MAX_EVENTS_PAGE as u64), usize::MAX)
+        .await
+        .unwrap();
+    assert_eq!(rest.len(), 5);
     assert!(store.delete("r").await.unwrap());
     assert!(other.events_after("r", None, 10).await.unwrap().is_empty());
 }
