@@ -165,11 +165,11 @@ impl Agent {
     /// ends after an event that ends the run — `RunFinished`, `RunCancelled`, or
     /// `RunFailed` that leaves it failed — and goes on through a suspension (a
     /// resume continues the same log). A follow-up or a retry after the end goes on
-    /// in the same log too: watch again after the last number. An error (the run is
-    /// not kept, the store fails, an event cannot be read or is not numbered next)
-    /// is the stream's last item. New events are learned of as the store tells:
-    /// PostgreSQL at once (`LISTEN/NOTIFY`), SQLite by a 200 ms poll, events saved by
-    /// this agent at once.
+    /// in the same log too: watch again after the last number (such a watch waits
+    /// for one). An error (the run is not kept, the store fails, an event cannot be
+    /// read or is not numbered next) is the stream's last item. New events are
+    /// learned of as the store tells: PostgreSQL at once (`LISTEN/NOTIFY`), SQLite
+    /// by a 200 ms poll, events saved by this agent at once.
     pub fn watch(&self, run_id: &str, after: Option<u64>) -> RunEvents {
         RunEvents::new(Follower {
             agent: self.clone(),
@@ -303,7 +303,7 @@ impl Follower {
             if finished {
                 return None;
             }
-            if !looked && self.last == 0 && self.done.is_none() {
+            if !looked && self.done.is_none() {
                 looked = true;
                 match store.load(&self.run_id).await {
                     Ok(Some(_)) => {}
