@@ -31,6 +31,7 @@ mod host;
 mod ids;
 mod inbox;
 mod integrity;
+mod live;
 mod options;
 mod policy;
 mod resume;
@@ -72,6 +73,7 @@ pub use decision::{
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
+pub use live::{RunEvent, RunEvents, RunHandle};
 pub use options::{Budget, BudgetLimit, Principal, RunOptions};
 pub use retry_policy::RetryPolicy;
 pub use skill_types::SkillApproval;

@@ -53,7 +53,7 @@ mod wire;
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Budget, BudgetLimit, Conversation, Decision,
     DecisionKind, Event, Expiry, InputAsk, Outcome, Pending, PendingWait, Pin, Principal,
-    RetryPolicy, RunOptions, SkillApproval, MAX_PROGRESS_KEPT,
+    RetryPolicy, RunEvent, RunEvents, RunHandle, RunOptions, SkillApproval, MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
@@ -70,7 +70,7 @@ pub use store::PostgresRunStore;
 pub use store::SqliteRunStore;
 pub use store::{
     Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary,
+    RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT, EVENTS_POLL, MAX_EVENTS_PAGE,
 };
 // The model wires: each module at the root, and its type (the list is in `wire`).
 pub use wire::{anthropic, openai, ChatCompletions, Messages};

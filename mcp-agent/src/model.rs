@@ -257,6 +257,25 @@ pub enum ToolChoice {
     Tool(String),
 }
 
+/// Where the text a model streams goes while a started run
+/// ([`Agent::start`](crate::Agent::start)) calls it: set for the run's task, read by
+/// the built-in wires as they stream.
+pub(crate) type TextSink = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+tokio::task_local! {
+    static TEXT_SINK: TextSink;
+}
+
+/// The text sink of the task this runs in, when it has one.
+pub(crate) fn text_sink() -> Option<TextSink> {
+    TEXT_SINK.try_with(TextSink::clone).ok()
+}
+
+/// Runs `f` with `sink` as its task's text sink.
+pub(crate) async fn with_text_sink<F: std::future::Future>(sink: TextSink, f: F) -> F::Output {
+    TEXT_SINK.scope(sink, f).await
+}
+
 /// A language model the agent loop can talk to. Implement it for any provider; two
 /// wires are built in: [`crate::ChatCompletions`] and [`crate::Messages`], each
 /// streamed or not.

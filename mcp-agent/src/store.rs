@@ -20,6 +20,6 @@ pub use sqlite::SqliteRunStore;
 pub(crate) use contract::{lease_lost, unix_now};
 pub use contract::{
     Claim, Durability, Lease, LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus,
-    RunStore, RunSummary,
+    RunStore, RunSummary, EVENTS_MAX_WAIT, EVENTS_POLL, MAX_EVENTS_PAGE,
 };
 pub(crate) use mcp_runtime_core::lock;

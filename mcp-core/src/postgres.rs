@@ -90,16 +90,35 @@ fn literally_local(name: &str) -> bool {
         || (!crate::url_rule::is_localhost_name(name) && crate::url_rule::is_loopback_host(name))
 }
 
-/// Runs a connection's I/O until it ends.
-fn drive<C>(connection: C)
+/// What a listening connection calls: with a notification's payload, and with `None`
+/// once when the connection ended (no notification comes after it).
+pub type OnNotify = Box<dyn Fn(Option<&str>) + Send + Sync>;
+
+/// Runs a connection's I/O until it ends, handing its notifications to `on` (when
+/// given) and telling it of the end.
+fn drive<S, T>(mut connection: tokio_postgres::Connection<S, T>, on: Option<OnNotify>)
 where
-    C: std::future::Future<Output = std::result::Result<(), tokio_postgres::Error>>
-        + Send
-        + 'static,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "database connection ended");
+        loop {
+            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                Some(Ok(tokio_postgres::AsyncMessage::Notification(n))) => {
+                    if let Some(on) = &on {
+                        on(Some(n.payload()));
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => {
+                    tracing::debug!(error = %e, "database connection ended");
+                    break;
+                }
+                None => break,
+            }
+        }
+        if let Some(on) = &on {
+            on(None);
         }
     });
 }
@@ -147,6 +166,37 @@ impl PgPool {
 
     /// A new connection of its own (its driver runs on a task of its own).
     pub async fn dedicated(&self) -> Result<tokio_postgres::Client, PgError> {
+        self.connect(None).await
+    }
+
+    /// A new connection of its own that listens on `channel` (`LISTEN`; a name of
+    /// lowercase ASCII letters, digits and `_`): every notification's payload is
+    /// given to `on` as it arrives, and `on(None)` once when the connection ends (it
+    /// is not opened again: open another). Keep the client: dropping it closes the
+    /// connection.
+    pub async fn listen(
+        &self,
+        channel: &str,
+        on: OnNotify,
+    ) -> Result<tokio_postgres::Client, PgError> {
+        let plain = !channel.is_empty()
+            && channel
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if !plain {
+            return Err(PgError::config(format!(
+                "cannot listen on `{channel}`: a channel is named with lowercase ASCII letters, digits and `_`"
+            )));
+        }
+        let client = self.connect(Some(on)).await?;
+        client
+            .batch_execute(&format!("LISTEN {channel}"))
+            .await
+            .map_err(|e| pg_error("listening", e))?;
+        Ok(client)
+    }
+
+    async fn connect(&self, on: Option<OnNotify>) -> Result<tokio_postgres::Client, PgError> {
         if self.tls {
             let roots = rustls::RootCertStore {
                 roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
@@ -164,7 +214,7 @@ impl PgPool {
                 .connect(tls)
                 .await
                 .map_err(|e| pg_error("connecting", e))?;
-            drive(connection);
+            drive(connection, on);
             Ok(client)
         } else {
             let (client, connection) = self
@@ -172,7 +222,7 @@ impl PgPool {
                 .connect(tokio_postgres::NoTls)
                 .await
                 .map_err(|e| pg_error("connecting", e))?;
-            drive(connection);
+            drive(connection, on);
             Ok(client)
         }
     }

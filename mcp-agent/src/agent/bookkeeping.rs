@@ -27,6 +27,9 @@ pub(super) struct Bookkeeping {
     expiry: Option<Duration>,
     /// What an expired suspension does.
     on_expiry: Expiry,
+    /// Bumped after every save: what wakes this process's watchers at once, whatever
+    /// the store.
+    saved: tokio::sync::watch::Sender<u64>,
 }
 
 impl Bookkeeping {
@@ -45,7 +48,14 @@ impl Bookkeeping {
             lease,
             expiry,
             on_expiry,
+            saved: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Changes after every save of this agent (what its watchers wait on, with the
+    /// store's own wait).
+    pub(super) fn saves(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.saved.subscribe()
     }
 
     /// The store.
@@ -121,6 +131,7 @@ impl Bookkeeping {
             first: !state.persisted,
         };
         self.store.save(&record).await?;
+        self.saved.send_modify(|n| *n = n.wrapping_add(1));
         for entry in record.ledger {
             if entry.kind == LedgerKind::Sent {
                 state.sent.insert(entry.item);

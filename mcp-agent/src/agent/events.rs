@@ -319,6 +319,15 @@ pub enum Event {
     },
     /// The run ended.
     RunFinished,
+    /// A piece of the text the model streams as it answers. Delivered live only — to
+    /// a started run's [`RunHandle::events`](crate::RunHandle::events) while the
+    /// model streams (the endpoint streams: `streaming(true)` or `on_text`) — never
+    /// kept in the run's log nor given to `on_event`; the whole answer is in the
+    /// transcript, and its [`Event::ModelAnswered`] is kept.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
 }
 
 pub(super) type EventFn = Arc<dyn Fn(&str, &Event) + Send + Sync>;

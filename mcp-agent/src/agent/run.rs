@@ -36,7 +36,13 @@ impl Agent {
         input: impl Into<Input>,
         options: RunOptions,
     ) -> Result<Outcome> {
-        let input = input.into();
+        let state = self.new_run(input.into(), options)?;
+        self.drive(state, None).await
+    }
+
+    /// A new run of `input` started with `options`, its `RunStarted` event recorded:
+    /// not kept yet, not driven.
+    pub(super) fn new_run(&self, input: Input, options: RunOptions) -> Result<RunState> {
         if input.is_empty() {
             return Err(Error::config(
                 "a run needs input: give it a prompt or messages",
@@ -80,7 +86,7 @@ impl Agent {
             spent: Default::default(),
         };
         self.event(&mut state, Event::RunStarted);
-        self.drive(state, None).await
+        Ok(state)
     }
 
     /// Runs an application's own history (`messages`, the last one usually the

@@ -375,6 +375,42 @@ pub trait RunStore: Send + Sync + 'static {
     /// The run's event log, in the order appended (empty for an unknown run): at most
     /// its first 100,000 events, whatever the store holds.
     fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>>;
+    /// The events of the run's log after the one numbered `after` (from the first when
+    /// `None`), in order, each with its number: at most `limit` of them (at least 1, at
+    /// most [`MAX_EVENTS_PAGE`]). Every event a save appends is numbered 1, 2, 3, … in
+    /// its run's log, with no gap, never renumbered. The default reads
+    /// [`events`](Self::events) and numbers them by their place in it.
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
+        Box::pin(async move {
+            let (after, limit) = (after.unwrap_or(0), page_limit(limit));
+            let all = self.events(id).await?;
+            Ok(all
+                .into_iter()
+                .zip(1u64..)
+                .skip_while(|(_, n)| *n <= after)
+                .take(limit)
+                .map(|(e, n)| (n, e))
+                .collect())
+        })
+    }
+    /// Returns when the run `id` may have events after the one numbered `after`: at
+    /// once when it has, else when a save appended some, or after a while (a bounded
+    /// time, at most [`EVENTS_MAX_WAIT`]) — the caller reads with
+    /// [`events_after`](Self::events_after) again either way. The default waits
+    /// [`EVENTS_POLL`] and returns (a bounded poll); the memory store wakes its waiters on
+    /// every save, PostgreSQL by `LISTEN/NOTIFY`.
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<()>> {
+        let _ = (id, after);
+        Box::pin(async {
+            tokio::time::sleep(EVENTS_POLL).await;
+            Ok(())
+        })
+    }
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
     /// Moves the run `id` to running under `lease`, atomically, when it is what
@@ -417,6 +453,23 @@ pub trait RunStore: Send + Sync + 'static {
 /// The most events of one run a store returns.
 pub(crate) const MAX_EVENTS: usize = 100_000;
 
+/// The most events one [`RunStore::events_after`] returns.
+pub const MAX_EVENTS_PAGE: usize = 1000;
+
+/// How long a [`RunStore::wait_events`] that cannot be told of new events waits
+/// before the caller reads again: the bounded poll of SQLite and of stores of your
+/// own.
+pub const EVENTS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The longest a [`RunStore::wait_events`] waits before it returns (with or without
+/// news).
+pub const EVENTS_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A page size as [`RunStore::events_after`] takes it: 1 to [`MAX_EVENTS_PAGE`].
+pub(crate) fn page_limit(limit: usize) -> usize {
+    limit.clamp(1, MAX_EVENTS_PAGE)
+}
+
 /// The most ledger entries of one run a store returns.
 pub(crate) const MAX_LEDGER: usize = 100_000;
 
@@ -453,6 +506,17 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
         (**self).events(id)
+    }
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
+        (**self).events_after(id, after, limit)
+    }
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<()>> {
+        (**self).wait_events(id, after)
     }
     fn claim<'a>(
         &'a self,
@@ -545,6 +609,17 @@ pub(super) fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i6
 pub(super) fn event_value(text: &str) -> Result<Value> {
     serde_json::from_str(text)
         .map_err(|e| Error::store(format!("a stored event cannot be read: {e}")))
+}
+
+/// A stored event's number and JSON, as a row gives them (a number below 1 is not
+/// one a store gives).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(super) fn numbered_event(seq: i64, text: &str) -> Result<(u64, Value)> {
+    let seq = u64::try_from(seq)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| Error::store(format!("a stored event has the number {seq}")))?;
+    Ok((seq, event_value(text)?))
 }
 
 /// A stored allowance's JSON.

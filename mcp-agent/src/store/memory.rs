@@ -7,9 +7,9 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    already_in_ledger, deleted, lease_lost, unix_now, Claim, Durability, Lease, LedgerEntry,
-    LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER,
+    already_in_ledger, deleted, lease_lost, page_limit, unix_now, Claim, Durability, Lease,
+    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
+    EVENTS_MAX_WAIT, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
@@ -28,6 +28,8 @@ pub struct MemoryRunStore {
     /// Each run's sent ledger (append-only; outlives the run).
     ledgers: Mutex<HashMap<String, Vec<LedgerEntry>>>,
     capacity: usize,
+    /// Bumped by every save that appends events: what wakes the waiters.
+    appended: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for MemoryRunStore {
@@ -47,6 +49,7 @@ impl MemoryRunStore {
             allowances: Mutex::new(Default::default()),
             ledgers: Mutex::new(HashMap::new()),
             capacity: capacity.max(1),
+            appended: tokio::sync::watch::Sender::new(0),
         }
     }
 }
@@ -120,6 +123,10 @@ impl RunStore for MemoryRunStore {
             ..run.clone()
         };
         runs.insert(run.id.clone(), (kept, unix_now(), events));
+        drop(runs);
+        if !run.events.is_empty() {
+            self.appended.send_modify(|n| *n = n.wrapping_add(1));
+        }
         Box::pin(async { Ok(()) })
     }
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
@@ -140,6 +147,39 @@ impl RunStore for MemoryRunStore {
             .map(|(_, _, e)| e.iter().take(MAX_EVENTS).cloned().collect())
             .unwrap_or_default();
         Box::pin(async move { Ok(events) })
+    }
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
+        let skip = usize::try_from(after.unwrap_or(0)).unwrap_or(usize::MAX);
+        let events = lock(&self.runs)
+            .get(id)
+            .map(|(_, _, e)| {
+                e.iter()
+                    .zip(1u64..)
+                    .skip(skip)
+                    .take(page_limit(limit))
+                    .map(|(e, n)| (n, e.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Box::pin(async move { Ok(events) })
+    }
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<()>> {
+        // Subscribed before looking: a save after the look wakes this waiter.
+        let mut appended = self.appended.subscribe();
+        let has = lock(&self.runs)
+            .get(id)
+            .is_some_and(|(_, _, e)| e.len() as u64 > after);
+        Box::pin(async move {
+            if !has {
+                let _ = tokio::time::timeout(EVENTS_MAX_WAIT, appended.changed()).await;
+            }
+            Ok(())
+        })
     }
     fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
         let entries = lock(&self.ledgers).get(id).cloned().unwrap_or_default();

@@ -6,8 +6,9 @@ use serde_json::Value;
 
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, page_of, record, sql_int, Claim, Lease, LedgerEntry, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Lease, LedgerEntry,
+    RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT,
+    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 
@@ -16,10 +17,54 @@ use crate::error::{Error, Result};
 /// are single `UPDATE … WHERE status = 'suspended' RETURNING …` statements, so a
 /// decision applies once across every instance. TLS for anything but a loopback
 /// address, `localhost` itself or a Unix socket.
+///
+/// A save that appends events sends `NOTIFY mcp_agent_events` with the run's id in
+/// its transaction; each store listens on one connection of its own (opened when a
+/// watcher first waits, shared by all its watchers), so a watcher in any process
+/// learns of new events as they are kept, without polling.
 #[cfg(feature = "postgres")]
 #[derive(Clone, Debug)]
 pub struct PostgresRunStore {
     pool: std::sync::Arc<PgPool>,
+    listener: std::sync::Arc<Listener>,
+}
+
+/// The channel a save notifies and the listener listens on.
+#[cfg(feature = "postgres")]
+const CHANNEL: &str = "mcp_agent_events";
+
+/// The store's listening connection, opened on the first wait and again after it
+/// ended; what it hears goes to every waiter (the id of a run with new events; an
+/// empty id when the connection ended, which wakes them all).
+#[cfg(feature = "postgres")]
+#[derive(Debug)]
+struct Listener {
+    heard: tokio::sync::broadcast::Sender<String>,
+    client: tokio::sync::Mutex<Option<mcp_runtime_core::postgres::tokio_postgres::Client>>,
+}
+
+#[cfg(feature = "postgres")]
+impl Listener {
+    fn new() -> Listener {
+        Listener {
+            heard: tokio::sync::broadcast::Sender::new(1024),
+            client: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// Listens (when the connection is not open, it opens it), and subscribes.
+    async fn subscribe(&self, pool: &PgPool) -> Result<tokio::sync::broadcast::Receiver<String>> {
+        let mut client = self.client.lock().await;
+        let heard = self.heard.subscribe();
+        if client.as_ref().is_none_or(|c| c.is_closed()) {
+            let tell = self.heard.clone();
+            let on = Box::new(move |payload: Option<&str>| {
+                let _ = tell.send(payload.unwrap_or_default().to_owned());
+            });
+            *client = Some(pool.listen(CHANNEL, on).await.map_err(pg)?);
+        }
+        Ok(heard)
+    }
 }
 
 #[cfg(feature = "postgres")]
@@ -83,6 +128,7 @@ impl PostgresRunStore {
         }
         Ok(PostgresRunStore {
             pool: std::sync::Arc::new(pool),
+            listener: std::sync::Arc::new(Listener::new()),
         })
     }
 
@@ -159,9 +205,13 @@ impl RunStore for PostgresRunStore {
                    SELECT saved.id, l.kind, l.item, l.entry, now() + l.n * interval '1 microsecond'
                    FROM saved, unnest($8::text[], $9::text[], $10::text[])
                      WITH ORDINALITY AS l(kind, item, entry, n)
-                   RETURNING 1)
+                   RETURNING 1),
+                 notified AS (
+                   SELECT pg_notify('{CHANNEL}', saved.id) FROM saved
+                   WHERE cardinality($7::text[]) > 0)
                  SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM mcp_agent_runs WHERE id = $1),
-                        (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered)"
+                        (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered),
+                        (SELECT count(*) FROM notified)"
             );
             let row = client
                 .query_one(
@@ -228,6 +278,68 @@ impl RunStore for PostgresRunStore {
                 .await
                 .map_err(|e| pg(PgPool::error("reading events", e)))?;
             rows.iter().map(|r| event_value(r.get(0))).collect()
+        })
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
+        Box::pin(async move {
+            let (after, limit) = (sql_int(after.unwrap_or(0)), page_limit(limit) as i64);
+            let client = self.pool.client().await.map_err(pg)?;
+            let rows = client
+                .query(
+                    "SELECT seq, event FROM mcp_agent_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                    &[&id, &after, &limit],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("reading events", e)))?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let seq: i64 = r
+                    .try_get(0)
+                    .map_err(|e| pg(PgPool::error("reading events", e)))?;
+                let text: &str = r
+                    .try_get(1)
+                    .map_err(|e| pg(PgPool::error("reading events", e)))?;
+                out.push(numbered_event(seq, text)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn wait_events<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            // Subscribed (and listening) before looking: a save after the look is
+            // heard.
+            let mut heard = self.listener.subscribe(&self.pool).await?;
+            let client = self.pool.client().await.map_err(pg)?;
+            let row = client
+                .query_one(
+                    "SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("reading events", e)))?;
+            let last: i64 = row
+                .try_get(0)
+                .map_err(|e| pg(PgPool::error("reading events", e)))?;
+            if last > sql_int(after) {
+                return Ok(());
+            }
+            let until = tokio::time::Instant::now() + EVENTS_MAX_WAIT;
+            loop {
+                match tokio::time::timeout_at(until, heard.recv()).await {
+                    // Another run's events: wait on.
+                    Ok(Ok(run)) if !run.is_empty() && run != id => {}
+                    // This run's, the connection ended, heard too much to tell, or
+                    // waited long enough: read again.
+                    _ => return Ok(()),
+                }
+            }
         })
     }
 

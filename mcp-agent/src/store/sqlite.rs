@@ -7,14 +7,18 @@ use serde_json::Value;
 
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, page_of, record, sql_int, Claim, Durability, Lease, LedgerEntry, RunFilter,
-    RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Durability, Lease,
+    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
+    MAX_EVENTS, MAX_LEDGER,
 };
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
 /// Runs kept in a SQLite file (created with its table when missing): no server, no
-/// setup, and a run suspended by one process can be resumed by another. Claims are
+/// setup, and a run suspended by one process can be resumed by another. A watcher of
+/// a run ([`Agent::watch`](crate::Agent::watch)) in another process learns of new
+/// events by a bounded poll: it reads again every [`EVENTS_POLL`](crate::EVENTS_POLL)
+/// (200 ms) while it waits (in the process that runs it, at once). Claims are
 /// single `UPDATE … WHERE status = 'suspended'` statements, so a decision applies once
 /// even with several processes on one file.
 #[cfg(feature = "sqlite")]
@@ -324,6 +328,37 @@ impl RunStore for SqliteRunStore {
             let mut out = Vec::new();
             for row in rows {
                 out.push(event_value(&row.map_err(|e| s.fail(e))?)?);
+            }
+            Ok(out)
+        }))
+    }
+
+    fn events_after<'a>(
+        &'a self,
+        id: &'a str,
+        after: Option<u64>,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<(u64, Value)>>> {
+        let (id, after, limit) = (
+            id.to_owned(),
+            sql_int(after.unwrap_or(0)),
+            page_limit(limit),
+        );
+        Box::pin(self.blocking(move |s, c| {
+            let mut stmt = c
+                .prepare_cached(
+                    "SELECT seq, event FROM mcp_agent_events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+                )
+                .map_err(|e| s.fail(e))?;
+            let rows = stmt
+                .query_map(rusqlite::params![id, after, limit as i64], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                })
+                .map_err(|e| s.fail(e))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, text) = row.map_err(|e| s.fail(e))?;
+                out.push(numbered_event(seq, &text)?);
             }
             Ok(out)
         }))

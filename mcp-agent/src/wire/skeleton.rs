@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::endpoint::Endpoint;
 use super::errors::ErrorReply;
 use super::http::{replay_events, Answer};
-use crate::model::{ChatRequest, ChatResponse, ModelError};
+use crate::model::{text_sink, ChatRequest, ChatResponse, ModelError};
 
 /// Called with each piece of streamed text.
 pub(crate) type OnText<'a> = Option<&'a (dyn Fn(&str) + Send + Sync)>;
@@ -109,20 +109,24 @@ async fn exchange<W: Wire>(w: &W, request: &ChatRequest) -> Result<ChatResponse,
         return Err(error::<W>(&a, endpoint));
     }
     let mut assembled = W::Stream::default();
-    let on_text = endpoint.on_text.clone();
+    // The endpoint's own hook, and the run's watchers (a started run's text sink).
+    let (on_text, sink) = (endpoint.on_text.clone(), text_sink());
     // Whether the application was handed any of the answer's text: a stream that
     // fails after that is not tried again (it would hand the same text twice).
     let delivered = std::sync::atomic::AtomicBool::new(false);
-    let counted = |text: &str| {
+    let both = |text: &str| {
         if !text.is_empty() {
             delivered.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        if let Some(f) = on_text.as_deref() {
+        if let Some(f) = &on_text {
+            f(text);
+        }
+        if let Some(f) = &sink {
             f(text);
         }
     };
-    let counted: OnText<'_> = on_text.is_some().then_some(&counted);
-    let mut on = |event: &str, data: &str| assembled.event(event, data, counted);
+    let hook: OnText<'_> = (on_text.is_some() || sink.is_some()).then_some(&both);
+    let mut on = |event: &str, data: &str| assembled.event(event, data, hook);
     let sent = endpoint
         .http
         .post_events(&url, &headers, &secrets, &body, &mut on)

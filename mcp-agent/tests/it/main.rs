@@ -273,3 +273,4 @@ mod store_suite;
 mod suspension;
 mod teardown;
 mod traces;
+mod watch;
