@@ -11,6 +11,7 @@ use super::contract::{
     LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
     MAX_EVENTS, MAX_LEDGER,
 };
+use super::owner::Owner;
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
@@ -129,7 +130,10 @@ impl RunStore for MemoryRunStore {
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         let all = lock(&self.runs)
             .values()
-            .map(|(r, at, _)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
+            .map(|(r, at, _)| {
+                let owner = Owner::of(&r.state);
+                RunSummary::owned(r.id.clone(), r.status, r.suspension.clone(), *at, owner)
+            })
             .collect();
         let p = RunPage::of(all, filter);
         Box::pin(async move { Ok(p) })
