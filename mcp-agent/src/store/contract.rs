@@ -343,19 +343,6 @@ impl RunSummary {
         self.output_tokens = output_tokens;
         self
     }
-
-    /// The summary of `id` whose owner columns are `owner`.
-    pub(super) fn owned(
-        id: String,
-        status: RunStatus,
-        suspension: Option<String>,
-        updated_at: u64,
-        owner: super::owner::Owner,
-    ) -> RunSummary {
-        RunSummary::new(id, status, suspension, updated_at)
-            .with_owner(owner.tenant, owner.started_by, owner.labels)
-            .with_usage(owner.input_tokens, owner.output_tokens)
-    }
 }
 
 /// One page of [`RunStore::list`].

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::contract::{
     already_in_ledger, deleted, lease_lost, unix_now, Claim, Durability, Lease, LedgerEntry,
-    LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER,
+    LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS,
+    MAX_LEDGER,
 };
 use super::owner::Owner;
 use crate::error::{Error, Result};
@@ -132,7 +132,7 @@ impl RunStore for MemoryRunStore {
             .values()
             .map(|(r, at, _)| {
                 let owner = Owner::of(&r.state);
-                RunSummary::owned(r.id.clone(), r.status, r.suspension.clone(), *at, owner)
+                owner.summary(r.id.clone(), r.status, r.suspension.clone(), *at)
             })
             .collect();
         let p = RunPage::of(all, filter);

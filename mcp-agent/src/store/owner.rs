@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::contract::{sql_int, RunStatus, RunSummary};
 use crate::error::{Error, Result};
 
 /// The owner columns of one run.
@@ -55,6 +56,19 @@ impl Owner {
         }
     }
 
+    /// The summary of run `id` with these owner columns.
+    pub(super) fn summary(
+        self,
+        id: String,
+        status: RunStatus,
+        suspension: Option<String>,
+        updated_at: u64,
+    ) -> RunSummary {
+        RunSummary::new(id, status, suspension, updated_at)
+            .with_owner(self.tenant, self.started_by, self.labels)
+            .with_usage(self.input_tokens, self.output_tokens)
+    }
+
     /// The labels as a column keeps them (a JSON object).
     #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(super) fn labels_json(&self) -> String {
@@ -64,10 +78,7 @@ impl Owner {
     /// The token counts as SQL integers.
     #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(super) fn tokens(&self) -> (i64, i64) {
-        (
-            super::contract::sql_int(self.input_tokens),
-            super::contract::sql_int(self.output_tokens),
-        )
+        (sql_int(self.input_tokens), sql_int(self.output_tokens))
     }
 }
 

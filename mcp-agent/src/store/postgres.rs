@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, page_of, record, sql_int, Claim, Lease, LedgerEntry, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
@@ -354,13 +354,7 @@ impl RunStore for PostgresRunStore {
                     input_tokens: input.unwrap_or(0).max(0) as u64,
                     output_tokens: output.unwrap_or(0).max(0) as u64,
                 };
-                runs.push(RunSummary::owned(
-                    r.get(0),
-                    status,
-                    r.get(2),
-                    at.max(0) as u64,
-                    owner,
-                ));
+                runs.push(owner.summary(r.get(0), status, r.get(2), at.max(0) as u64));
             }
             Ok(page_of(runs, size))
         })

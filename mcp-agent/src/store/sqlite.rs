@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, page_of, record, sql_int, Claim, Durability, Lease, LedgerEntry, RunFilter,
-    RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
@@ -510,7 +510,7 @@ impl RunStore for SqliteRunStore {
                     input_tokens: input.unwrap_or(0).max(0) as u64,
                     output_tokens: output.unwrap_or(0).max(0) as u64,
                 };
-                runs.push(RunSummary::owned(id, status, suspension, at.max(0) as u64, owner));
+                runs.push(owner.summary(id, status, suspension, at.max(0) as u64));
             }
             Ok(page_of(runs, size))
         }))
