@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! AGENT_PROVIDER=openai AGENT_MODEL=<id> OPENAI_BASE_URL=http://localhost:11434/v1 [OPENAI_API_KEY=…] \
-//!   cargo run -p examples --example agent_filesystem -- [--mode read_only|ask|approve|auto] [--allow NAME]... [--store URL] DIR "PROMPT"
+//!   cargo run -p examples --example agent_filesystem -- [--mode read_only|ask|approve|auto] [--allow NAME]... [--store URL] [--tenant NAME] DIR "PROMPT"
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID (--approve | --deny [--message TEXT])
 //! cargo run -p examples --example agent_filesystem -- [--store URL] [--stream] --continue RUN_ID "PROMPT"   # a follow-up in the same conversation (policy as stored with the run); prints the answer
 //! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
@@ -16,7 +16,9 @@
 //! allow-list the run started with; `--mode`/`--allow` given with `--resume` may only
 //! tighten them (a looser policy is refused, naming what differs). It prints the model's final answer; when the
 //! run suspends it prints one line per pending call,
-//! `suspended run=<RUN_ID> tool=<NAME> decision=<DECISION_ID>`, and exits 0. A resume
+//! `suspended run=<RUN_ID> tool=<NAME> decision=<DECISION_ID>` (with ` tenant=<NAME>`
+//! at the end when the run belongs to one: `--tenant NAME` on a new run keeps it with
+//! the run), and exits 0. A resume
 //! names the decision it makes; a stale, unknown or already used decision id exits
 //! non-zero with the reason and changes nothing. `--deny --message TEXT` tells the
 //! model why. A finished run prints `run=<RUN_ID>` on stderr, so it can be continued
@@ -30,7 +32,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunStore, SqliteRunStore,
+    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStore,
+    SqliteRunStore,
 };
 use mcp_runtime::Mcp;
 
@@ -47,6 +50,8 @@ struct Args {
     stream: bool,
     dir: Option<String>,
     prompt: Option<String>,
+    /// `--tenant NAME`: the tenant a new run belongs to.
+    tenant: Option<String>,
 }
 
 struct Resume {
@@ -66,6 +71,7 @@ fn parse() -> Result<Args, String> {
         stream: false,
         dir: None,
         prompt: None,
+        tenant: None,
     };
     let mut approve: Option<bool> = None;
     let mut resume: Option<String> = None;
@@ -84,6 +90,7 @@ fn parse() -> Result<Args, String> {
             "--message" => message = Some(value("--message")?),
             "--continue" => a.follow = Some(value("--continue")?),
             "--stream" => a.stream = true,
+            "--tenant" => a.tenant = Some(value("--tenant")?),
             "--approve" => approve = Some(true),
             "--deny" => approve = Some(false),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
@@ -127,6 +134,9 @@ fn parse() -> Result<Args, String> {
     }
     if a.follow.is_some() && a.resume.is_some() {
         return Err("--continue and --resume do not go together".into());
+    }
+    if a.tenant.is_some() && (a.follow.is_some() || a.resume.is_some()) {
+        return Err("--tenant goes with a new run (a run keeps the tenant it started with)".into());
     }
     // A new run's defaults. A resume or a follow-up states no policy unless --mode or
     // --allow is given: the run goes on under the one it started with (a stated one
@@ -265,7 +275,13 @@ async fn main_inner() -> Result<(), String> {
         }
         (None, Some(prompt)) => match &args.follow {
             Some(run) => agent.follow_up(run, prompt).await,
-            None => agent.run(prompt).await,
+            None => match &args.tenant {
+                Some(t) => {
+                    let options = RunOptions::new().tenant(t.clone());
+                    agent.run_with_options(prompt, options).await
+                }
+                None => agent.run(prompt).await,
+            },
         },
         _ => unreachable!("parse gives a prompt or a run"),
     }
@@ -304,8 +320,15 @@ async fn main_inner() -> Result<(), String> {
             for call in calls {
                 // Server text goes to a terminal: no control characters.
                 let tool: String = call.tool.chars().filter(|c| !c.is_control()).collect();
+                let tenant: String = match &call.tenant {
+                    Some(t) => format!(
+                        " tenant={}",
+                        t.chars().filter(|c| !c.is_control()).collect::<String>()
+                    ),
+                    None => String::new(),
+                };
                 println!(
-                    "suspended run={run_id} tool={tool} decision={}",
+                    "suspended run={run_id} tool={tool} decision={}{tenant}",
                     call.decision
                 );
             }

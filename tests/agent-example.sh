@@ -6,7 +6,8 @@
 # file is written; the same decision again, or an unknown one, exits non-zero and
 # changes nothing; --deny --message tells the model why; --allow lets an exact name
 # run; a finished run says run=<id> and --continue follows it up (--stream prints as
-# it comes); agent_chat holds a conversation on stdin with approvals asked inline; a
+# it comes); --tenant keeps a tenant with a run and the suspended line shows it
+# (tenant=NAME), and its resume shows it again; agent_chat holds a conversation on stdin with approvals asked inline; a
 # missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -41,7 +42,10 @@ cat >"$work/script.json" <<JSON
  {"text": "a streamed answer"},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/chat.txt", "content": "from the chat"}}]},
  {"echo_tools": true},
- {"text": "you are welcome"}]
+ {"text": "you are welcome"},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t1.txt", "content": "one"}}]},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t2.txt", "content": "two"}}]},
+ {"echo_tools": true}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
 model_pid=$!
@@ -131,9 +135,22 @@ grep -q "allow write_file" <<<"$out" || fail "agent_chat did not ask: $out"
 grep -q "you are welcome" <<<"$out" || fail "agent_chat: no follow-up answer: $out"
 grep -q '^run=' "$work/err" || fail "agent_chat: no run= line"
 
+# --tenant: kept with the run, shown at the end of its suspended lines, again after a
+# resume (read from the run); not taken with --resume.
+tenant_line='^suspended run=([0-9a-f]+) tool=write_file decision=([0-9a-f]+) tenant=team-a$'
+out="$(run --tenant team-a --mode approve "$work/files" "write for the team")"
+[[ "$(wc -l <<<"$out")" -eq 1 && "$out" =~ $tenant_line ]] || fail "--tenant: unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
+if run --tenant team-b --resume "$run_id" --decision "$decision" --approve 2>/dev/null; then fail "--tenant was taken with --resume"; fi
+out="$(run --resume "$run_id" --decision "$decision" --approve)"
+[[ "$(cat "$work/files/t1.txt")" == "one" ]] || fail "--tenant: the approved write did not happen: $out"
+[[ "$out" =~ $tenant_line && "${BASH_REMATCH[1]}" == "$run_id" ]] || fail "--tenant: the resumed run lost its tenant: $out"
+out="$(run --resume "$run_id" --decision "${BASH_REMATCH[2]}" --approve)"
+[[ "$(cat "$work/files/t2.txt")" == "two" ]] || fail "--tenant: the second write did not happen: $out"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, missing model: ok"

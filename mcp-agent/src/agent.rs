@@ -17,6 +17,7 @@
 
 mod allowances;
 mod attached;
+mod authorization;
 mod bookkeeping;
 mod budget;
 mod builder;
@@ -68,8 +69,8 @@ pub use allowances::Pin;
 pub use builder::AgentBuilder;
 pub use conversation::Conversation;
 pub use decision::{
-    Allowance, Always, Binding, Decision, DecisionKind, Expiry, InputAsk, Outcome, Pending,
-    PendingWait,
+    Allowance, Always, Binding, Decision, DecisionAsk, DecisionKind, Expiry, InboxPage, InputAsk,
+    Outcome, Pending, PendingWait,
 };
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};

@@ -28,6 +28,8 @@ enum Kind {
     Deleted(String),
     Config(String),
     NotSuspended(String),
+    /// A decision its principal may not make (the `authorize` callback said no).
+    Unauthorized(String),
     /// A decision that does not apply to what the run waits for now; `waiting` when
     /// the run still waits (for another decision).
     Stale {
@@ -81,6 +83,11 @@ impl Error {
     pub(crate) fn not_suspended(detail: impl Into<String>) -> Self {
         Error {
             kind: Kind::NotSuspended(detail.into()),
+        }
+    }
+    pub(crate) fn unauthorized(detail: impl Into<String>) -> Self {
+        Error {
+            kind: Kind::Unauthorized(detail.into()),
         }
     }
     pub(crate) fn stale(detail: impl Into<String>, waiting: bool) -> Self {
@@ -156,6 +163,12 @@ impl Error {
     pub fn is_stale_decision(&self) -> bool {
         matches!(self.kind, Kind::Stale { .. })
     }
+    /// A decision refused because its principal may not make it (the agent's
+    /// [`authorize`](crate::AgentBuilder::authorize) callback said no): nothing
+    /// changed, the run still waits in the same suspension.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self.kind, Kind::Unauthorized(_))
+    }
 }
 
 impl From<ModelError> for Error {
@@ -194,6 +207,7 @@ impl fmt::Display for Error {
             }
             Kind::Config(d) => write!(f, "agent configuration: {d}"),
             Kind::NotSuspended(d) => write!(f, "{d}"),
+            Kind::Unauthorized(d) => write!(f, "a decision not authorized, refused: {d}"),
             Kind::Stale { detail, .. } => write!(f, "a stale decision, refused: {detail}"),
         }
     }

@@ -4,6 +4,7 @@
 
 mod contract;
 mod memory;
+mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

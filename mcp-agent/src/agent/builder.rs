@@ -13,7 +13,7 @@ use crate::store::{MemoryRunStore, RunStore};
 use super::attached::{Attached, Deferral};
 use super::bookkeeping::Bookkeeping;
 use super::callbacks::{Callbacks, ContextFn};
-use super::decision::{Expiry, InputAsk, InputFn};
+use super::decision::{AuthorizeFn, DecisionAsk, Expiry, InputAsk, InputFn};
 use super::events::{Event, EventFn};
 use super::handle::{Agent, AgentInner};
 use super::host::{Host, Servers};
@@ -38,6 +38,7 @@ pub struct AgentBuilder {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
+    authorize: Option<AuthorizeFn>,
     trace_content: bool,
     defer: Vec<(String, Deferral)>,
     skills: bool,
@@ -218,6 +219,27 @@ impl AgentBuilder {
         self.on_input.push(Arc::new(move |ask| Box::pin(f(ask))));
         self
     }
+    /// Who may decide what: asked before any decision is applied ([`Agent::resume`],
+    /// [`Agent::decide`]) with the principal, the decision's kind and the call it is
+    /// for (its run's tenant, who started it and labels, read from the run's sealed
+    /// state). `false` refuses it: nothing changes (the run still waits in the same
+    /// suspension; the decision is not spent and may still be made by someone
+    /// allowed), the resume fails with an error for which
+    /// [`is_unauthorized`](crate::Error::is_unauthorized) is true, and the `on_event`
+    /// callbacks hear [`Event::DecisionUnauthorized`]. In a batch, one refusal
+    /// refuses all. Without it, anyone may decide (as before). It may be async (a
+    /// database lookup); an application that cannot tell should return `false`.
+    ///
+    /// [`Agent::resume`]: crate::Agent::resume
+    /// [`Agent::decide`]: crate::Agent::decide
+    pub fn authorize<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(DecisionAsk) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = bool> + Send + 'static,
+    {
+        self.authorize = Some(Arc::new(move |ask| Box::pin(f(ask))));
+        self
+    }
     /// The agent. Connections to the servers are made on first use and kept.
     /// Offers the skills of attached servers to the model (default: on). Off, no
     /// skill is listed or loaded.
@@ -370,6 +392,7 @@ impl AgentBuilder {
                     self.on_event,
                     self.on_input,
                     self.on_context,
+                    self.authorize,
                 )),
                 skills: SkillRegistry::new(self.skills, self.skill_approvals),
                 vault: Vault::default(),
@@ -393,6 +416,7 @@ impl Agent {
             system: None,
             on_event: Vec::new(),
             on_input: Vec::new(),
+            authorize: None,
             on_context: None,
             trace_content: false,
             defer: Vec::new(),

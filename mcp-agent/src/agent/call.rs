@@ -80,6 +80,7 @@ impl Agent {
                             actions: asked.split_off(before),
                             by: "on_input".into(),
                             at: now(),
+                            principal: None,
                         };
                         self.event(state, event);
                     }
@@ -380,6 +381,7 @@ impl Agent {
                     actions: given.iter().map(|(_, a)| a.action().to_owned()).collect(),
                     by: "on_input".into(),
                     at: now(),
+                    principal: None,
                 };
                 self.inner.callbacks.emit(run_id, &event);
                 notes.push(event);

@@ -7,7 +7,7 @@ use mcp_runtime::InputResponse;
 
 use crate::model::Message;
 
-use super::decision::{InputAsk, InputFn};
+use super::decision::{AuthorizeFn, DecisionAsk, InputAsk, InputFn};
 use super::events::{Event, EventFn};
 use super::state::RunState;
 
@@ -20,6 +20,7 @@ pub(super) struct Callbacks {
     on_event: Vec<EventFn>,
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
+    authorize: Option<AuthorizeFn>,
 }
 
 impl Callbacks {
@@ -28,11 +29,22 @@ impl Callbacks {
         on_event: Vec<EventFn>,
         on_input: Vec<InputFn>,
         on_context: Option<ContextFn>,
+        authorize: Option<AuthorizeFn>,
     ) -> Callbacks {
         Callbacks {
             on_event,
             on_input,
             on_context,
+            authorize,
+        }
+    }
+
+    /// Asks the `authorize` callback whether `ask.principal` may make this decision;
+    /// without one, everyone may.
+    pub(super) async fn authorized(&self, ask: DecisionAsk) -> bool {
+        match &self.authorize {
+            Some(f) => f(ask).await,
+            None => true,
         }
     }
 

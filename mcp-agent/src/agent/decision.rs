@@ -12,7 +12,7 @@ use crate::model::Usage;
 
 use super::clock::now;
 use super::host::AgentTool;
-use super::options::BudgetLimit;
+use super::options::{BudgetLimit, Principal};
 
 /// How a run ended (for now).
 #[derive(Clone, Debug, PartialEq)]
@@ -160,11 +160,12 @@ pub enum Expiry {
 }
 
 /// A person's decision on one suspended call: approve, deny (with a message the model
-/// reads), edit its arguments, or answer the input it waits for. Who decided is kept
-/// in the run's events.
+/// reads), edit its arguments, or answer the input it waits for. Who decided (a
+/// [`Principal`]: id and display name) is kept in the run's events, and the agent's
+/// [`authorize`](crate::AgentBuilder::authorize) callback is asked whether they may.
 #[derive(Clone, Debug)]
 pub struct Decision {
-    pub(super) by: String,
+    pub(super) principal: Principal,
     pub(super) kind: DecisionKind,
     pub(super) allowed_tools: bool,
     pub(super) always: Option<Always>,
@@ -234,30 +235,30 @@ pub enum Always {
 }
 
 impl Decision {
-    fn new(who: impl Into<String>, kind: DecisionKind) -> Self {
+    fn new(who: impl Into<Principal>, kind: DecisionKind) -> Self {
         Decision {
-            by: who.into(),
+            principal: who.into(),
             kind,
             allowed_tools: false,
             always: None,
         }
     }
     /// Approve, by `who`.
-    pub fn approve(who: impl Into<String>) -> Self {
+    pub fn approve(who: impl Into<Principal>) -> Self {
         Decision::new(who, DecisionKind::Approve)
     }
     /// Deny, by `who`. For a call that waits for input: every request is declined.
-    pub fn deny(who: impl Into<String>) -> Self {
+    pub fn deny(who: impl Into<Principal>) -> Self {
         Decision::new(who, DecisionKind::Deny { message: None })
     }
     /// Approve the call with other arguments, by `who`: the edited call goes through
     /// the gate again, and the approval is bound to these arguments.
-    pub fn edit(who: impl Into<String>, arguments: Value) -> Self {
+    pub fn edit(who: impl Into<Principal>, arguments: Value) -> Self {
         Decision::new(who, DecisionKind::Edit { arguments })
     }
     /// Answers the input a call waits for, by `who`: one answer per request key of
     /// [`Outcome::InputRequired`] (a request left unanswered is declined).
-    pub fn answer<I, K>(who: impl Into<String>, answers: I) -> Self
+    pub fn answer<I, K>(who: impl Into<Principal>, answers: I) -> Self
     where
         I: IntoIterator<Item = (K, InputResponse)>,
         K: Into<String>,
@@ -291,9 +292,13 @@ impl Decision {
         self.always = Some(scope);
         self
     }
-    /// Who decided.
+    /// Who decided, as shown (the principal's display name).
     pub fn by(&self) -> &str {
-        &self.by
+        self.principal.display_name()
+    }
+    /// Who decided.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
     }
     /// What was decided.
     pub fn kind(&self) -> &DecisionKind {
@@ -415,6 +420,22 @@ pub struct Pending {
     pub arguments: Value,
     /// What it waits for.
     pub waits: PendingWait,
+    /// The tenant the run belongs to (from its sealed state).
+    pub tenant: Option<String>,
+    /// Who started the run (from its sealed state).
+    pub started_by: Option<Principal>,
+}
+
+/// One page of an approval inbox ([`Agent::inbox`](crate::Agent::inbox)): what the
+/// suspended runs of one page of a listing wait on.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct InboxPage {
+    /// The calls waiting for a person, run by run (in id order), call by call.
+    pub pending: Vec<Pending>,
+    /// Give it to [`RunFilter::cursor`](crate::store::RunFilter::cursor) for the next
+    /// page; `None` on the last.
+    pub next: Option<String>,
 }
 
 /// What a suspended call waits for.
@@ -451,6 +472,26 @@ pub struct InputAsk {
     pub request: InputRequest,
 }
 
+/// A decision the agent asks its [`authorize`](crate::AgentBuilder::authorize)
+/// callback about before applying it: who decides, what, and on which call of which
+/// run (the run's owner read from its sealed state, never from a store's columns).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DecisionAsk {
+    /// Who decides.
+    pub principal: Principal,
+    /// What is decided: `approve`, `deny`, `edit`, `answer`, or one of those with
+    /// `_always_run` / `_always_agent`.
+    pub kind: String,
+    /// The call decided on (its run, suspension, decision id, tool, arguments — and
+    /// the run's tenant and who started it).
+    pub pending: Pending,
+    /// The run's labels.
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+pub(super) type AuthorizeFn = Arc<dyn Fn(DecisionAsk) -> BoxFuture<'static, bool> + Send + Sync>;
+
 pub(super) type InputFn =
     Arc<dyn Fn(InputAsk) -> BoxFuture<'static, Option<InputResponse>> + Send + Sync>;
 
@@ -480,18 +521,41 @@ pub struct Allowance {
     /// only an agent of the same scope uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// The tenant whose run granted it: it covers only runs of that tenant (one
+    /// granted in a run with no tenant covers only runs with no tenant). Sealed with
+    /// the allowance: a store's writer cannot widen it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 impl Allowance {
-    /// The allowance of the tool a binding names, by `by`.
-    pub(super) fn new(b: &Binding, by: &str, scope: Option<String>) -> Allowance {
-        let id = mcp_runtime::digest::sha256_json(&json!([
-            b.server,
-            b.server_config,
-            b.tool,
-            b.definition,
-            scope
-        ]));
+    /// The allowance of the tool a binding names, by `by`, in `scope`, for runs of
+    /// `tenant`.
+    pub(super) fn new(
+        b: &Binding,
+        by: &str,
+        scope: Option<String>,
+        tenant: Option<String>,
+    ) -> Allowance {
+        // The tenant is part of the id only when there is one: allowances granted
+        // before runs had tenants keep theirs.
+        let id = match &tenant {
+            None => mcp_runtime::digest::sha256_json(&json!([
+                b.server,
+                b.server_config,
+                b.tool,
+                b.definition,
+                scope
+            ])),
+            Some(t) => mcp_runtime::digest::sha256_json(&json!([
+                b.server,
+                b.server_config,
+                b.tool,
+                b.definition,
+                scope,
+                t
+            ])),
+        };
         Allowance {
             id,
             server: b.server.clone(),
@@ -501,6 +565,7 @@ impl Allowance {
             by: by.to_owned(),
             at: now(),
             scope,
+            tenant,
         }
     }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::model::Usage;
 
 use super::decision::Binding;
-use super::options::BudgetLimit;
+use super::options::{BudgetLimit, Principal};
 
 /// Something that happened in a run, in order. Delivered to the `on_event` callbacks
 /// and kept with the run. Events carry tool names and the model's arguments, never a
@@ -97,6 +97,10 @@ pub enum Event {
         /// `edit_always_run` (the tool is allowed for the rest of the run).
         #[serde(default)]
         kind: String,
+        /// Who decided: id and display name (`by` is the display name). Absent in
+        /// events kept before decisions carried a principal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<Principal>,
     },
     /// An approval was not applied: what it was bound to changed before the call ran
     /// (the tool is gone, moved to another server, its definition or the server's
@@ -143,6 +147,10 @@ pub enum Event {
         by: String,
         /// When (seconds since the epoch).
         at: u64,
+        /// The person who answered: id and display name (`by` is the display name);
+        /// absent for a callback's answers.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<Principal>,
     },
     /// A skill was loaded: its `SKILL.md` checked against the entry, which the run
     /// holds from now on.
@@ -195,6 +203,24 @@ pub enum Event {
         by: String,
         /// Why it was refused.
         reason: String,
+        /// Who decided: id and display name (`by` is the display name).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        principal: Option<Principal>,
+    },
+    /// A decision was refused because the agent's
+    /// [`authorize`](crate::AgentBuilder::authorize) callback did not allow its
+    /// principal to make it (or could not say). Nothing changed: the run still waits
+    /// in the same suspension, and the decision is not spent. Delivered to the
+    /// `on_event` callbacks (the run's log is not written: nothing was claimed).
+    DecisionUnauthorized {
+        /// The decision the resume named.
+        decision: String,
+        /// The tool of the call it was for.
+        tool: String,
+        /// Who tried to decide.
+        principal: Principal,
+        /// The principal's display name.
+        by: String,
     },
     /// An error stopped the run. When nothing had run since it was resumed it waits
     /// again for the same decision (`resumable`); otherwise it is `failed`, keeping

@@ -4,10 +4,10 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::model::{Block, Message, Role};
-use crate::store::{Claim, RunRecord, RunStatus};
+use crate::store::{Claim, RunFilter, RunRecord, RunStatus};
 
 use super::clock::now_ms;
-use super::decision::{Expiry, Outcome, Pending};
+use super::decision::{Expiry, InboxPage, Outcome, Pending};
 use super::events::Event;
 use super::handle::Agent;
 use super::run::error_result;
@@ -26,14 +26,57 @@ impl Agent {
             return Ok(Vec::new());
         }
         let state = self.inner.books.read(&record)?;
-        let Some(s) = &state.suspension else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for call in &state.pending {
-            out.extend(call.pending(run_id, &s.id)?);
+        waiting_on(&state)
+    }
+
+    /// An approval inbox: what the suspended runs `filter` names wait on — "this
+    /// team's pending approvals" is `inbox(&RunFilter::new().tenant("team"))`; by who
+    /// started them ([`RunFilter::started_by`]) or by label too — one page of runs at
+    /// a time (the filter's `limit` and `cursor`; its status is taken as suspended).
+    ///
+    /// The store finds the runs by the owner columns it keeps; each run found is then
+    /// read and checked against its integrity MAC, and one whose sealed owner is not
+    /// what the filter asks for (its columns were changed in the store), or that
+    /// cannot be read, is left out (and logged). Each [`Pending`] carries the run's
+    /// tenant and who started it, from the sealed state.
+    ///
+    /// [`RunFilter::started_by`]: crate::store::RunFilter::started_by
+    pub async fn inbox(&self, filter: &RunFilter) -> Result<InboxPage> {
+        let mut suspended = filter.clone();
+        suspended.status = Some(RunStatus::Suspended);
+        let page = self.inner.books.store().list(&suspended).await?;
+        let mut pending = Vec::new();
+        for run in page.runs {
+            let Some(record) = self.inner.books.store().load(&run.id).await? else {
+                continue; // decided or deleted meanwhile
+            };
+            if record.status != RunStatus::Suspended {
+                continue;
+            }
+            let state = match self.inner.books.read(&record) {
+                Ok(state) => state,
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "a waiting run cannot be read; the inbox leaves it out");
+                    continue;
+                }
+            };
+            let o = &state.options;
+            let started_by = o.started_by.as_ref().map(|p| p.id.as_str());
+            if !filter.owns(o.tenant.as_deref(), started_by, &o.labels) {
+                tracing::warn!(run = %run.id, "a run's owner columns disagree with its sealed state; the inbox leaves it out");
+                continue;
+            }
+            match waiting_on(&state) {
+                Ok(calls) => pending.extend(calls),
+                Err(e) => {
+                    tracing::warn!(run = %run.id, error = %e, "what a waiting run waits on cannot be read; the inbox leaves it out")
+                }
+            }
         }
-        Ok(out)
+        Ok(InboxPage {
+            pending,
+            next: page.next,
+        })
     }
 
     /// Expires the suspensions whose time has passed (see
@@ -209,6 +252,18 @@ impl Agent {
             })
             .collect())
     }
+}
+
+/// What a run waits on in its suspension, call by call (none when it waits in none).
+fn waiting_on(state: &RunState) -> Result<Vec<Pending>> {
+    let Some(s) = &state.suspension else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for call in &state.pending {
+        out.extend(call.pending(&state.id, &s.id, &state.options)?);
+    }
+    Ok(out)
 }
 
 /// Ends the current turn of a run that will not go on: every call still pending gets

@@ -56,8 +56,9 @@ impl Agent {
             for (id, d) in &decisions {
                 let event = Event::DecisionRefused {
                     decision: id.clone(),
-                    by: d.by.clone(),
+                    by: d.by().to_owned(),
                     reason: reason.clone(),
+                    principal: Some(d.principal.clone()),
                 };
                 self.inner.callbacks.emit(run_id, &event);
             }
@@ -69,6 +70,7 @@ impl Agent {
             .collect::<Vec<_>>()
             .join(", ");
         let mut tries = 0;
+        let mut authorized = false;
         let (claimed, lease) = loop {
             let record = self
                 .inner
@@ -118,6 +120,12 @@ impl Agent {
             // Refused before the claim when it cannot apply; checked again on what the
             // claim returns (another decision on the same suspension may come first).
             applicable(&state, &decisions).map_err(|(why, waiting)| refuse(why, waiting))?;
+            // Asked once, on the run as its sealed state says, before anything is
+            // claimed: a refusal leaves the run as it was.
+            if !authorized {
+                self.authorize_decisions(&state, &sid, &decisions).await?;
+                authorized = true;
+            }
             // Atomic: of two resumes of this suspension, one gets the run.
             if let Some(c) = self
                 .inner
@@ -202,11 +210,12 @@ impl Agent {
         };
         let kind = decision.kind_name();
         let Decision {
-            by,
+            principal,
             kind: what,
             allowed_tools,
             always,
         } = decision;
+        let by = principal.display_name().to_owned();
         let tool = state.pending[i].name.clone();
         let at = std::mem::replace(&mut state.pending[i].at, CallState::New);
         let event = match at {
@@ -229,11 +238,15 @@ impl Agent {
                         }
                         match (always, &binding) {
                             (Some(Always::Run), Some(b)) => {
-                                state.always.push(Allowance::new(b, &by, None));
+                                state.always.push(Allowance::new(b, &by, None, None));
                             }
                             (Some(Always::Agent), Some(b)) => {
-                                standing =
-                                    Some(Allowance::new(b, &by, self.inner.policy.scope().clone()));
+                                standing = Some(Allowance::new(
+                                    b,
+                                    &by,
+                                    self.inner.policy.scope().clone(),
+                                    state.options.tenant.clone(),
+                                ));
                             }
                             _ => {}
                         }
@@ -261,6 +274,7 @@ impl Agent {
                     binding,
                     decision: id.to_owned(),
                     kind: kind.to_owned(),
+                    principal: Some(principal),
                 }
             }
             CallState::AwaitingInput {
@@ -304,6 +318,7 @@ impl Agent {
                     actions,
                     by,
                     at: now(),
+                    principal: Some(principal),
                 }
             }
             other => {

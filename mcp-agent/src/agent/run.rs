@@ -607,7 +607,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
     };
     let mut calls = Vec::new();
     for call in &state.pending {
-        calls.extend(call.pending(&state.id, &s.id)?);
+        calls.extend(call.pending(&state.id, &s.id, &state.options)?);
     }
     let Some(first) = calls.first().cloned() else {
         return Err(Error::store(format!("run {} waits for nothing", state.id)));

@@ -304,9 +304,14 @@ pub(super) struct Suspension {
 }
 
 impl PendingCall {
-    /// What this call waits for in the suspension `suspension` of run `run_id`; `None`
-    /// when it waits for nobody.
-    pub(super) fn pending(&self, run_id: &str, suspension: &str) -> Result<Option<Pending>> {
+    /// What this call waits for in the suspension `suspension` of run `run_id` (started
+    /// with `options`); `None` when it waits for nobody.
+    pub(super) fn pending(
+        &self,
+        run_id: &str,
+        suspension: &str,
+        options: &RunOptions,
+    ) -> Result<Option<Pending>> {
         let (decision, server, arguments, waits) = match &self.at {
             CallState::AwaitingApproval(a) => (
                 a.decision.clone(),
@@ -347,6 +352,8 @@ impl PendingCall {
             tool: self.name.clone(),
             arguments,
             waits,
+            tenant: options.tenant.clone(),
+            started_by: options.started_by.clone(),
         }))
     }
 }

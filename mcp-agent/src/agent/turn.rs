@@ -325,7 +325,9 @@ impl Agent {
         }
         let config = self.inner.servers.host().config_fingerprint(tool.server);
         let definition = tool.def.definition_digest();
-        // A standing allowance holds only in its own scope.
+        // A standing allowance holds only in its own scope, and only for runs of
+        // the tenant whose run granted it (runs with no tenant: only those).
+        let tenant = &state.options.tenant;
         state
             .always
             .iter()
@@ -333,7 +335,7 @@ impl Agent {
                 state
                     .standing
                     .iter()
-                    .filter(|a| a.scope == *self.inner.policy.scope()),
+                    .filter(|a| a.scope == *self.inner.policy.scope() && a.tenant == *tenant),
             )
             .any(|a| a.covers(&tool.facts, &config, &definition))
     }

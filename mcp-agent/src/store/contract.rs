@@ -2,6 +2,8 @@
 //! filters, pages), with the helpers the SQL stores share. At the bottom of `store/`:
 //! the stores implement it.
 
+use std::collections::BTreeMap;
+
 use mcp_runtime::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -176,13 +178,25 @@ pub struct Lease {
 }
 
 /// Which runs [`RunStore::list`] returns: all by default; by status, by when they
-/// last changed (seconds since the epoch), a page at a time (at most `limit`, 100 by
-/// default and at most 1000, after the `cursor` a previous page returned), in id order.
+/// last changed (seconds since the epoch), by owner (tenant, who started it, labels),
+/// a page at a time (at most `limit`, 100 by default and at most 1000, after the
+/// `cursor` a previous page returned), in id order.
+///
+/// The owner filters match the columns a store keeps beside each run's state, which
+/// a store's writer could change: [`Agent::inbox`](crate::Agent::inbox) checks each
+/// run found against its sealed state, and authorization reads only the state.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct RunFilter {
     /// Only runs in this status.
     pub status: Option<RunStatus>,
+    /// Only runs of this tenant ([`RunOptions::tenant`](crate::RunOptions::tenant)).
+    pub tenant: Option<String>,
+    /// Only runs started by the principal with this id
+    /// ([`RunOptions::started_by`](crate::RunOptions::started_by)).
+    pub started_by: Option<String>,
+    /// Only runs that carry every one of these labels (`key = value`).
+    pub labels: BTreeMap<String, String>,
     /// Only runs that last changed before this time.
     pub before: Option<u64>,
     /// Only runs that last changed at or after this time.
@@ -202,6 +216,36 @@ impl RunFilter {
     pub fn status(mut self, status: RunStatus) -> Self {
         self.status = Some(status);
         self
+    }
+    /// Only runs of `tenant`.
+    pub fn tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
+        self
+    }
+    /// Only runs started by the principal whose id is `id`.
+    pub fn started_by(mut self, id: impl Into<String>) -> Self {
+        self.started_by = Some(id.into());
+        self
+    }
+    /// Only runs that carry the label `key = value` (with the other labels asked for).
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+    /// True when the owner of a run (tenant, who started it, labels) is what this
+    /// filter asks for.
+    pub fn owns(
+        &self,
+        tenant: Option<&str>,
+        started_by: Option<&str>,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.tenant.as_deref().is_none_or(|t| tenant == Some(t))
+            && self
+                .started_by
+                .as_deref()
+                .is_none_or(|p| started_by == Some(p))
+            && self.labels.iter().all(|(k, v)| labels.get(k) == Some(v))
     }
     /// Only runs that last changed before `secs` (seconds since the epoch).
     pub fn before(mut self, secs: u64) -> Self {
@@ -232,7 +276,9 @@ impl RunFilter {
     }
 }
 
-/// A run as listed: no state, just where it stands.
+/// A run as listed: no state, just where it stands, whose it is and what it spent —
+/// as the store's columns say (the run's sealed state is the truth: see
+/// [`RunFilter`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunSummary {
@@ -244,6 +290,16 @@ pub struct RunSummary {
     pub suspension: Option<String>,
     /// When it last changed (seconds since the epoch).
     pub updated_at: u64,
+    /// The tenant it belongs to.
+    pub tenant: Option<String>,
+    /// The id of the principal who started it.
+    pub started_by: Option<String>,
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// The input tokens its model calls read, summed.
+    pub input_tokens: u64,
+    /// The output tokens its model calls wrote, summed.
+    pub output_tokens: u64,
 }
 
 impl RunSummary {
@@ -259,7 +315,33 @@ impl RunSummary {
             status,
             suspension,
             updated_at,
+            tenant: None,
+            started_by: None,
+            labels: BTreeMap::new(),
+            input_tokens: 0,
+            output_tokens: 0,
         }
+    }
+
+    /// The same summary, of a run owned by `tenant`, started by the principal whose
+    /// id is `started_by`, carrying `labels`.
+    pub fn with_owner(
+        mut self,
+        tenant: Option<String>,
+        started_by: Option<String>,
+        labels: BTreeMap<String, String>,
+    ) -> RunSummary {
+        self.tenant = tenant;
+        self.started_by = started_by;
+        self.labels = labels;
+        self
+    }
+
+    /// The same summary, of a run that spent these tokens.
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> RunSummary {
+        self.input_tokens = input_tokens;
+        self.output_tokens = output_tokens;
+        self
     }
 }
 
@@ -278,6 +360,7 @@ impl RunPage {
     pub fn of(mut all: Vec<RunSummary>, filter: &RunFilter) -> RunPage {
         all.retain(|r| {
             filter.status.is_none_or(|s| s == r.status)
+                && filter.owns(r.tenant.as_deref(), r.started_by.as_deref(), &r.labels)
                 && filter.before.is_none_or(|b| r.updated_at < b)
                 && filter.after.is_none_or(|a| r.updated_at >= a)
                 && filter.cursor.as_deref().is_none_or(|c| r.id.as_str() > c)

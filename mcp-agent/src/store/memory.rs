@@ -8,9 +8,10 @@ use serde_json::Value;
 
 use super::contract::{
     already_in_ledger, deleted, lease_lost, page_limit, unix_now, Claim, Durability, Lease,
-    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary,
-    EVENTS_MAX_WAIT, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT,
+    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
+use super::owner::Owner;
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
@@ -136,7 +137,10 @@ impl RunStore for MemoryRunStore {
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         let all = lock(&self.runs)
             .values()
-            .map(|(r, at, _)| RunSummary::new(r.id.clone(), r.status, r.suspension.clone(), *at))
+            .map(|(r, at, _)| {
+                let owner = Owner::of(&r.state);
+                owner.summary(r.id.clone(), r.status, r.suspension.clone(), *at)
+            })
             .collect();
         let p = RunPage::of(all, filter);
         Box::pin(async move { Ok(p) })

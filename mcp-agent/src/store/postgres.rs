@@ -7,9 +7,10 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Lease, LedgerEntry,
-    RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT,
-    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT, MAX_ALLOWANCES,
+    MAX_EVENTS, MAX_LEDGER,
 };
+use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
 
 /// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for
@@ -81,6 +82,14 @@ impl PostgresRunStore {
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_owner text;
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS tenant text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS started_by text;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS labels jsonb;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS input_tokens bigint;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS output_tokens bigint;
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_tenant ON mcp_agent_runs (tenant, status, id);
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_labels ON mcp_agent_runs USING gin (labels);
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id text PRIMARY KEY,
                  allowance text NOT NULL
@@ -114,7 +123,7 @@ impl PostgresRunStore {
                         AND to_regclass('mcp_agent_events') IS NOT NULL
                         AND to_regclass('mcp_agent_ledger') IS NOT NULL
                         AND EXISTS (SELECT 1 FROM information_schema.columns
-                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'lease_until')",
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'output_tokens')",
                     &[],
                 )
                 .await
@@ -162,6 +171,9 @@ impl RunStore for PostgresRunStore {
             let client = self.pool.client().await.map_err(pg)?;
             let state = run.state.to_string();
             let (owner, until) = lease_columns(&run.lease);
+            let columns = Owner::of(&run.state);
+            let labels = columns.labels_json();
+            let (input_tokens, output_tokens) = columns.tokens();
             let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
             let (mut kinds, mut items, mut entries) = (Vec::new(), Vec::new(), Vec::new());
             for e in &run.ledger {
@@ -175,16 +187,20 @@ impl RunStore for PostgresRunStore {
             // Only the first save inserts (a later one finds a deleted run deleted);
             // fenced: a row held by another lease owner is left as it is.
             let saved = if run.first {
-                "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until,
+                   tenant, started_by, labels, input_tokens, output_tokens)
+                 VALUES ($1, $2, $3, $4, $5, $6, $11, $12, $13::text::jsonb, $14, $15)
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
                    suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
-                   updated_at = now()
+                   tenant = EXCLUDED.tenant, started_by = EXCLUDED.started_by,
+                   labels = EXCLUDED.labels, input_tokens = EXCLUDED.input_tokens,
+                   output_tokens = EXCLUDED.output_tokens, updated_at = now()
                  WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
                  RETURNING id"
             } else {
                 "UPDATE mcp_agent_runs SET status = $2, state = $3, suspension = $4,
-                   lease_until = $6, updated_at = now()
+                   lease_until = $6, tenant = $11, started_by = $12, labels = $13::text::jsonb,
+                   input_tokens = $14, output_tokens = $15, updated_at = now()
                  WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $5::text
                  RETURNING id"
             };
@@ -227,6 +243,11 @@ impl RunStore for PostgresRunStore {
                         &kinds,
                         &items,
                         &entries,
+                        &columns.tenant,
+                        &columns.started_by,
+                        &labels,
+                        &input_tokens,
+                        &output_tokens,
                     ],
                 )
                 .await;
@@ -403,15 +424,20 @@ impl RunStore for PostgresRunStore {
             let before = filter.before.map(|b| b.min(i64::MAX as u64) as i64);
             let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
             let size = filter.page_size();
+            let labels = (!filter.labels.is_empty()).then(|| labels_json(&filter.labels));
             let client = self.pool.client().await.map_err(pg)?;
             let rows = client
                 .query(
-                    "SELECT id, status, suspension, extract(epoch FROM updated_at)::bigint
+                    "SELECT id, status, suspension, extract(epoch FROM updated_at)::bigint,
+                       tenant, started_by, labels::text, input_tokens, output_tokens
                      FROM mcp_agent_runs
                      WHERE ($1::text IS NULL OR status = $1)
                        AND ($2::bigint IS NULL OR updated_at < to_timestamp($2::bigint))
                        AND ($3::bigint IS NULL OR updated_at >= to_timestamp($3::bigint))
                        AND ($4::text IS NULL OR id > $4)
+                       AND ($6::text IS NULL OR tenant = $6)
+                       AND ($7::text IS NULL OR started_by = $7)
+                       AND ($8::text IS NULL OR labels @> $8::text::jsonb)
                      ORDER BY id LIMIT $5",
                     &[
                         &status,
@@ -419,6 +445,9 @@ impl RunStore for PostgresRunStore {
                         &after,
                         &filter.cursor,
                         &((size + 1) as i64),
+                        &filter.tenant,
+                        &filter.started_by,
+                        &labels,
                     ],
                 )
                 .await
@@ -429,12 +458,15 @@ impl RunStore for PostgresRunStore {
                 let status = RunStatus::parse(&status)
                     .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
                 let at: i64 = r.get(3);
-                runs.push(RunSummary::new(
-                    r.get(0),
-                    status,
-                    r.get(2),
-                    at.max(0) as u64,
-                ));
+                let (input, output): (Option<i64>, Option<i64>) = (r.get(7), r.get(8));
+                let owner = Owner {
+                    tenant: r.get(4),
+                    started_by: r.get(5),
+                    labels: labels_from(r.get::<_, Option<&str>>(6))?,
+                    input_tokens: input.unwrap_or(0).max(0) as u64,
+                    output_tokens: output.unwrap_or(0).max(0) as u64,
+                };
+                runs.push(owner.summary(r.get(0), status, r.get(2), at.max(0) as u64));
             }
             Ok(page_of(runs, size))
         })

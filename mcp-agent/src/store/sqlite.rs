@@ -8,9 +8,10 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Durability, Lease,
-    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, RunSummary, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER,
+    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS,
+    MAX_LEDGER,
 };
+use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
@@ -96,11 +97,18 @@ impl SqliteRunStore {
     /// A table made before runs had suspension ids or leases gains the columns (its
     /// suspended runs have no suspension id, so no decision applies to them: they are
     /// refused as stale; its running runs have no lease, so they can be recovered).
+    /// One made before runs had owners gains their columns, empty until the run's
+    /// next save.
     fn migrate(&self, c: &rusqlite::Connection) -> Result<()> {
         for (column, kind) in [
             ("suspension", "TEXT"),
             ("lease_owner", "TEXT"),
             ("lease_until", "INTEGER"),
+            ("tenant", "TEXT"),
+            ("started_by", "TEXT"),
+            ("labels", "TEXT"),
+            ("input_tokens", "INTEGER"),
+            ("output_tokens", "INTEGER"),
         ] {
             let has: bool = c
                 .query_row(
@@ -117,7 +125,12 @@ impl SqliteRunStore {
                 .map_err(|e| self.fail(e))?;
             }
         }
-        Ok(())
+        // The inbox lists a tenant's (or a person's) waiting runs.
+        c.execute_batch(
+            "CREATE INDEX IF NOT EXISTS mcp_agent_runs_tenant ON mcp_agent_runs (tenant, status, id);
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);",
+        )
+        .map_err(|e| self.fail(e))
     }
 
     fn fail(&self, e: rusqlite::Error) -> Error {
@@ -169,6 +182,8 @@ struct SaveRow {
     owner: Option<String>,
     until: Option<i64>,
     first: bool,
+    /// The owner columns (from the state).
+    columns: Owner,
     /// The ledger entries: kind, item, entry.
     ledger: Vec<(&'static str, String, String)>,
 }
@@ -187,27 +202,42 @@ fn save(
         .map_err(|e| s.fail(e))?;
     // Fenced: a row held by another lease owner is left as it is. Only the first
     // save inserts: a later one finds the run deleted, and leaves it deleted.
+    let (input_tokens, output_tokens) = r.columns.tokens();
+    let params = rusqlite::params![
+        r.id,
+        r.status,
+        r.state,
+        now(),
+        r.suspension,
+        r.owner,
+        r.until,
+        r.columns.tenant,
+        r.columns.started_by,
+        r.columns.labels_json(),
+        input_tokens,
+        output_tokens
+    ];
     let n = if r.first {
         tx.prepare_cached(
-            "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until,
+               tenant, started_by, labels, input_tokens, output_tokens)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
                updated_at = excluded.updated_at, suspension = excluded.suspension,
-               lease_until = excluded.lease_until
+               lease_until = excluded.lease_until, tenant = excluded.tenant,
+               started_by = excluded.started_by, labels = excluded.labels,
+               input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
              WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
         )
-        .and_then(|mut upsert| {
-            upsert.execute(rusqlite::params![r.id, r.status, r.state, now(), r.suspension, r.owner, r.until])
-        })
+        .and_then(|mut upsert| upsert.execute(params))
     } else {
         tx.prepare_cached(
             "UPDATE mcp_agent_runs SET status = ?2, state = ?3, updated_at = ?4, suspension = ?5,
-               lease_until = ?7
+               lease_until = ?7, tenant = ?8, started_by = ?9, labels = ?10, input_tokens = ?11,
+               output_tokens = ?12
              WHERE id = ?1 AND lease_owner IS ?6",
         )
-        .and_then(|mut update| {
-            update.execute(rusqlite::params![r.id, r.status, r.state, now(), r.suspension, r.owner, r.until])
-        })
+        .and_then(|mut update| update.execute(params))
     }
     .map_err(|e| s.fail(e))?;
     if n == 0 {
@@ -268,6 +298,7 @@ fn now() -> i64 {
 impl RunStore for SqliteRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let (id, status, state) = (run.id.clone(), run.status.as_str(), run.state.to_string());
+        let owner_columns = Owner::of(&run.state);
         let suspension = run.suspension.clone();
         let (owner, until) = lease_columns(&run.lease);
         let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
@@ -291,6 +322,7 @@ impl RunStore for SqliteRunStore {
                 owner,
                 until,
                 first,
+                columns: owner_columns,
                 ledger,
             };
             if !deferred {
@@ -450,34 +482,70 @@ impl RunStore for SqliteRunStore {
         let after = filter.after.map(|a| a.min(i64::MAX as u64) as i64);
         let cursor = filter.cursor.clone();
         let size = filter.page_size();
+        let (tenant, started_by) = (filter.tenant.clone(), filter.started_by.clone());
+        let labels = (!filter.labels.is_empty()).then(|| labels_json(&filter.labels));
         Box::pin(self.blocking(move |s, c| {
+            // Every label asked for is among the run's (a column that is not JSON has
+            // none).
             let mut stmt = c
                 .prepare_cached(
-                    "SELECT id, status, suspension, updated_at FROM mcp_agent_runs
+                    "SELECT id, status, suspension, updated_at, tenant, started_by, labels,
+                       input_tokens, output_tokens FROM mcp_agent_runs
                      WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR updated_at < ?2)
                        AND (?3 IS NULL OR updated_at >= ?3) AND (?4 IS NULL OR id > ?4)
+                       AND (?6 IS NULL OR tenant = ?6) AND (?7 IS NULL OR started_by = ?7)
+                       AND (?8 IS NULL OR NOT EXISTS (
+                         SELECT 1 FROM json_each(?8) AS f WHERE NOT EXISTS (
+                           SELECT 1 FROM json_each(CASE WHEN json_valid(labels) THEN labels ELSE '{}' END) AS l
+                           WHERE l.key = f.key AND l.value = f.value)))
                      ORDER BY id LIMIT ?5",
                 )
                 .map_err(|e| s.fail(e))?;
             let rows = stmt
                 .query_map(
-                    rusqlite::params![status, before, after, cursor, (size + 1) as i64],
+                    rusqlite::params![
+                        status,
+                        before,
+                        after,
+                        cursor,
+                        (size + 1) as i64,
+                        tenant,
+                        started_by,
+                        labels
+                    ],
                     |r| {
                         Ok((
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, Option<String>>(2)?,
-                            r.get::<_, i64>(3)?,
+                            (
+                                r.get::<_, String>(0)?,
+                                r.get::<_, String>(1)?,
+                                r.get::<_, Option<String>>(2)?,
+                                r.get::<_, i64>(3)?,
+                            ),
+                            (
+                                r.get::<_, Option<String>>(4)?,
+                                r.get::<_, Option<String>>(5)?,
+                                r.get::<_, Option<String>>(6)?,
+                                r.get::<_, Option<i64>>(7)?,
+                                r.get::<_, Option<i64>>(8)?,
+                            ),
                         ))
                     },
                 )
                 .map_err(|e| s.fail(e))?;
             let mut runs = Vec::new();
             for row in rows {
-                let (id, status, suspension, at) = row.map_err(|e| s.fail(e))?;
+                let ((id, status, suspension, at), (tenant, started_by, labels, input, output)) =
+                    row.map_err(|e| s.fail(e))?;
                 let status = RunStatus::parse(&status)
                     .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
-                runs.push(RunSummary::new(id, status, suspension, at.max(0) as u64));
+                let owner = Owner {
+                    tenant,
+                    started_by,
+                    labels: labels_from(labels.as_deref())?,
+                    input_tokens: input.unwrap_or(0).max(0) as u64,
+                    output_tokens: output.unwrap_or(0).max(0) as u64,
+                };
+                runs.push(owner.summary(id, status, suspension, at.max(0) as u64));
             }
             Ok(page_of(runs, size))
         }))

@@ -97,3 +97,56 @@ async fn sqlite_defers_only_the_save_it_is_asked_to() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A SQLite file made before runs had owners gains the owner columns (and indexes):
+/// its runs list with none until their next save, which fills them.
+#[cfg(feature = "sqlite")]
+#[tokio::test]
+async fn sqlite_adds_the_owner_columns_to_an_older_table() {
+    let dir = std::env::temp_dir().join(format!("mcp-agent-owner-cols-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.sqlite3");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "CREATE TABLE mcp_agent_runs (id TEXT PRIMARY KEY, status TEXT NOT NULL,
+               state TEXT NOT NULL, updated_at INTEGER NOT NULL, suspension TEXT,
+               lease_owner TEXT, lease_until INTEGER);
+             INSERT INTO mcp_agent_runs VALUES ('old', 'suspended', '{\"options\":{\"tenant\":\"t\"}}', 1, 's', NULL, NULL);",
+        )
+        .unwrap();
+    }
+    let store = SqliteRunStore::open(&path).unwrap();
+    let all = store.list(&RunFilter::new()).await.unwrap().runs;
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].tenant, None, "empty until the next save");
+    assert!(store
+        .list(&RunFilter::new().tenant("t"))
+        .await
+        .unwrap()
+        .runs
+        .is_empty());
+    let mut old = store.load("old").await.unwrap().unwrap();
+    old.state = json!({"options": {"tenant": "t", "labels": {"k": "v"}}, "usage": {"input_tokens": 3, "output_tokens": 4}});
+    store.save(&old).await.unwrap();
+    let found = store
+        .list(&RunFilter::new().tenant("t").label("k", "v"))
+        .await
+        .unwrap()
+        .runs;
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].input_tokens, found[0].output_tokens), (3, 4));
+    let indexes: i64 = {
+        let conn = mcp_runtime_core::lock(&store.conn);
+        let c = conn.as_ref().expect("the connection is kept");
+        c.query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name LIKE 'mcp_agent_runs_%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(indexes, 2);
+    let _ = std::fs::remove_dir_all(dir);
+}

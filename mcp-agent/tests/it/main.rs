@@ -260,6 +260,7 @@ mod gate;
 mod gate_props;
 mod inbox;
 mod models;
+mod owners;
 mod provider;
 mod real_llm;
 mod recovery;

@@ -1,6 +1,6 @@
 //! The run store conformance suite: one set of tests of what [`RunStore`] promises —
 //! claims, leases and fencing, decisions, the sent ledger and integrity, allowances,
-//! the event log (numbered, read after a number, waited for), list / filter / cursor paging, prune, capacity — run against every
+//! the event log (numbered, read after a number, waited for), list / filter / cursor paging, owner columns, prune, capacity — run against every
 //! backend alike (memory, SQLite, PostgreSQL). A new backend is accepted when it
 //! passes: give it a [`Backend`] constructor and one `store_suite!` line at the
 //! bottom, then `cargo nextest run -p mcp-agent store_suite::<name>::`.
@@ -27,6 +27,7 @@ mod leases;
 mod limits;
 mod listing;
 mod numbered;
+mod owners;
 
 /// A backend under test: opens handles on one store's data — each call a new one, as
 /// another process (or another machine) would open it; what one handle keeps, every
@@ -168,6 +169,7 @@ macro_rules! store_suite {
             kept::a_run_is_kept_as_saved,
             listing::list_filters_and_pages,
             listing::prune_forgets_only_runs_that_ended,
+            owners::list_filters_by_owner,
             limits::events_and_the_ledger_are_capped,
             limits::allowances_are_capped,
             numbered::events_are_numbered_without_gaps,

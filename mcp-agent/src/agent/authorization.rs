@@ -1,0 +1,69 @@
+//! Who may decide what: the one check every path that applies a person's decision
+//! goes through before it applies anything ([`Agent::authorize_decisions`]).
+
+use crate::error::{Error, Result};
+
+use super::decision::{Decision, DecisionAsk};
+use super::events::Event;
+use super::handle::Agent;
+use super::state::RunState;
+
+impl Agent {
+    /// Asks the `authorize` callback about each of `decisions` on calls of `state`
+    /// (a run read from the store and checked against its integrity MAC, waiting in
+    /// the suspension `suspension`), before any of them is applied. `Ok` when every one
+    /// is allowed (or the agent has no callback); otherwise nothing may be applied:
+    /// each refused decision is told to the `on_event` callbacks
+    /// ([`Event::DecisionUnauthorized`]) and the error's `is_unauthorized()` is true.
+    /// A decision that names no waiting call is left to the caller's own checks.
+    pub(super) async fn authorize_decisions(
+        &self,
+        state: &RunState,
+        suspension: &str,
+        decisions: &[(String, Decision)],
+    ) -> Result<()> {
+        let mut refused = Vec::new();
+        for (id, decision) in decisions {
+            let Some(call) = state
+                .pending
+                .iter()
+                .find(|c| c.at.decision() == Some(id.as_str()))
+            else {
+                continue;
+            };
+            let Some(pending) = call.pending(&state.id, suspension, &state.options)? else {
+                continue;
+            };
+            let ask = DecisionAsk {
+                principal: decision.principal.clone(),
+                kind: decision.kind_name().to_owned(),
+                labels: state.options.labels.clone(),
+                pending,
+            };
+            if !self.inner.callbacks.authorized(ask).await {
+                let event = Event::DecisionUnauthorized {
+                    decision: id.clone(),
+                    tool: call.name.clone(),
+                    principal: decision.principal.clone(),
+                    by: decision.by().to_owned(),
+                };
+                tracing::warn!(
+                    run = %state.id,
+                    decision = %id,
+                    principal = %decision.principal.id,
+                    "a decision was not authorized; nothing changed"
+                );
+                self.inner.callbacks.emit(&state.id, &event);
+                refused.push(format!("{id} by `{}`", decision.principal.id));
+            }
+        }
+        if refused.is_empty() {
+            return Ok(());
+        }
+        Err(Error::unauthorized(format!(
+            "run {}: decision {} may not be made by its principal; nothing changed (the run still waits)",
+            state.id,
+            refused.join(", ")
+        )))
+    }
+}
