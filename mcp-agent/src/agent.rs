@@ -15,6 +15,7 @@
 //! `impl Agent` block — on top. A child imports from its siblings by name, never from
 //! this module.
 
+mod adopt;
 mod allowances;
 mod attached;
 mod bookkeeping;
@@ -40,6 +41,7 @@ mod skills;
 mod state;
 mod turn;
 mod vault;
+mod worker;
 
 /// What `crate::fuzzing` reaches: a stored run's state read as a resume reads it (no
 /// integrity key), and written back: the second read must give the same run.
@@ -71,3 +73,4 @@ pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
 pub use options::{Budget, Principal, RunOptions};
 pub use skill_types::SkillApproval;
+pub use worker::{Worker, WorkerOptions};

@@ -53,7 +53,7 @@ mod wire;
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Budget, Conversation, Decision, DecisionKind,
     Event, Expiry, InputAsk, Outcome, Pending, PendingWait, Pin, Principal, RunOptions,
-    SkillApproval, MAX_PROGRESS_KEPT,
+    SkillApproval, Worker, WorkerOptions, MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};

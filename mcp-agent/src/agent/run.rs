@@ -599,6 +599,7 @@ impl Agent {
             Event::RunSuspended {
                 suspension: s.id,
                 decisions,
+                expires_at: s.expires_at,
             },
         );
         self.save(state, RunStatus::Suspended).await?;
@@ -617,7 +618,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
     };
     let mut calls = Vec::new();
     for call in &state.pending {
-        calls.extend(call.pending(&state.id, &s.id)?);
+        calls.extend(call.pending(&state.id, s)?);
     }
     let Some(first) = calls.first().cloned() else {
         return Err(Error::store(format!("run {} waits for nothing", state.id)));
@@ -631,6 +632,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             tool: first.tool,
             arguments: first.arguments,
             calls,
+            expires_at: s.expires_at,
             usage: state.usage,
         },
         PendingWait::Input { requests } => Outcome::InputRequired {
@@ -642,6 +644,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             arguments: first.arguments,
             requests,
             calls,
+            expires_at: s.expires_at,
             usage: state.usage,
         },
     })

@@ -291,7 +291,7 @@ pub(super) struct Suspension {
 impl PendingCall {
     /// What this call waits for in the suspension `suspension` of run `run_id`; `None`
     /// when it waits for nobody.
-    pub(super) fn pending(&self, run_id: &str, suspension: &str) -> Result<Option<Pending>> {
+    pub(super) fn pending(&self, run_id: &str, suspension: &Suspension) -> Result<Option<Pending>> {
         let (decision, server, arguments, waits) = match &self.at {
             CallState::AwaitingApproval(a) => (
                 a.decision.clone(),
@@ -326,12 +326,13 @@ impl PendingCall {
         };
         Ok(Some(Pending {
             run_id: run_id.to_owned(),
-            suspension: suspension.to_owned(),
+            suspension: suspension.id.clone(),
             decision,
             server,
             tool: self.name.clone(),
             arguments,
             waits,
+            expires_at: suspension.expires_at,
         }))
     }
 }

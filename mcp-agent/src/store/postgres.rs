@@ -36,6 +36,9 @@ impl PostgresRunStore {
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS suspension text;
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_owner text;
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS lease_until bigint;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS due_at bigint;
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at)
+               WHERE due_at IS NOT NULL;
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id text PRIMARY KEY,
                  allowance text NOT NULL
@@ -69,7 +72,7 @@ impl PostgresRunStore {
                         AND to_regclass('mcp_agent_events') IS NOT NULL
                         AND to_regclass('mcp_agent_ledger') IS NOT NULL
                         AND EXISTS (SELECT 1 FROM information_schema.columns
-                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'lease_until')",
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'due_at')",
                     &[],
                 )
                 .await
@@ -116,6 +119,7 @@ impl RunStore for PostgresRunStore {
             let client = self.pool.client().await.map_err(pg)?;
             let state = run.state.to_string();
             let (owner, until) = lease_columns(&run.lease);
+            let due: Option<i64> = run.due_at().map(sql_int);
             let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
             let (mut kinds, mut items, mut entries) = (Vec::new(), Vec::new(), Vec::new());
             for e in &run.ledger {
@@ -129,16 +133,16 @@ impl RunStore for PostgresRunStore {
             // Only the first save inserts (a later one finds a deleted run deleted);
             // fenced: a row held by another lease owner is left as it is.
             let saved = if run.first {
-                "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until)
-                 VALUES ($1, $2, $3, $4, $5, $6)
+                "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until, due_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $11)
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
                    suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
-                   updated_at = now()
+                   due_at = EXCLUDED.due_at, updated_at = now()
                  WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
                  RETURNING id"
             } else {
                 "UPDATE mcp_agent_runs SET status = $2, state = $3, suspension = $4,
-                   lease_until = $6, updated_at = now()
+                   lease_until = $6, due_at = $11::bigint, updated_at = now()
                  WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $5::text
                  RETURNING id"
             };
@@ -177,6 +181,7 @@ impl RunStore for PostgresRunStore {
                         &kinds,
                         &items,
                         &entries,
+                        &due,
                     ],
                 )
                 .await;
@@ -262,6 +267,41 @@ impl RunStore for PostgresRunStore {
                 &[&id, &status, &suspension, &lease.owner, &until, &stale],
             )
             .await
+        })
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        Box::pin(async move {
+            let (at, until) = (sql_int(now), sql_int(lease.until));
+            let limit = limit.min(1000) as i64;
+            let client = self.pool.client().await.map_err(pg)?;
+            // One statement: the rows chosen are locked (rows another claimer holds
+            // are skipped, not waited for) and moved to running together; each is
+            // returned with the status it had.
+            let rows = client
+                .query(
+                    "WITH picked AS (
+                       SELECT id, status AS was FROM mcp_agent_runs
+                       WHERE (status IN ('suspended', 'failed') AND due_at <= $1)
+                          OR (status = 'running' AND (lease_until IS NULL OR lease_until < $1))
+                       ORDER BY due_at NULLS FIRST LIMIT $4
+                       FOR UPDATE SKIP LOCKED)
+                     UPDATE mcp_agent_runs r SET status = 'running', updated_at = now(),
+                       lease_owner = $2, lease_until = $3
+                     FROM picked WHERE r.id = picked.id
+                     RETURNING r.id, picked.was, r.suspension, r.state, r.lease_owner, r.lease_until",
+                    &[&at, &lease.owner, &until, &limit],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("claiming due runs", e)))?;
+            rows.iter()
+                .map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+                .collect()
         })
     }
 

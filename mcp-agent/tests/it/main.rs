@@ -272,3 +272,4 @@ mod store_suite;
 mod suspension;
 mod teardown;
 mod traces;
+mod workers;
