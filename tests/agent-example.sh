@@ -6,7 +6,7 @@
 # file is written; the same decision again, or an unknown one, exits non-zero and
 # changes nothing; --deny --message tells the model why; --allow lets an exact name
 # run; a finished run says run=<id> and --continue follows it up (--stream prints as
-# it comes); agent_chat holds a conversation on stdin with approvals asked inline; a
+# it comes); --record keeps a decision and --worker runs it; agent_chat holds a conversation on stdin with approvals asked inline; a
 # missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,6 +15,7 @@ work="$(mktemp -d)"
 model_pid=""
 pg_port=""
 cleanup() {
+  [[ -n "${worker_pid:-}" ]] && kill "$worker_pid" 2>/dev/null
   [[ -n "$model_pid" ]] && kill "$model_pid" 2>/dev/null
   [[ -n "$pg_port" ]] && bash tests/peers/postgres.sh stop "$pg_port"
   rm -rf "$work"
@@ -41,7 +42,9 @@ cat >"$work/script.json" <<JSON
  {"text": "a streamed answer"},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/chat.txt", "content": "from the chat"}}]},
  {"echo_tools": true},
- {"text": "you are welcome"}]
+ {"text": "you are welcome"},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/worker.txt", "content": "by the worker"}}]},
+ {"echo_tools": true}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
 model_pid=$!
@@ -131,9 +134,23 @@ grep -q "allow write_file" <<<"$out" || fail "agent_chat did not ask: $out"
 grep -q "you are welcome" <<<"$out" || fail "agent_chat: no follow-up answer: $out"
 grep -q '^run=' "$work/err" || fail "agent_chat: no run= line"
 
+# --record keeps a decision and runs nothing; a worker (--worker, until Ctrl-C) runs it.
+out="$(run --mode approve "$work/files" "write a file for the worker")"
+[[ "$out" =~ $suspended ]] || fail "worker: unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
+out="$(run --resume "$run_id" --decision "$decision" --approve --record)"
+[[ "$out" == "recorded run=$run_id decision=$decision" ]] || fail "--record: $out"
+[[ ! -e "$work/files/worker.txt" ]] || fail "--record ran the call"
+( exec env AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --features postgres --example agent_filesystem -- --store "$store" --worker "$work/files" ) 2>"$work/worker.err" &
+worker_pid=$!
+for _ in $(seq 1 1200); do [[ -e "$work/files/worker.txt" ]] && break; sleep 0.1; done
+[[ "$(cat "$work/files/worker.txt" 2>/dev/null)" == "by the worker" ]] || fail "the worker did not run the recorded decision: $(cat "$work/worker.err")"
+kill -INT "$worker_pid"; wait "$worker_pid" || fail "the worker did not stop cleanly: $(cat "$work/worker.err")"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --record and --worker, missing model: ok"

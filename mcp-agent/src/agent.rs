@@ -17,6 +17,7 @@
 
 mod adopt;
 mod allowances;
+mod backoff;
 mod attached;
 mod bookkeeping;
 mod builder;

@@ -18,7 +18,7 @@ use super::state::{RunState, STATE_VERSION};
 
 /// When a worker should take up a run saved as `status`: a waiting run whose calls
 /// are all decided (recorded, not yet run) at once; one still waiting when its
-/// suspension expires; any other never (a run held by a dead process is found by its
+/// suspension expires; a failed one when its retry is due; any other never (a run held by a dead process is found by its
 /// lease).
 fn due_at(state: &RunState, status: RunStatus) -> Option<u64> {
     match status {
@@ -26,6 +26,7 @@ fn due_at(state: &RunState, status: RunStatus) -> Option<u64> {
             Some(now_ms())
         }
         RunStatus::Suspended => state.suspension.as_ref().and_then(|s| s.expires_at),
+        RunStatus::Failed => state.retry_at,
         _ => None,
     }
 }

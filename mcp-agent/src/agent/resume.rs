@@ -461,7 +461,7 @@ impl Agent {
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
         };
-        self.retry_claimed(run_id, claimed, lease).await
+        self.retry_claimed(run_id, claimed, lease, false).await
     }
 
     /// [`retry`](Self::retry) of a run this process claimed (under `lease`).
@@ -470,6 +470,7 @@ impl Agent {
         run_id: &str,
         claimed: RunRecord,
         lease: Lease,
+        by_worker: bool,
     ) -> Result<Outcome> {
         // Left failed, for a person to look at (unreadable) or for an agent whose
         // policy fits.
@@ -479,6 +480,13 @@ impl Agent {
         };
         let mut state = self.take_up(run_id, claimed, lease, failed).await?;
         state.failure = None;
+        state.retry_at = None;
+        if by_worker {
+            state.retries = state.retries.saturating_add(1);
+        } else {
+            // A person's retry: workers may retry it again as many times.
+            state.retries = 0;
+        }
         self.event(&mut state, Event::RunRetried);
         self.drive(state, None).await
     }

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::{Block, ChatRequest, Message, Role, Stop, Usage};
 use crate::store::{Claim, Durability, RunRecord, RunStatus};
 
+use super::backoff::retry_at;
 use super::decision::{Outcome, PendingWait};
 use super::events::Event;
 use super::handle::Agent;
@@ -62,6 +63,8 @@ impl Agent {
             suspension: None,
             ran: 0,
             failure: None,
+            retry_at: None,
+            retries: 0,
             persisted: false,
             options,
             policy: Some(self.inner.policy.own()),
@@ -218,6 +221,8 @@ impl Agent {
         }
         state.suspension = None;
         state.failure = Some(error.clone());
+        // A transient error: a worker retries the run later (see `backoff`).
+        state.retry_at = retry_at(&e, state.retries);
         self.event(
             &mut state,
             Event::RunFailed {

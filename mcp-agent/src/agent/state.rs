@@ -25,6 +25,10 @@ pub(super) const MAX_INPUT_ROUNDS: usize = 8;
 /// had no save counter, sealed status, call keys nor bindings of sent and paused calls.
 pub(super) const STATE_VERSION: u32 = 3;
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A call of the current model turn that has not ended yet.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PendingCall {
@@ -240,6 +244,13 @@ pub(super) struct RunState {
     /// The error that stopped a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) failure: Option<String>,
+    /// When a worker retries the failed run (milliseconds since the epoch): set when
+    /// the error that stopped it was transient, and retries are left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) retry_at: Option<u64>,
+    /// How many times workers retried the run after transient errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) retries: u32,
     /// Kept in the store at least once (a run that fails before its first save leaves
     /// nothing to retry).
     #[serde(skip)]

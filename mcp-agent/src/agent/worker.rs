@@ -105,7 +105,7 @@ impl Agent {
         let run_id = claimed.id.clone();
         match claimed.status {
             RunStatus::Running => self.recover_claimed(&run_id, claimed, lease).await,
-            RunStatus::Failed => self.retry_claimed(&run_id, claimed, lease).await,
+            RunStatus::Failed => self.retry_claimed(&run_id, claimed, lease, true).await,
             RunStatus::Suspended => {
                 let ready = self
                     .inner

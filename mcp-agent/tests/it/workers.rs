@@ -335,3 +335,40 @@ async fn adopt_policy_moves_a_run_to_a_looser_policy() {
     old.close().await.unwrap();
     release.close().await.unwrap();
 }
+
+/// A run a transient error stopped (the model limited the rate) is retried by a
+/// worker once its retry is due, without sending its calls again; one a permanent
+/// error stopped (refused credentials) is never due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_retries_a_transient_failure_and_never_a_permanent_one() {
+    for (error, transient) in [(429, true), (401, false)] {
+        let dir = scratch(&format!("worker-retry-{error}"));
+        let file = dir.join("f.txt");
+        std::fs::write(&file, "a").unwrap();
+        let model = ModelServer::scripted(
+            &dir,
+            json!([edit(&file), {"status": error, "error": "no"}, {"text": "done"}]),
+        );
+        let store = store_for(&dir, "sqlite").await;
+        let app = agent(&dir, &model, store.clone());
+        let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+        app.record_decision(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
+        let runs = std::slice::from_ref(&run);
+        if transient {
+            until_all(&*store, runs, RunStatus::Finished).await;
+            let events = app.events(&run).await.unwrap();
+            assert!(events.iter().any(|e| matches!(e, Event::RunRetried)));
+        } else {
+            until_all(&*store, runs, RunStatus::Failed).await;
+            let kept = store.load(&run).await.unwrap().unwrap();
+            assert_eq!(kept.due_at(), None, "a permanent error is not retried");
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa", "sent once");
+        app.close().await.unwrap();
+    }
+}
