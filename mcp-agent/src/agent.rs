@@ -17,8 +17,8 @@
 
 mod adopt;
 mod allowances;
-mod backoff;
 mod attached;
+mod backoff;
 mod bookkeeping;
 mod builder;
 mod call;

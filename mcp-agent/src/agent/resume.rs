@@ -51,7 +51,9 @@ impl Agent {
             .collect();
         match self.decide_as(run_id, decisions, false).await? {
             Some(outcome) => Ok(outcome),
-            None => Err(Error::store(format!("run {run_id}: the decision was only kept"))),
+            None => Err(Error::store(format!(
+                "run {run_id}: the decision was only kept"
+            ))),
         }
     }
 

@@ -129,7 +129,9 @@ impl Agent {
                     ..claimed
                 };
                 self.inner.books.put_back(&run_id, back).await;
-                Err(Error::store(format!("run {run_id} is not due for a worker")))
+                Err(Error::store(format!(
+                    "run {run_id} is not due for a worker"
+                )))
             }
         }
     }

@@ -215,9 +215,7 @@ impl RunStore for MemoryRunStore {
             }
             let due = match r.status {
                 RunStatus::Running => Claim::Stale(now).matches(r),
-                RunStatus::Suspended | RunStatus::Failed => {
-                    r.due_at().is_some_and(|d| d <= now)
-                }
+                RunStatus::Suspended | RunStatus::Failed => r.due_at().is_some_and(|d| d <= now),
                 _ => false,
             };
             if due {

@@ -229,11 +229,18 @@ async fn a_worker_shut_down_hands_its_runs_back() {
     first.close().await.unwrap();
 
     let second = agent(&dir, &model, store.clone());
-    let (stop, task) = start_worker(&second, WorkerOptions::new().poll(Duration::from_millis(50)));
+    let (stop, task) = start_worker(
+        &second,
+        WorkerOptions::new().poll(Duration::from_millis(50)),
+    );
     until_all(&*store, std::slice::from_ref(&run), RunStatus::Finished).await;
     stop.send(()).unwrap();
     task.await.unwrap();
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa", "not sent again");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aa",
+        "not sent again"
+    );
     let events = app.events(&run).await.unwrap();
     assert!(events.iter().any(|e| matches!(e, Event::RunRecovered)));
     second.close().await.unwrap();
@@ -272,9 +279,9 @@ async fn a_worker_expires_due_suspensions() {
     let pending = app.pending(run).await.unwrap();
     assert_eq!(pending[0].expires_at, Some(at));
     let events = app.events(run).await.unwrap();
-    assert!(events.iter().any(
-        |e| matches!(e, Event::RunSuspended { expires_at: Some(t), .. } if *t == at)
-    ));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::RunSuspended { expires_at: Some(t), .. } if *t == at)));
     let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
     until_all(&*store, std::slice::from_ref(run), RunStatus::Finished).await;
     stop.send(()).unwrap();
@@ -312,10 +319,16 @@ async fn adopt_policy_moves_a_run_to_a_looser_policy() {
         .await
         .unwrap_err();
     assert!(refused.is_config(), "{refused}");
-    assert_eq!(store.load(&run).await.unwrap().unwrap().status, RunStatus::Suspended);
+    assert_eq!(
+        store.load(&run).await.unwrap().unwrap().status,
+        RunStatus::Suspended
+    );
     let loosened = release.adopt_policy(&run, "ops").await.unwrap();
     let said = loosened.join("; ");
-    assert!(said.contains("list_directory") && said.contains("max_steps 30"), "{said}");
+    assert!(
+        said.contains("list_directory") && said.contains("max_steps 30"),
+        "{said}"
+    );
     let events = release.events(&run).await.unwrap();
     assert!(events.iter().any(
         |e| matches!(e, Event::PolicyAdopted { by, loosened: l } if by == "ops" && *l == loosened)

@@ -73,7 +73,11 @@ pub(crate) async fn claim_due_takes_what_is_due(backend: &Backend) {
             .unwrap();
     }
     assert_eq!(store.claim_due(now, &lease("u"), 2).await.unwrap().len(), 2);
-    assert!(store.claim_due(now, &lease("u"), 0).await.unwrap().is_empty());
+    assert!(store
+        .claim_due(now, &lease("u"), 0)
+        .await
+        .unwrap()
+        .is_empty());
 }
 
 /// Eight claimers at once, each through a handle of its own (as eight workers on
@@ -118,6 +122,10 @@ pub(crate) async fn two_claimers_never_get_the_same_run(backend: &Backend) {
         taken.extend(c.await.unwrap());
     }
     let unique: BTreeSet<String> = taken.iter().cloned().collect();
-    assert_eq!(unique.len(), taken.len(), "a run was claimed twice: {taken:?}");
+    assert_eq!(
+        unique.len(),
+        taken.len(),
+        "a run was claimed twice: {taken:?}"
+    );
     assert_eq!(unique, all, "every due run is taken");
 }
