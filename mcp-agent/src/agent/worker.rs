@@ -150,13 +150,23 @@ impl Agent {
     /// policy); when it cannot, the run is put back as it was, due again after
     /// `back_off`, and why is returned.
     async fn can_take_up(&self, claimed: &RunRecord, back_off: Duration) -> Option<Error> {
-        let checked = self.inner.books.read(claimed).and_then(|mut s| {
-            self.inner.policy.resume(&mut s)?;
-            Ok(())
-        });
-        let e = checked.err()?;
+        let (e, events) = match self.inner.books.read(claimed) {
+            Err(e) => (e, Vec::new()),
+            Ok(mut state) => match self.inner.policy.resume(&mut state) {
+                Err(e) => (e, Vec::new()),
+                Ok(()) => match self.check_ledger(&mut state).await {
+                    Ok(()) => return None,
+                    Err(e) => (e, std::mem::take(&mut state.events)),
+                },
+            },
+        };
         let later = now_ms().saturating_add(back_off.as_millis().min(u64::MAX as u128) as u64);
         let mut back = claimed.clone();
+        for event in events {
+            if let Ok(v) = serde_json::to_value(&event) {
+                back.events.push(v);
+            }
+        }
         match back.status {
             // Recovered once its lease ends (the worker's, ended later).
             RunStatus::Running => {
@@ -164,6 +174,9 @@ impl Agent {
                     l.until = later;
                 }
             }
+            // A copy put back from before its ledger is for a person (cancel or delete
+            // it): never due again.
+            _ if e.is_rolled_back() => set_due(&mut back.state, None),
             _ => set_due(&mut back.state, Some(later)),
         }
         self.inner.books.put_back(&claimed.id, back).await;
