@@ -10,6 +10,7 @@
 //! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID --approve --record   # records the decision and exits; a worker runs it
 //! cargo run -p examples --example agent_filesystem -- [--store URL] [--mode M] [--allow NAME]... --worker DIR   # a worker on the store until Ctrl-C
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --status RUN_ID                              # prints status=<running|suspended|finished|failed|cancelled>
 //! ```
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
@@ -54,6 +55,8 @@ struct Args {
     stream: bool,
     /// `--worker DIR`: continue the store's due runs until Ctrl-C.
     worker: bool,
+    /// `--status RUN_ID`: print where the run stands.
+    status: Option<String>,
     dir: Option<String>,
     prompt: Option<String>,
 }
@@ -76,6 +79,7 @@ fn parse() -> Result<Args, String> {
         follow: None,
         stream: false,
         worker: false,
+        status: None,
         dir: None,
         prompt: None,
     };
@@ -98,6 +102,7 @@ fn parse() -> Result<Args, String> {
             "--continue" => a.follow = Some(value("--continue")?),
             "--stream" => a.stream = true,
             "--worker" => a.worker = true,
+            "--status" => a.status = Some(value("--status")?),
             "--record" => record = true,
             "--approve" => approve = Some(true),
             "--deny" => approve = Some(false),
@@ -107,6 +112,9 @@ fn parse() -> Result<Args, String> {
     }
     if message.is_some() && approve != Some(false) {
         return Err("--message goes with --deny".into());
+    }
+    if a.status.is_some() {
+        return Ok(a);
     }
     if record && resume.is_none() {
         return Err("--record goes with --resume RUN_ID".into());
@@ -255,6 +263,12 @@ async fn main_inner() -> Result<(), String> {
     let args = parse()?;
     let model = model(args.stream)?;
     let runs = store(&args.store).await?;
+    if let Some(run) = &args.status {
+        let kept = runs.load(run).await.map_err(|e| e.to_string())?;
+        let kept = kept.ok_or_else(|| format!("no run {run} in {}", args.store))?;
+        println!("status={}", format!("{:?}", kept.status).to_lowercase());
+        return Ok(());
+    }
     let known = args
         .resume
         .as_ref()
