@@ -101,20 +101,40 @@ impl Agent {
     }
 
     /// Continues a run claimed as due (its `status` the one it had before the claim).
+    /// The store's `due_at` is only a hint: a waiting or failed run is continued only
+    /// when its sealed state says it is due (ready, expired, or its retry time come);
+    /// otherwise it is put back, due when the state says.
     pub(super) async fn continue_due(&self, claimed: RunRecord, lease: Lease) -> Result<Outcome> {
         let run_id = claimed.id.clone();
+        if claimed.status == RunStatus::Running {
+            return self.recover_claimed(&run_id, claimed, lease).await;
+        }
+        let state = match self.inner.books.read(&claimed) {
+            Ok(state) => state,
+            Err(e) => {
+                self.inner.books.put_back(&run_id, claimed).await;
+                return Err(e);
+            }
+        };
+        let ready = !state.pending.iter().any(|c| c.at.awaits_person());
+        let due = match claimed.status {
+            RunStatus::Failed => state.retry_at,
+            RunStatus::Suspended if ready => Some(0),
+            RunStatus::Suspended => state.suspension.as_ref().and_then(|s| s.expires_at),
+            _ => None,
+        };
+        if !due.is_some_and(|at| at <= now_ms()) {
+            let mut back = claimed;
+            set_due(&mut back.state, due);
+            self.inner.books.put_back(&run_id, back).await;
+            return Err(Error::not_suspended(format!(
+                "run {run_id} is not due for a worker yet"
+            )));
+        }
         match claimed.status {
-            RunStatus::Running => self.recover_claimed(&run_id, claimed, lease).await,
             RunStatus::Failed => self.retry_claimed(&run_id, claimed, lease, true).await,
-            RunStatus::Suspended => {
-                let ready = self
-                    .inner
-                    .books
-                    .read(&claimed)
-                    .is_ok_and(|s| !s.pending.iter().any(|c| c.at.awaits_person()));
-                if !ready {
-                    return self.expire_claimed(&run_id, claimed, lease).await;
-                }
+            _ if !ready => self.expire_claimed(&run_id, claimed, lease).await,
+            _ => {
                 let waiting = |r| RunRecord {
                     status: RunStatus::Suspended,
                     ..r
@@ -122,16 +142,6 @@ impl Agent {
                 let mut state = self.take_up(&run_id, claimed, lease, waiting).await?;
                 state.suspension = None;
                 self.go_on(state).await
-            }
-            other => {
-                let back = RunRecord {
-                    status: other,
-                    ..claimed
-                };
-                self.inner.books.put_back(&run_id, back).await;
-                Err(Error::store(format!(
-                    "run {run_id} is not due for a worker"
-                )))
             }
         }
     }
