@@ -123,7 +123,7 @@ impl Agent {
             RunStatus::Suspended => state.suspension.as_ref().and_then(|s| s.expires_at),
             _ => None,
         };
-        if !due.is_some_and(|at| at <= now_ms()) {
+        if due.is_none_or(|at| at > now_ms()) {
             let mut back = claimed;
             set_due(&mut back.state, due);
             self.inner.books.put_back(&run_id, back).await;
