@@ -9,6 +9,10 @@
 # unknown", never sends it again). Not part of tests/run.sh (minutes of load).
 #
 #   bash tests/fleet.sh [RUNS]   # default 12
+#
+# Status: not yet seen passing end to end (issue #37): one run on a loaded machine
+# saw every file edited exactly once, but its status check was cut short; a second
+# did not finish within 7 minutes. Verify before relying on it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs="${1:-12}"
