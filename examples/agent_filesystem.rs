@@ -8,6 +8,9 @@
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID (--approve | --deny [--message TEXT])
 //! cargo run -p examples --example agent_filesystem -- [--store URL] [--stream] --continue RUN_ID "PROMPT"   # a follow-up in the same conversation (policy as stored with the run); prints the answer
 //! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID --approve --record   # records the decision and exits; a worker runs it
+//! cargo run -p examples --example agent_filesystem -- [--store URL] [--mode M] [--allow NAME]... --worker DIR   # a worker on the store until Ctrl-C
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --status RUN_ID                              # prints status=<running|suspended|finished|failed|cancelled>
 //! ```
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
@@ -23,6 +26,10 @@
 //! non-zero with the reason and changes nothing. `--deny --message TEXT` tells the
 //! model why. A finished run prints `run=<RUN_ID>` on stderr, so it can be continued
 //! (`--continue`, from any process with the store).
+//! `--record` keeps the decision without running anything (it prints `recorded
+//! run=<RUN_ID> decision=<DECISION_ID>`); `--worker DIR` continues, until Ctrl-C, the
+//! runs of the store that are due — decided, held by a process that died, or whose
+//! suspension expired — with the server on DIR (several workers may share a store).
 //! Runs wait in `./.mcp-agent/runs.sqlite3` unless `--store` names another SQLite file
 //! or a PostgreSQL database (`postgres://…`; build with `--features postgres`).
 
@@ -33,7 +40,7 @@ use std::sync::Arc;
 
 use mcp_agent::{
     Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStore,
-    SqliteRunStore,
+    SqliteRunStore, WorkerOptions,
 };
 use mcp_runtime::Mcp;
 
@@ -48,6 +55,10 @@ struct Args {
     /// `--continue RUN_ID`: a follow-up of that finished run.
     follow: Option<String>,
     stream: bool,
+    /// `--worker DIR`: continue the store's due runs until Ctrl-C.
+    worker: bool,
+    /// `--status RUN_ID`: print where the run stands.
+    status: Option<String>,
     dir: Option<String>,
     prompt: Option<String>,
     /// `--tenant NAME`: the tenant a new run belongs to.
@@ -59,6 +70,8 @@ struct Resume {
     decision: String,
     approve: bool,
     message: Option<String>,
+    /// `--record`: keep the decision, run nothing.
+    record: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -69,6 +82,8 @@ fn parse() -> Result<Args, String> {
         resume: None,
         follow: None,
         stream: false,
+        worker: false,
+        status: None,
         dir: None,
         prompt: None,
         tenant: None,
@@ -77,6 +92,7 @@ fn parse() -> Result<Args, String> {
     let mut resume: Option<String> = None;
     let mut decision: Option<String> = None;
     let mut message: Option<String> = None;
+    let mut record = false;
     let mut rest = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -91,6 +107,9 @@ fn parse() -> Result<Args, String> {
             "--continue" => a.follow = Some(value("--continue")?),
             "--stream" => a.stream = true,
             "--tenant" => a.tenant = Some(value("--tenant")?),
+            "--worker" => a.worker = true,
+            "--status" => a.status = Some(value("--status")?),
+            "--record" => record = true,
             "--approve" => approve = Some(true),
             "--deny" => approve = Some(false),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
@@ -100,6 +119,19 @@ fn parse() -> Result<Args, String> {
     if message.is_some() && approve != Some(false) {
         return Err("--message goes with --deny".into());
     }
+    if a.status.is_some() {
+        return Ok(a);
+    }
+    if record && resume.is_none() {
+        return Err("--record goes with --resume RUN_ID".into());
+    }
+    if a.worker {
+        if resume.is_some() || a.follow.is_some() || rest.len() != 1 {
+            return Err("--worker takes one DIR (and --store, --mode, --allow)".into());
+        }
+        a.dir = rest.pop();
+        return Ok(a);
+    }
     match (resume, decision, approve) {
         (Some(run), Some(decision), Some(approve)) => {
             a.resume = Some(Resume {
@@ -107,6 +139,7 @@ fn parse() -> Result<Args, String> {
                 decision,
                 approve,
                 message,
+                record,
             })
         }
         (Some(_), None, _) => {
@@ -225,10 +258,26 @@ fn dir_file(store: &str, run: &str) -> PathBuf {
     base.with_file_name(format!("run-{run}.dir"))
 }
 
+/// The decision `--resume` gives, by `$USER`.
+fn decision_of(r: &Resume) -> Decision {
+    let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());
+    match (r.approve, &r.message) {
+        (true, _) => Decision::approve(who),
+        (false, None) => Decision::deny(who),
+        (false, Some(m)) => Decision::deny(who).with_message(m.clone()),
+    }
+}
+
 async fn main_inner() -> Result<(), String> {
     let args = parse()?;
     let model = model(args.stream)?;
     let runs = store(&args.store).await?;
+    if let Some(run) = &args.status {
+        let kept = runs.load(run).await.map_err(|e| e.to_string())?;
+        let kept = kept.ok_or_else(|| format!("no run {run} in {}", args.store))?;
+        println!("status={}", format!("{:?}", kept.status).to_lowercase());
+        return Ok(());
+    }
     let known = args
         .resume
         .as_ref()
@@ -263,16 +312,26 @@ async fn main_inner() -> Result<(), String> {
         builder = builder.allow(args.allow);
     }
     let agent = builder.build().map_err(|e| e.to_string())?;
+    if args.worker {
+        eprintln!("worker on {}: Ctrl-C stops it", args.store);
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        let done = agent.worker(WorkerOptions::new()).run(stop).await;
+        agent.close().await.map_err(|e| e.to_string())?;
+        return done.map_err(|e| e.to_string());
+    }
+    if let Some(r) = args.resume.as_ref().filter(|r| r.record) {
+        let decision = decision_of(r);
+        agent
+            .record_decision(&r.run, &r.decision, decision)
+            .await
+            .map_err(|e| e.to_string())?;
+        println!("recorded run={} decision={}", r.run, r.decision);
+        return agent.close().await.map_err(|e| e.to_string());
+    }
     let outcome = match (&args.resume, &args.prompt) {
-        (Some(r), _) => {
-            let who = std::env::var("USER").unwrap_or_else(|_| "cli".into());
-            let decision = match (r.approve, &r.message) {
-                (true, _) => Decision::approve(who),
-                (false, None) => Decision::deny(who),
-                (false, Some(m)) => Decision::deny(who).with_message(m.clone()),
-            };
-            agent.resume(&r.run, &r.decision, decision).await
-        }
+        (Some(r), _) => agent.resume(&r.run, &r.decision, decision_of(r)).await,
         (None, Some(prompt)) => match &args.follow {
             Some(run) => agent.follow_up(run, prompt).await,
             None => match &args.tenant {

@@ -7,7 +7,8 @@
 # changes nothing; --deny --message tells the model why; --allow lets an exact name
 # run; a finished run says run=<id> and --continue follows it up (--stream prints as
 # it comes); --tenant keeps a tenant with a run and the suspended line shows it
-# (tenant=NAME), and its resume shows it again; agent_chat holds a conversation on stdin with approvals asked inline; a
+# (tenant=NAME), and its resume shows it again; --record keeps a decision and --worker runs it;
+# agent_chat holds a conversation on stdin with approvals asked inline; a
 # missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,6 +17,7 @@ work="$(mktemp -d)"
 model_pid=""
 pg_port=""
 cleanup() {
+  [[ -n "${worker_pid:-}" ]] && kill "$worker_pid" 2>/dev/null
   [[ -n "$model_pid" ]] && kill "$model_pid" 2>/dev/null
   [[ -n "$pg_port" ]] && bash tests/peers/postgres.sh stop "$pg_port"
   rm -rf "$work"
@@ -45,6 +47,7 @@ cat >"$work/script.json" <<JSON
  {"text": "you are welcome"},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t1.txt", "content": "one"}}]},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t2.txt", "content": "two"}}]},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/worker.txt", "content": "by the worker"}}]},
  {"echo_tools": true}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
@@ -148,9 +151,23 @@ out="$(run --resume "$run_id" --decision "$decision" --approve)"
 out="$(run --resume "$run_id" --decision "${BASH_REMATCH[2]}" --approve)"
 [[ "$(cat "$work/files/t2.txt")" == "two" ]] || fail "--tenant: the second write did not happen: $out"
 
+# --record keeps a decision and runs nothing; a worker (--worker, until Ctrl-C) runs it.
+out="$(run --mode approve "$work/files" "write a file for the worker")"
+[[ "$out" =~ $suspended ]] || fail "worker: unexpected: $out"
+run_id="${BASH_REMATCH[1]}"; decision="${BASH_REMATCH[2]}"
+out="$(run --resume "$run_id" --decision "$decision" --approve --record)"
+[[ "$out" == "recorded run=$run_id decision=$decision" ]] || fail "--record: $out"
+[[ ! -e "$work/files/worker.txt" ]] || fail "--record ran the call"
+( exec env AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --features postgres --example agent_filesystem -- --store "$store" --worker "$work/files" ) 2>"$work/worker.err" &
+worker_pid=$!
+for _ in $(seq 1 1200); do [[ -e "$work/files/worker.txt" ]] && break; sleep 0.1; done
+[[ "$(cat "$work/files/worker.txt" 2>/dev/null)" == "by the worker" ]] || fail "the worker did not run the recorded decision: $(cat "$work/worker.err")"
+kill -INT "$worker_pid"; wait "$worker_pid" || fail "the worker did not stop cleanly: $(cat "$work/worker.err")"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, missing model: ok"

@@ -15,9 +15,11 @@
 //! modules — each an `impl Agent` block, `retries` and `budget` among them — on top. A
 //! child imports from its siblings by name, never from this module.
 
+mod adopt;
 mod allowances;
 mod attached;
 mod authorization;
+mod backoff;
 mod bookkeeping;
 mod budget;
 mod builder;
@@ -45,6 +47,7 @@ mod skills;
 mod state;
 mod turn;
 mod vault;
+mod worker;
 
 /// What `crate::fuzzing` reaches: a stored run's state read as a resume reads it (no
 /// integrity key), and written back: the second read must give the same run.
@@ -78,3 +81,4 @@ pub use live::{RunEvent, RunEvents, RunHandle};
 pub use options::{Budget, BudgetLimit, Principal, RunOptions};
 pub use retry_policy::RetryPolicy;
 pub use skill_types::SkillApproval;
+pub use worker::{Worker, WorkerOptions};

@@ -22,6 +22,14 @@ impl Agent {
         suspension: &str,
         decisions: &[(String, Decision)],
     ) -> Result<()> {
+        // The suspension the caller found the run waiting in, as its sealed state
+        // says (fail closed: nothing to check against is a refusal).
+        let Some(waiting) = state.suspension.as_ref().filter(|s| s.id == suspension) else {
+            return Err(Error::unauthorized(format!(
+                "run {}: the suspension {suspension} is not the one the run waits in",
+                state.id
+            )));
+        };
         let mut refused = Vec::new();
         for (id, decision) in decisions {
             let Some(call) = state
@@ -31,7 +39,7 @@ impl Agent {
             else {
                 continue;
             };
-            let Some(pending) = call.pending(&state.id, suspension, &state.options)? else {
+            let Some(pending) = call.pending(&state.id, waiting, &state.options)? else {
                 continue;
             };
             let ask = DecisionAsk {

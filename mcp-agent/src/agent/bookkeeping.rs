@@ -16,6 +16,39 @@ use super::ids::random_id;
 use super::integrity::{IntegrityKey, Sealed, INTEGRITY_FIELD};
 use super::state::{RunState, STATE_VERSION};
 
+/// When a worker should take up a run saved as `status`: a waiting run whose calls
+/// are all decided (recorded, not yet run) at once; one still waiting when its
+/// suspension expires; a failed one when its retry is due; any other never (a run held by a dead process is found by its
+/// lease).
+fn due_at(state: &RunState, status: RunStatus) -> Option<u64> {
+    match status {
+        RunStatus::Suspended if !state.pending.iter().any(|c| c.at.awaits_person()) => {
+            Some(now_ms())
+        }
+        RunStatus::Suspended => state.suspension.as_ref().and_then(|s| s.expires_at),
+        RunStatus::Failed => state.retry_at,
+        _ => None,
+    }
+}
+
+/// Sets (or, with `None`, removes) the `due_at` hint of a stored state (see
+/// [`RunRecord::due_at`]).
+pub(super) fn set_due(state: &mut Value, due: Option<u64>) {
+    if let Value::Object(m) = state {
+        match due {
+            Some(at) => {
+                m.insert(DUE_FIELD.into(), Value::from(at));
+            }
+            None => {
+                m.remove(DUE_FIELD);
+            }
+        }
+    }
+}
+
+/// The field of a stored state that holds its `due_at` hint.
+const DUE_FIELD: &str = "due_at";
+
 /// Where and how an agent keeps its runs.
 pub(super) struct Bookkeeping {
     store: Arc<dyn RunStore>,
@@ -95,6 +128,9 @@ impl Bookkeeping {
         if let Some(key) = &self.integrity {
             key.seal(Sealed::Run, &state.id, &mut state_json)?;
         }
+        // Beside the sealed state, not under its MAC: a scheduling hint for workers
+        // (what a worker then does is decided by the sealed state alone).
+        set_due(&mut state_json, due_at(state, status));
         let mut ledger = std::mem::take(&mut state.ledger);
         for entry in &mut ledger {
             entry.seq = state.seq;
@@ -221,6 +257,7 @@ impl Bookkeeping {
     pub(super) fn read(&self, record: &RunRecord) -> Result<RunState> {
         let run_id = record.id.as_str();
         let mut state = record.state.clone();
+        set_due(&mut state, None);
         if let Some(key) = &self.integrity {
             key.open(Sealed::Run, run_id, &mut state)?;
         } else if let Value::Object(m) = &mut state {

@@ -57,6 +57,9 @@ pub enum Outcome {
         /// turn that need a person are decided together (each by its own decision id,
         /// in one resume or several; the run goes on once all are decided).
         calls: Vec<Pending>,
+        /// When the suspension expires undecided (milliseconds since the epoch),
+        /// `None` when it waits for ever.
+        expires_at: Option<u64>,
         /// The tokens the run took so far.
         usage: Usage,
     },
@@ -81,6 +84,9 @@ pub enum Outcome {
         /// Every call the suspension waits on, this one first (see
         /// [`Outcome::ApprovalRequired`]).
         calls: Vec<Pending>,
+        /// When the suspension expires undecided (milliseconds since the epoch),
+        /// `None` when it waits for ever.
+        expires_at: Option<u64>,
         /// The tokens the run took so far.
         usage: Usage,
     },
@@ -424,6 +430,10 @@ pub struct Pending {
     pub tenant: Option<String>,
     /// Who started the run (from its sealed state).
     pub started_by: Option<Principal>,
+    /// When its suspension expires undecided (milliseconds since the epoch; see
+    /// [`AgentBuilder::suspension_expiry`](crate::AgentBuilder::suspension_expiry)),
+    /// for a countdown; `None` when it waits for ever.
+    pub expires_at: Option<u64>,
 }
 
 /// One page of an approval inbox ([`Agent::inbox`](crate::Agent::inbox)): what the

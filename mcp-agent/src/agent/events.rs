@@ -192,6 +192,9 @@ pub enum Event {
         /// The decisions it waits for, one per call (what a resume names).
         #[serde(default)]
         decisions: Vec<String>,
+        /// When it expires undecided (milliseconds since the epoch), if ever.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<u64>,
     },
     /// A decision was refused: it did not apply to what the run waits for (already
     /// applied, for an earlier suspension, of the other kind, or for a run that is
@@ -233,6 +236,16 @@ pub enum Event {
     },
     /// A failed run was taken up again ([`Agent::retry`](crate::Agent::retry)).
     RunRetried,
+    /// The run was moved to the policy of the agent now running it
+    /// ([`Agent::adopt_policy`](crate::Agent::adopt_policy)): a person chose to let it go
+    /// on under a looser one (a new release's).
+    PolicyAdopted {
+        /// Who moved it (the principal's id).
+        by: String,
+        /// What the new policy allows that the run's did not (allow-list entries
+        /// added, a freer mode, a higher step limit); empty when it loosens nothing.
+        loosened: Vec<String>,
+    },
     /// The tools the attached servers offer changed during the run (a server's
     /// `list_changed`, a server down or back): the model is offered the new list from
     /// its next turn; the gate and a decision's binding apply to it.

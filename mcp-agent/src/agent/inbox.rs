@@ -4,7 +4,7 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::model::{Block, Message, Role};
-use crate::store::{Claim, RunFilter, RunRecord, RunStatus};
+use crate::store::{Claim, Lease, RunFilter, RunRecord, RunStatus};
 
 use super::clock::now_ms;
 use super::decision::{Expiry, InboxPage, Outcome, Pending};
@@ -129,6 +129,17 @@ impl Agent {
         else {
             return Ok(None);
         };
+        self.expire_claimed(run_id, claimed, lease).await.map(Some)
+    }
+
+    /// Expires the suspension of a run this process claimed (under `lease`) from it:
+    /// the calls nobody decided end unrun, the decided ones go on.
+    pub(super) async fn expire_claimed(
+        &self,
+        run_id: &str,
+        claimed: RunRecord,
+        lease: Lease,
+    ) -> Result<Outcome> {
         // A policy this agent may not apply (or a run it cannot read) leaves the run
         // waiting as it was.
         let waiting = |r| RunRecord {
@@ -136,7 +147,9 @@ impl Agent {
             ..r
         };
         let mut state = self.take_up(run_id, claimed, lease, waiting).await?;
-        state.suspension = None;
+        let Some(s) = state.suspension.take() else {
+            return Err(Error::store(format!("run {run_id} waits in no suspension")));
+        };
         // Every call nobody decided ends unrun; the decided ones go on.
         let mut i = 0;
         while i < state.pending.len() {
@@ -166,12 +179,12 @@ impl Agent {
             );
             self.event(&mut state, Event::RunFinished);
             self.save(&mut state, RunStatus::Finished).await?;
-            return Ok(Some(Outcome::Expired {
+            return Ok(Outcome::Expired {
                 run_id: run_id.to_owned(),
                 usage: state.usage,
-            }));
+            });
         }
-        self.drive(state, None).await.map(Some)
+        self.drive(state, None).await
     }
 
     /// Cancels a run that waits (or failed): the calls it waited on do not run, the
@@ -261,7 +274,7 @@ fn waiting_on(state: &RunState) -> Result<Vec<Pending>> {
     };
     let mut out = Vec::new();
     for call in &state.pending {
-        out.extend(call.pending(&state.id, &s.id, &state.options)?);
+        out.extend(call.pending(&state.id, s, &state.options)?);
     }
     Ok(out)
 }

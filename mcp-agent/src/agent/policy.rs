@@ -133,6 +133,19 @@ impl AgentPolicy {
         }
     }
 
+    /// What this agent's policy allows that `kept` does not: a freer mode, allow-list
+    /// entries added, a higher step limit (empty when it is as tight or tighter).
+    pub(super) fn loosens(&self, kept: &Policy) -> Vec<String> {
+        let mut looser = self.gate.looser_than(&kept.mode, &kept.allow);
+        if self.limits.max_steps > kept.max_steps {
+            looser.push(format!(
+                "max_steps {} is more than {}",
+                self.limits.max_steps, kept.max_steps
+            ));
+        }
+        looser
+    }
+
     /// Puts a resumed run under the policy it goes on under: the one kept with it —
     /// unless this agent states its own (its builder set the mode, the allow-list or
     /// the step limit), which may only be tighter, and is then kept with the run. A
@@ -144,16 +157,10 @@ impl AgentPolicy {
             return Ok(()); // kept by an older version: the agent's own
         };
         if self.stated {
-            let mut looser = self.gate.looser_than(&kept.mode, &kept.allow);
-            if self.limits.max_steps > kept.max_steps {
-                looser.push(format!(
-                    "max_steps {} is more than {}",
-                    self.limits.max_steps, kept.max_steps
-                ));
-            }
+            let looser = self.loosens(&kept);
             if !looser.is_empty() {
                 return Err(Error::config(format!(
-                    "run {} goes on under mode `{}` with allow-list {:?} and max_steps {}; this agent's policy would loosen it ({}): resume it with an agent that states no policy, or a tighter one",
+                    "run {} goes on under mode `{}` with allow-list {:?} and max_steps {}; this agent's policy would loosen it ({}): resume it with an agent that states no policy, or a tighter one, or move it to this policy with Agent::adopt_policy",
                     state.id,
                     kept.mode,
                     kept.allow,

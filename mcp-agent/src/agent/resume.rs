@@ -49,6 +49,42 @@ impl Agent {
             .into_iter()
             .map(|(id, d)| (id.into(), d))
             .collect();
+        match self.decide_as(run_id, decisions, false).await? {
+            Some(outcome) => Ok(outcome),
+            None => Err(Error::store(format!(
+                "run {run_id}: the decision was only kept"
+            ))),
+        }
+    }
+
+    /// Records a person's decision on one call a suspended run waits for, and returns
+    /// at once: nothing runs. It is checked exactly as [`resume`](Self::resume) checks
+    /// it — bound to that call of that suspension, single use (a second record or
+    /// resume of it is refused with `is_stale_decision()`), refused once the
+    /// suspension expired — and kept with the run, in its sealed state. The run waits
+    /// on until every call of the suspension is decided; then it is **ready**: a
+    /// [`Worker`](crate::Worker) of any process with the store continues it
+    /// ([`Agent::worker`]). A decision recorded here counts for a later
+    /// [`resume`](Self::resume) of the run's other calls too.
+    pub async fn record_decision(
+        &self,
+        run_id: &str,
+        decision_id: &str,
+        decision: Decision,
+    ) -> Result<()> {
+        self.decide_as(run_id, vec![(decision_id.to_owned(), decision)], true)
+            .await
+            .map(drop)
+    }
+
+    /// [`decide`](Self::decide) — or, when `record`, only keep the decisions (the run
+    /// stays waiting, ready for a worker once nothing is left undecided): `None`.
+    async fn decide_as(
+        &self,
+        run_id: &str,
+        decisions: Vec<(String, Decision)>,
+        record: bool,
+    ) -> Result<Option<Outcome>> {
         if decisions.is_empty() {
             return Err(Error::config("no decision given"));
         }
@@ -178,18 +214,23 @@ impl Agent {
         }
         for allowance in &standing {
             if let Err(e) = self.keep_allowance(allowance).await {
-                return self.fail(state, Some(kept), e).await;
+                return self.fail(state, Some(kept), e).await.map(Some);
             }
         }
-        if state.pending.iter().any(|c| c.at.awaits_person()) {
-            // Other calls still wait: the same suspension, for the decisions left.
+        if record || state.pending.iter().any(|c| c.at.awaits_person()) {
+            // Other calls still wait (the same suspension, for the decisions left), or
+            // the decisions are only recorded: once none is left the save marks the
+            // run due for a worker.
             if let Err(e) = self.save(&mut state, RunStatus::Suspended).await {
-                return self.fail(state, Some(kept), e).await;
+                return self.fail(state, Some(kept), e).await.map(Some);
             }
-            return suspended_outcome(&state);
+            if record {
+                return Ok(None);
+            }
+            return suspended_outcome(&state).map(Some);
         }
         state.suspension = None;
-        self.decided(state, kept).await
+        self.decided(state, kept).await.map(Some)
     }
 
     /// Applies one decision (checked by [`applicable`]) to the call it names; the
@@ -369,6 +410,16 @@ impl Agent {
                 "run {run_id} is not running on an ended lease (it waits, has ended, is held by a live process, or is unknown)"
             )));
         };
+        self.recover_claimed(run_id, claimed, lease).await
+    }
+
+    /// [`recover`](Self::recover) of a run this process claimed (under `lease`).
+    pub(super) async fn recover_claimed(
+        &self,
+        run_id: &str,
+        claimed: RunRecord,
+        lease: Lease,
+    ) -> Result<Outcome> {
         // Left recoverable (running on an ended lease) when this agent cannot read it
         // or may not apply its policy.
         let ended = |r: RunRecord| RunRecord {
@@ -425,6 +476,17 @@ impl Agent {
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"
             )));
         };
+        self.retry_claimed(run_id, claimed, lease, false).await
+    }
+
+    /// [`retry`](Self::retry) of a run this process claimed (under `lease`).
+    pub(super) async fn retry_claimed(
+        &self,
+        run_id: &str,
+        claimed: RunRecord,
+        lease: Lease,
+        by_worker: bool,
+    ) -> Result<Outcome> {
         // Left failed, for a person to look at (unreadable) or for an agent whose
         // policy fits.
         let failed = |r| RunRecord {
@@ -433,6 +495,13 @@ impl Agent {
         };
         let mut state = self.take_up(run_id, claimed, lease, failed).await?;
         state.failure = None;
+        state.retry_at = None;
+        if by_worker {
+            state.retries = state.retries.saturating_add(1);
+        } else {
+            // A person's retry: workers may retry it again as many times.
+            state.retries = 0;
+        }
         self.event(&mut state, Event::RunRetried);
         self.drive(state, None).await
     }

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::model::{Block, ChatRequest, Message, Role, Stop, Usage};
 use crate::store::{Claim, Durability, RunRecord, RunStatus};
 
+use super::backoff::retry_at;
 use super::decision::{Outcome, PendingWait};
 use super::events::Event;
 use super::handle::Agent;
@@ -69,6 +70,8 @@ impl Agent {
             suspension: None,
             ran: 0,
             failure: None,
+            retry_at: None,
+            retries: 0,
             persisted: false,
             options,
             policy: Some(self.inner.policy.own()),
@@ -228,6 +231,8 @@ impl Agent {
         }
         state.suspension = None;
         state.failure = Some(error.clone());
+        // A transient error: a worker retries the run later (see `backoff`).
+        state.retry_at = retry_at(&e, state.retries);
         self.event(
             &mut state,
             Event::RunFailed {
@@ -589,6 +594,7 @@ impl Agent {
             Event::RunSuspended {
                 suspension: s.id,
                 decisions,
+                expires_at: s.expires_at,
             },
         );
         self.save(state, RunStatus::Suspended).await?;
@@ -607,7 +613,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
     };
     let mut calls = Vec::new();
     for call in &state.pending {
-        calls.extend(call.pending(&state.id, &s.id, &state.options)?);
+        calls.extend(call.pending(&state.id, s, &state.options)?);
     }
     let Some(first) = calls.first().cloned() else {
         return Err(Error::store(format!("run {} waits for nothing", state.id)));
@@ -621,6 +627,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             tool: first.tool,
             arguments: first.arguments,
             calls,
+            expires_at: s.expires_at,
             usage: state.usage,
         },
         PendingWait::Input { requests } => Outcome::InputRequired {
@@ -632,6 +639,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
             arguments: first.arguments,
             requests,
             calls,
+            expires_at: s.expires_at,
             usage: state.usage,
         },
     })

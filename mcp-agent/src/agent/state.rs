@@ -25,6 +25,10 @@ pub(super) const MAX_INPUT_ROUNDS: usize = 8;
 /// had no save counter, sealed status, call keys nor bindings of sent and paused calls.
 pub(super) const STATE_VERSION: u32 = 3;
 
+fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
+    *n == T::default()
+}
+
 /// A call of the current model turn that has not ended yet.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct PendingCall {
@@ -251,6 +255,13 @@ pub(super) struct RunState {
     /// The error that stopped a failed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) failure: Option<String>,
+    /// When a worker retries the failed run (milliseconds since the epoch): set when
+    /// the error that stopped it was transient, and retries are left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) retry_at: Option<u64>,
+    /// How many times workers retried the run after transient errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) retries: u32,
     /// Kept in the store at least once (a run that fails before its first save leaves
     /// nothing to retry).
     #[serde(skip)]
@@ -282,10 +293,6 @@ pub(super) struct RunState {
     pub(super) spent: std::collections::HashSet<String>,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// The mode, allow-list and step limit in force for a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct Policy {
@@ -309,7 +316,7 @@ impl PendingCall {
     pub(super) fn pending(
         &self,
         run_id: &str,
-        suspension: &str,
+        suspension: &Suspension,
         options: &RunOptions,
     ) -> Result<Option<Pending>> {
         let (decision, server, arguments, waits) = match &self.at {
@@ -346,7 +353,7 @@ impl PendingCall {
         };
         Ok(Some(Pending {
             run_id: run_id.to_owned(),
-            suspension: suspension.to_owned(),
+            suspension: suspension.id.clone(),
             decision,
             server,
             tool: self.name.clone(),
@@ -354,6 +361,7 @@ impl PendingCall {
             waits,
             tenant: options.tenant.clone(),
             started_by: options.started_by.clone(),
+            expires_at: suspension.expires_at,
         }))
     }
 }

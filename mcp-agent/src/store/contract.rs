@@ -85,6 +85,17 @@ pub struct RunRecord {
     pub first: bool,
 }
 
+impl RunRecord {
+    /// When a worker should take the run up (milliseconds since the epoch), as the
+    /// agent keeps it in the state (`due_at`): a waiting run whose decisions are all
+    /// recorded ([`Agent::record_decision`](crate::Agent::record_decision)), or whose
+    /// suspension expires. A store keeps it beside the state so that
+    /// [`RunStore::claim_due`] finds due runs cheaply.
+    pub fn due_at(&self) -> Option<u64> {
+        self.state.get("due_at").and_then(Value::as_u64)
+    }
+}
+
 /// One entry of a run's **sent ledger**: append-only, never changed nor deleted by
 /// the agent. Before a call is sent, the save that records it as sent appends a
 /// `Sent` entry; the save that keeps a person's decision appends a `Decided` entry.
@@ -506,6 +517,23 @@ pub trait RunStore: Send + Sync + 'static {
         claim: Claim<'a>,
         lease: &'a Lease,
     ) -> BoxFuture<'a, Result<Option<RunRecord>>>;
+    /// Takes, atomically and under `lease`, up to `limit` runs due for a worker at
+    /// `now` (milliseconds since the epoch): waiting or failed runs whose
+    /// [`due_at`](RunRecord::due_at) has come, and running runs whose lease ended
+    /// before `now` (or that have none). Each is moved to running under `lease`, as
+    /// [`claim`](Self::claim) does, and returned with the **status it had before the
+    /// claim** (what the worker does with it). Of two claimers at once, each run goes
+    /// to one. The default lists the runs and claims them one by one with
+    /// [`claim`](Self::claim) (correct, but it reads every waiting run); the SQL stores
+    /// take them with one statement.
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        Box::pin(claim_due_by_listing(self, now, lease, limit))
+    }
     /// Extends the hold of `lease.owner` on the run `id` to `lease.until`. `false` when
     /// another owner holds the run now; `true` when the owner does (or nothing is kept
     /// under `id` yet).
@@ -531,6 +559,50 @@ pub trait RunStore: Send + Sync + 'static {
     fn allowances(&self) -> BoxFuture<'_, Result<Vec<Value>>>;
     /// Forgets the allowance `id`; `false` when there was none.
     fn delete_allowance<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
+}
+
+/// [`RunStore::claim_due`] for a store that has no query of its own: list, load,
+/// and claim each due run with [`RunStore::claim`].
+async fn claim_due_by_listing<S: RunStore + ?Sized>(
+    store: &S,
+    now: u64,
+    lease: &Lease,
+    limit: usize,
+) -> Result<Vec<RunRecord>> {
+    let mut out = Vec::new();
+    for status in [RunStatus::Running, RunStatus::Suspended, RunStatus::Failed] {
+        let mut filter = RunFilter::new().status(status).limit(1000);
+        loop {
+            let page = store.list(&filter).await?;
+            for run in page.runs {
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+                let Some(kept) = store.load(&run.id).await? else {
+                    continue;
+                };
+                let due = kept.due_at().is_some_and(|at| at <= now);
+                let claim = match (kept.status, kept.suspension.as_deref()) {
+                    (RunStatus::Running, _) => Claim::Stale(now),
+                    (RunStatus::Suspended, Some(s)) if due => Claim::Suspended(s),
+                    (RunStatus::Failed, _) if due => Claim::Failed,
+                    _ => continue,
+                };
+                if !claim.matches(&kept) {
+                    continue;
+                }
+                if let Some(mut got) = store.claim(&run.id, claim, lease).await? {
+                    got.status = kept.status;
+                    out.push(got);
+                }
+            }
+            match page.next {
+                Some(next) => filter = filter.cursor(next),
+                None => break,
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The most events of one run a store returns.
@@ -611,6 +683,14 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
         (**self).renew(id, lease)
+    }
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        (**self).claim_due(now, lease, limit)
     }
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         (**self).list(filter)

@@ -245,6 +245,34 @@ impl RunStore for MemoryRunStore {
         };
         Box::pin(async move { Ok(claimed) })
     }
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        let mut runs = lock(&self.runs);
+        let mut claimed = Vec::new();
+        for (r, at, _) in runs.values_mut() {
+            if claimed.len() >= limit {
+                break;
+            }
+            let due = match r.status {
+                RunStatus::Running => Claim::Stale(now).matches(r),
+                RunStatus::Suspended | RunStatus::Failed => r.due_at().is_some_and(|d| d <= now),
+                _ => false,
+            };
+            if due {
+                let mut was = r.clone();
+                r.status = RunStatus::Running;
+                r.lease = Some(lease.clone());
+                *at = unix_now();
+                was.lease = Some(lease.clone());
+                claimed.push(was);
+            }
+        }
+        Box::pin(async move { Ok(claimed) })
+    }
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
         let mut runs = lock(&self.runs);
         let ours = match runs.get_mut(id) {

@@ -90,6 +90,9 @@ impl PostgresRunStore {
              CREATE INDEX IF NOT EXISTS mcp_agent_runs_tenant ON mcp_agent_runs (tenant, status, id);
              CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);
              CREATE INDEX IF NOT EXISTS mcp_agent_runs_labels ON mcp_agent_runs USING gin (labels);
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS due_at bigint;
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at)
+               WHERE due_at IS NOT NULL;
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id text PRIMARY KEY,
                  allowance text NOT NULL
@@ -123,7 +126,9 @@ impl PostgresRunStore {
                         AND to_regclass('mcp_agent_events') IS NOT NULL
                         AND to_regclass('mcp_agent_ledger') IS NOT NULL
                         AND EXISTS (SELECT 1 FROM information_schema.columns
-                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'output_tokens')",
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'output_tokens')
+                        AND EXISTS (SELECT 1 FROM information_schema.columns
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'due_at')",
                     &[],
                 )
                 .await
@@ -174,6 +179,7 @@ impl RunStore for PostgresRunStore {
             let columns = Owner::of(&run.state);
             let labels = columns.labels_json();
             let (input_tokens, output_tokens) = columns.tokens();
+            let due: Option<i64> = run.due_at().map(sql_int);
             let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
             let (mut kinds, mut items, mut entries) = (Vec::new(), Vec::new(), Vec::new());
             for e in &run.ledger {
@@ -188,19 +194,19 @@ impl RunStore for PostgresRunStore {
             // fenced: a row held by another lease owner is left as it is.
             let saved = if run.first {
                 "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until,
-                   tenant, started_by, labels, input_tokens, output_tokens)
-                 VALUES ($1, $2, $3, $4, $5, $6, $11, $12, $13::text::jsonb, $14, $15)
+                   tenant, started_by, labels, input_tokens, output_tokens, due_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $11, $12, $13::text::jsonb, $14, $15, $16)
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
                    suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
                    tenant = EXCLUDED.tenant, started_by = EXCLUDED.started_by,
                    labels = EXCLUDED.labels, input_tokens = EXCLUDED.input_tokens,
-                   output_tokens = EXCLUDED.output_tokens, updated_at = now()
+                   output_tokens = EXCLUDED.output_tokens, due_at = EXCLUDED.due_at, updated_at = now()
                  WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
                  RETURNING id"
             } else {
                 "UPDATE mcp_agent_runs SET status = $2, state = $3, suspension = $4,
                    lease_until = $6, tenant = $11, started_by = $12, labels = $13::text::jsonb,
-                   input_tokens = $14, output_tokens = $15, updated_at = now()
+                   input_tokens = $14, output_tokens = $15, due_at = $16::bigint, updated_at = now()
                  WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $5::text
                  RETURNING id"
             };
@@ -248,6 +254,7 @@ impl RunStore for PostgresRunStore {
                         &labels,
                         &input_tokens,
                         &output_tokens,
+                        &due,
                     ],
                 )
                 .await;
@@ -395,6 +402,41 @@ impl RunStore for PostgresRunStore {
                 &[&id, &status, &suspension, &lease.owner, &until, &stale],
             )
             .await
+        })
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        Box::pin(async move {
+            let (at, until) = (sql_int(now), sql_int(lease.until));
+            let limit = limit.min(1000) as i64;
+            let client = self.pool.client().await.map_err(pg)?;
+            // One statement: the rows chosen are locked (rows another claimer holds
+            // are skipped, not waited for) and moved to running together; each is
+            // returned with the status it had.
+            let rows = client
+                .query(
+                    "WITH picked AS (
+                       SELECT id, status AS was FROM mcp_agent_runs
+                       WHERE (status IN ('suspended', 'failed') AND due_at <= $1)
+                          OR (status = 'running' AND (lease_until IS NULL OR lease_until < $1))
+                       ORDER BY due_at NULLS FIRST LIMIT $4
+                       FOR UPDATE SKIP LOCKED)
+                     UPDATE mcp_agent_runs r SET status = 'running', updated_at = now(),
+                       lease_owner = $2, lease_until = $3
+                     FROM picked WHERE r.id = picked.id
+                     RETURNING r.id, picked.was, r.suspension, r.state, r.lease_owner, r.lease_until",
+                    &[&at, &lease.owner, &until, &limit],
+                )
+                .await
+                .map_err(|e| pg(PgPool::error("claiming due runs", e)))?;
+            rows.iter()
+                .map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+                .collect()
         })
     }
 

@@ -67,7 +67,8 @@ impl SqliteRunStore {
                  updated_at INTEGER NOT NULL,
                  suspension TEXT,
                  lease_owner TEXT,
-                 lease_until INTEGER
+                 lease_until INTEGER,
+                 due_at INTEGER
              );
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id TEXT PRIMARY KEY,
@@ -109,6 +110,7 @@ impl SqliteRunStore {
             ("labels", "TEXT"),
             ("input_tokens", "INTEGER"),
             ("output_tokens", "INTEGER"),
+            ("due_at", "INTEGER"),
         ] {
             let has: bool = c
                 .query_row(
@@ -125,10 +127,11 @@ impl SqliteRunStore {
                 .map_err(|e| self.fail(e))?;
             }
         }
-        // The inbox lists a tenant's (or a person's) waiting runs.
+        // The inbox lists a tenant's (or a person's) waiting runs; workers find due ones.
         c.execute_batch(
             "CREATE INDEX IF NOT EXISTS mcp_agent_runs_tenant ON mcp_agent_runs (tenant, status, id);
-             CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);",
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at) WHERE due_at IS NOT NULL;",
         )
         .map_err(|e| self.fail(e))
     }
@@ -181,6 +184,8 @@ struct SaveRow {
     suspension: Option<String>,
     owner: Option<String>,
     until: Option<i64>,
+    /// When a worker should take the run up (`RunRecord::due_at`).
+    due: Option<i64>,
     first: bool,
     /// The owner columns (from the state).
     columns: Owner,
@@ -215,18 +220,20 @@ fn save(
         r.columns.started_by,
         r.columns.labels_json(),
         input_tokens,
-        output_tokens
+        output_tokens,
+        r.due
     ];
     let n = if r.first {
         tx.prepare_cached(
             "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until,
-               tenant, started_by, labels, input_tokens, output_tokens)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+               tenant, started_by, labels, input_tokens, output_tokens, due_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
                updated_at = excluded.updated_at, suspension = excluded.suspension,
                lease_until = excluded.lease_until, tenant = excluded.tenant,
                started_by = excluded.started_by, labels = excluded.labels,
-               input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens
+               input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+               due_at = excluded.due_at
              WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
         )
         .and_then(|mut upsert| upsert.execute(params))
@@ -234,7 +241,7 @@ fn save(
         tx.prepare_cached(
             "UPDATE mcp_agent_runs SET status = ?2, state = ?3, updated_at = ?4, suspension = ?5,
                lease_until = ?7, tenant = ?8, started_by = ?9, labels = ?10, input_tokens = ?11,
-               output_tokens = ?12
+               output_tokens = ?12, due_at = ?13
              WHERE id = ?1 AND lease_owner IS ?6",
         )
         .and_then(|mut update| update.execute(params))
@@ -301,6 +308,7 @@ impl RunStore for SqliteRunStore {
         let owner_columns = Owner::of(&run.state);
         let suspension = run.suspension.clone();
         let (owner, until) = lease_columns(&run.lease);
+        let due = run.due_at().map(sql_int);
         let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
         let deferred = run.durability == Durability::Deferred;
         let first = run.first;
@@ -321,6 +329,7 @@ impl RunStore for SqliteRunStore {
                 suspension,
                 owner,
                 until,
+                due,
                 first,
                 columns: owner_columns,
                 ledger,
@@ -450,6 +459,17 @@ impl RunStore for SqliteRunStore {
                 rusqlite::params![id, now(), status, suspension, owner, until, stale],
             )
         }))
+    }
+
+    fn claim_due<'a>(
+        &'a self,
+        now: u64,
+        lease: &'a Lease,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
+        let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
+        let (at, limit) = (sql_int(now), limit.min(1000) as i64);
+        Box::pin(self.blocking(move |s, c| claim_due(s, c, at, &owner, until, limit)))
     }
 
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
@@ -735,4 +755,57 @@ fn one_run(
     .map_err(|e| s.fail(e))?
     .map(record)
     .transpose()
+}
+
+/// `claim_due` in one immediate transaction (the file's write lock is held from the
+/// first read: no other process claims between the choice and the update).
+#[cfg(feature = "sqlite")]
+fn claim_due(
+    s: &SqliteRunStore,
+    c: &rusqlite::Connection,
+    at: i64,
+    owner: &str,
+    until: i64,
+    limit: i64,
+) -> Result<Vec<RunRecord>> {
+    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
+        .map_err(|e| s.fail(e))?;
+    let rows = tx
+        .prepare_cached(
+            "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs
+             WHERE (status IN ('suspended', 'failed') AND due_at IS NOT NULL AND due_at <= ?1)
+                OR (status = 'running' AND (lease_until IS NULL OR lease_until < ?1))
+             ORDER BY due_at LIMIT ?2",
+        )
+        .and_then(|mut q| {
+            q.query_map(rusqlite::params![at, limit], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()
+        })
+        .map_err(|e| s.fail(e))?;
+    let mut claimed = Vec::with_capacity(rows.len());
+    for row in rows {
+        tx.prepare_cached(
+            "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?3, lease_until = ?4
+             WHERE id = ?1",
+        )
+        .and_then(|mut u| u.execute(rusqlite::params![row.0, now(), owner, until]))
+        .map_err(|e| s.fail(e))?;
+        let mut run = record(row)?;
+        run.lease = Some(Lease {
+            owner: owner.to_owned(),
+            until: until.max(0) as u64,
+        });
+        claimed.push(run);
+    }
+    tx.commit().map_err(|e| s.fail(e))?;
+    Ok(claimed)
 }

@@ -275,3 +275,4 @@ mod suspension;
 mod teardown;
 mod traces;
 mod watch;
+mod workers;

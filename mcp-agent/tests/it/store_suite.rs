@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::{scratch, Postgres};
 
 mod claims;
+mod due;
 mod integrity;
 mod kept;
 mod leases;
@@ -158,6 +159,8 @@ macro_rules! store_suite {
             claims::claims_once,
             claims::one_claimer_wins_among_many,
             claims::a_claim_takes_only_what_it_names,
+            due::claim_due_takes_what_is_due,
+            due::two_claimers_never_get_the_same_run,
             leases::leases_fence_and_end,
             leases::a_lease_is_renewed_only_by_its_owner,
             integrity::a_decision_is_kept_once_and_spent_once,

@@ -1,0 +1,387 @@
+//! Record now, run later: decisions recorded without running anything, and workers —
+//! on separate agents sharing one store — that continue ready runs, recover runs a
+//! stopped worker handed back, and expire due suspensions; deploys: a run moved to a
+//! looser policy explicitly. Against the real filesystem server (`edit_file` of "a" →
+//! "aa" adds one `a` per send: the file counts the sends, server-side), the scripted
+//! model, a SQLite file and a real PostgreSQL.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Event, Mode, Outcome, RunStatus, RunStore, WorkerOptions,
+};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+use super::decisions::approval;
+use super::{filesystem, scratch, store_for, ModelServer, Postgres};
+
+/// An agent of these tests: `read_text_file` allowed, every other tool asks a person.
+fn agent(dir: &Path, model: &ModelServer, store: Arc<dyn RunStore>) -> Agent {
+    Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .allow(["read_text_file"])
+        .server(filesystem(dir))
+        .store(store)
+        .lease(Duration::from_secs(3))
+        .build()
+        .unwrap()
+}
+
+/// A model turn that edits `file` once ("a" → "aa").
+fn edit(file: &Path) -> Value {
+    json!({"tool_calls": [{"name": "edit_file", "arguments": {
+        "path": file, "edits": [{"oldText": "a", "newText": "aa"}]}}]})
+}
+
+/// Waits (up to two minutes) until every run of `runs` is in `status`.
+async fn until_all(store: &dyn RunStore, runs: &[String], status: RunStatus) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let mut left = Vec::new();
+        for run in runs {
+            let now = store.load(run).await.unwrap().map(|r| r.status);
+            if now != Some(status) {
+                left.push((run.clone(), now));
+            }
+        }
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {status:?} in time: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs a worker of `agent` in a task; the sender stops it.
+fn start_worker(
+    agent: &Agent,
+    options: WorkerOptions,
+) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let worker = agent.worker(options);
+    let task = tokio::spawn(async move {
+        worker
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    (stop, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_decision_is_run_by_a_worker_sqlite() {
+    a_recorded_decision_is_run_by_a_worker("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_decision_is_run_by_a_worker_postgres() {
+    let pg = Postgres::start();
+    a_recorded_decision_is_run_by_a_worker(&pg.url).await;
+}
+
+/// `record_decision` keeps the decision and returns with nothing run; it is single
+/// use; a worker of another agent continues the run, once.
+async fn a_recorded_decision_is_run_by_a_worker(store_url: &str) {
+    let dir = scratch("record");
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(&dir, json!([edit(&file), {"text": "done"}]));
+    let store = store_for(&dir, store_url).await;
+    let app = agent(&dir, &model, store.clone());
+    let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+    app.record_decision(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    // Kept, not run: the run waits, ready for a worker.
+    let kept = store.load(&run).await.unwrap().unwrap();
+    assert_eq!(kept.status, RunStatus::Suspended);
+    assert!(kept.due_at().is_some(), "marked ready");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a");
+    // Single use: recorded again, or resumed, it is refused.
+    let again = app
+        .record_decision(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(again.is_stale_decision(), "{again}");
+    let resumed = app
+        .resume(&run, &decision, Decision::deny("bob"))
+        .await
+        .unwrap_err();
+    assert!(resumed.is_stale_decision(), "{resumed}");
+
+    let worker_store = store_for(&dir, store_url).await;
+    let worker_agent = agent(&dir, &model, worker_store);
+    let (stop, task) = start_worker(
+        &worker_agent,
+        WorkerOptions::new().poll(Duration::from_millis(50)),
+    );
+    until_all(&*store, std::slice::from_ref(&run), RunStatus::Finished).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa", "sent once");
+    let events = app.events(&run).await.unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::ApprovalDecided { by, approved: true, .. } if by == "ann")));
+    worker_agent.close().await.unwrap();
+    app.close().await.unwrap();
+}
+
+/// Three workers — separate agents, each with its own connection pool and its own
+/// filesystem server, on one PostgreSQL — over twelve ready runs: every run finishes,
+/// and every approved call was sent exactly once (counted in the files the server
+/// edited).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_on_one_postgres_run_each_run_once() {
+    let pg = Postgres::start();
+    let dir = scratch("fleet");
+    const RUNS: usize = 12;
+    let files: Vec<_> = (0..RUNS).map(|n| dir.join(format!("f{n}.txt"))).collect();
+    let mut script: Vec<Value> = files.iter().map(|f| edit(f)).collect();
+    script.push(json!({"text": "done"}));
+    let model = ModelServer::scripted(&dir, Value::Array(script));
+    let store = store_for(&dir, &pg.url).await;
+    let app = agent(&dir, &model, store.clone());
+    let mut runs = Vec::new();
+    for file in &files {
+        std::fs::write(file, "a").unwrap();
+        let (run, _, decision) = approval(app.run("edit").await.unwrap());
+        app.record_decision(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        runs.push(run);
+    }
+    let mut workers = Vec::new();
+    for _ in 0..3 {
+        let a = agent(&dir, &model, store_for(&dir, &pg.url).await);
+        let running = start_worker(
+            &a,
+            WorkerOptions::new()
+                .concurrency(2)
+                .poll(Duration::from_millis(50)),
+        );
+        workers.push((a, running));
+    }
+    until_all(&*store, &runs, RunStatus::Finished).await;
+    for (a, (stop, task)) in workers {
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        a.close().await.unwrap();
+    }
+    for file in &files {
+        assert_eq!(std::fs::read_to_string(file).unwrap(), "aa", "{file:?}");
+    }
+    for run in &runs {
+        let events = app.events(run).await.unwrap();
+        let sent = events
+            .iter()
+            .filter(|e| matches!(e, Event::AfterToolResult { .. }))
+            .count();
+        assert_eq!(sent, 1, "{run}: {events:?}");
+    }
+    app.close().await.unwrap();
+}
+
+/// A worker shut down while a run is in flight (the model stalls) hands it back: its
+/// lease ends at once, and another worker recovers it without sending the call again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_shut_down_hands_its_runs_back() {
+    let dir = scratch("hand-back");
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(
+        &dir,
+        json!([edit(&file), {"trickle": true}, {"text": "done"}]),
+    );
+    let store = store_for(&dir, "sqlite").await;
+    let app = agent(&dir, &model, store.clone());
+    let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+    app.record_decision(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    let first = agent(&dir, &model, store.clone());
+    let (stop, task) = start_worker(
+        &first,
+        WorkerOptions::new()
+            .poll(Duration::from_millis(50))
+            .grace(Duration::from_millis(200)),
+    );
+    // In flight: the call was sent (the file edited) and the model stalls.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_to_string(&file).unwrap() != "aa" {
+        assert!(Instant::now() < deadline, "the worker did not take the run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let kept = store.load(&run).await.unwrap().unwrap();
+    assert_eq!(kept.status, RunStatus::Running);
+    assert_eq!(kept.lease.map(|l| l.until), Some(0), "handed back");
+    first.close().await.unwrap();
+
+    let second = agent(&dir, &model, store.clone());
+    let (stop, task) = start_worker(
+        &second,
+        WorkerOptions::new().poll(Duration::from_millis(50)),
+    );
+    until_all(&*store, std::slice::from_ref(&run), RunStatus::Finished).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aa",
+        "not sent again"
+    );
+    let events = app.events(&run).await.unwrap();
+    assert!(events.iter().any(|e| matches!(e, Event::RunRecovered)));
+    second.close().await.unwrap();
+    app.close().await.unwrap();
+}
+
+/// A suspension carries when it expires (the outcome, `pending`, the event), and a
+/// worker expires it when that time has come: no application timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_expires_due_suspensions() {
+    let dir = scratch("worker-expiry");
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(&dir, json!([edit(&file), {"echo_tools": true}]));
+    let store = store_for(&dir, "sqlite").await;
+    let app = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .server(filesystem(&dir))
+        .store(store.clone())
+        .suspension_expiry(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let before = super::store_suite::now_ms();
+    let out = app.run("edit f").await.unwrap();
+    let Outcome::ApprovalRequired {
+        run_id: run,
+        expires_at,
+        ..
+    } = &out
+    else {
+        panic!("{out:?}")
+    };
+    let at = expires_at.expect("an expiry");
+    assert!(at >= before + 1000 && at <= super::store_suite::now_ms() + 1000);
+    let pending = app.pending(run).await.unwrap();
+    assert_eq!(pending[0].expires_at, Some(at));
+    let events = app.events(run).await.unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::RunSuspended { expires_at: Some(t), .. } if *t == at)));
+    let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
+    until_all(&*store, std::slice::from_ref(run), RunStatus::Finished).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let events = app.events(run).await.unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::SuspensionExpired { .. })));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "a", "not run");
+    app.close().await.unwrap();
+}
+
+/// A run keeps the policy it started with: a new release stating a looser one is
+/// refused — until `adopt_policy` moves the run to it, naming who and what loosened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopt_policy_moves_a_run_to_a_looser_policy() {
+    let dir = scratch("adopt");
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(&dir, json!([edit(&file), {"text": "done"}]));
+    let store = store_for(&dir, "sqlite").await;
+    let old = agent(&dir, &model, store.clone());
+    let (run, _, decision) = approval(old.run("edit f").await.unwrap());
+    let release = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .allow(["read_text_file", "list_directory"])
+        .max_steps(30)
+        .server(filesystem(&dir))
+        .store(store.clone())
+        .build()
+        .unwrap();
+    let refused = release
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(refused.is_config(), "{refused}");
+    assert_eq!(
+        store.load(&run).await.unwrap().unwrap().status,
+        RunStatus::Suspended
+    );
+    let loosened = release.adopt_policy(&run, "ops").await.unwrap();
+    let said = loosened.join("; ");
+    assert!(
+        said.contains("list_directory") && said.contains("max_steps 30"),
+        "{said}"
+    );
+    let events = release.events(&run).await.unwrap();
+    assert!(events.iter().any(
+        |e| matches!(e, Event::PolicyAdopted { by, loosened: l } if by == "ops" && *l == loosened)
+    ));
+    // The same decision still applies, under the new policy.
+    let Outcome::Finished { .. } = release
+        .resume(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa");
+    // A run that neither waits nor failed has no policy to move.
+    let e = release.adopt_policy(&run, "ops").await.unwrap_err();
+    assert!(e.is_not_suspended(), "{e}");
+    old.close().await.unwrap();
+    release.close().await.unwrap();
+}
+
+/// A run a transient error stopped (the model limited the rate) is retried by a
+/// worker once its retry is due, without sending its calls again; one a permanent
+/// error stopped (refused credentials) is never due.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_retries_a_transient_failure_and_never_a_permanent_one() {
+    for (error, transient) in [(429, true), (401, false)] {
+        let dir = scratch(&format!("worker-retry-{error}"));
+        let file = dir.join("f.txt");
+        std::fs::write(&file, "a").unwrap();
+        let model = ModelServer::scripted(
+            &dir,
+            json!([edit(&file), {"status": error, "error": "no"}, {"text": "done"}]),
+        );
+        let store = store_for(&dir, "sqlite").await;
+        let app = agent(&dir, &model, store.clone());
+        let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+        app.record_decision(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
+        let runs = std::slice::from_ref(&run);
+        if transient {
+            until_all(&*store, runs, RunStatus::Finished).await;
+            let events = app.events(&run).await.unwrap();
+            assert!(events.iter().any(|e| matches!(e, Event::RunRetried)));
+        } else {
+            until_all(&*store, runs, RunStatus::Failed).await;
+            let kept = store.load(&run).await.unwrap().unwrap();
+            assert_eq!(kept.due_at(), None, "a permanent error is not retried");
+        }
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa", "sent once");
+        app.close().await.unwrap();
+    }
+}
