@@ -147,6 +147,6 @@ async fn sqlite_adds_the_owner_columns_to_an_older_table() {
         )
         .unwrap()
     };
-    assert_eq!(indexes, 2);
+    assert_eq!(indexes, 3, "tenant, started_by, due_at");
     let _ = std::fs::remove_dir_all(dir);
 }

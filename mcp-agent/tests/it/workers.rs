@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Event, Mode, Outcome, RunStatus, RunStore, WorkerOptions,
+    Agent, ChatCompletions, Decision, Event, Mode, Outcome, RetryPolicy, RunStatus, RunStore,
+    WorkerOptions,
 };
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -20,8 +21,19 @@ use super::{filesystem, scratch, store_for, ModelServer, Postgres};
 
 /// An agent of these tests: `read_text_file` allowed, every other tool asks a person.
 fn agent(dir: &Path, model: &ModelServer, store: Arc<dyn RunStore>) -> Agent {
+    agent_with(dir, model, store, RetryPolicy::new())
+}
+
+/// [`agent`], whose model calls are retried as `retries` says.
+fn agent_with(
+    dir: &Path,
+    model: &ModelServer,
+    store: Arc<dyn RunStore>,
+    retries: RetryPolicy,
+) -> Agent {
     Agent::builder()
         .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .retry_policy(retries)
         .mode(Mode::Approve)
         .allow(["read_text_file"])
         .server(filesystem(dir))
@@ -363,7 +375,9 @@ async fn a_worker_retries_a_transient_failure_and_never_a_permanent_one() {
             json!([edit(&file), {"status": error, "error": "no"}, {"text": "done"}]),
         );
         let store = store_for(&dir, "sqlite").await;
-        let app = agent(&dir, &model, store.clone());
+        // The loop's own retries off: the error stops the run, and the worker's retry
+        // (a run-level one, later) is what is tested.
+        let app = agent_with(&dir, &model, store.clone(), RetryPolicy::none());
         let (run, _, decision) = approval(app.run("edit f").await.unwrap());
         app.record_decision(&run, &decision, Decision::approve("ann"))
             .await
