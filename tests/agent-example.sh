@@ -17,9 +17,10 @@ work="$(mktemp -d)"
 model_pid=""
 pg_port=""
 cleanup() {
-  [[ -n "${worker_pid:-}" ]] && kill "$worker_pid" 2>/dev/null
-  [[ -n "$model_pid" ]] && kill "$model_pid" 2>/dev/null
-  [[ -n "$pg_port" ]] && bash tests/peers/postgres.sh stop "$pg_port"
+  # Every step runs whatever the one before did (a process already gone is fine).
+  [[ -z "${worker_pid:-}" ]] || kill "$worker_pid" 2>/dev/null || true
+  [[ -z "$model_pid" ]] || kill "$model_pid" 2>/dev/null || true
+  [[ -z "$pg_port" ]] || bash tests/peers/postgres.sh stop "$pg_port" || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -47,6 +48,7 @@ cat >"$work/script.json" <<JSON
  {"text": "you are welcome"},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t1.txt", "content": "one"}}]},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t2.txt", "content": "two"}}]},
+ {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/worker.txt", "content": "by the worker"}}]},
  {"echo_tools": true}]
 JSON
@@ -164,6 +166,7 @@ worker_pid=$!
 for _ in $(seq 1 1200); do [[ -e "$work/files/worker.txt" ]] && break; sleep 0.1; done
 [[ "$(cat "$work/files/worker.txt" 2>/dev/null)" == "by the worker" ]] || fail "the worker did not run the recorded decision: $(cat "$work/worker.err")"
 kill -INT "$worker_pid"; wait "$worker_pid" || fail "the worker did not stop cleanly: $(cat "$work/worker.err")"
+worker_pid=""
 
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
