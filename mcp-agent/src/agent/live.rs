@@ -97,6 +97,7 @@ impl RunHandle {
             done: Some(self.done.clone()),
             saves: self.agent.inner.books.saves(),
             ended: false,
+            empty_waits: 0,
         })
     }
 
@@ -181,6 +182,7 @@ impl Agent {
             done: None,
             saves: self.inner.books.saves(),
             ended: false,
+            empty_waits: 0,
         })
     }
 }
@@ -259,6 +261,8 @@ struct Follower {
     /// This agent's saves.
     saves: watch::Receiver<u64>,
     ended: bool,
+    /// Waits that found nothing new (a watch looks again whether the run is kept).
+    empty_waits: u32,
 }
 
 impl Follower {
@@ -275,7 +279,6 @@ impl Follower {
         if self.ended {
             return None;
         }
-        let mut looked = false;
         loop {
             // Text streamed so far comes before the stored events read after it (a
             // turn's text is streamed before its `ModelAnswered` is kept).
@@ -287,7 +290,11 @@ impl Follower {
             }
             // Marked seen before reading: a save after the read wakes the wait.
             self.saves.borrow_and_update();
-            let finished = self.done.as_mut().is_some_and(|d| *d.borrow_and_update());
+            // Ended: told so, or the task is gone without telling (it panicked).
+            let finished = self
+                .done
+                .as_mut()
+                .is_some_and(|d| *d.borrow_and_update() || d.has_changed().is_err());
             let store = self.agent.inner.books.store();
             match store
                 .events_after(&self.run_id, Some(self.last), PAGE)
@@ -303,8 +310,9 @@ impl Follower {
             if finished {
                 return None;
             }
-            if !looked && self.done.is_none() {
-                looked = true;
+            // A watch looks whether the run is still kept at its first wait and every
+            // tenth after: a run deleted or pruned while watched ends the watch.
+            if self.done.is_none() && self.empty_waits % 10 == 0 {
                 match store.load(&self.run_id).await {
                     Ok(Some(_)) => {}
                     Ok(None) => {
@@ -329,6 +337,7 @@ impl Follower {
                 _ = self.saves.changed() => {}
                 _ = ended(&mut self.done) => {}
             }
+            self.empty_waits = self.empty_waits.wrapping_add(1);
         }
     }
 
@@ -423,10 +432,9 @@ fn pending_delta(deltas: &mut Option<broadcast::Receiver<String>>) -> Option<Str
 /// Returns when the started run's task ended (never, for a watch, or once told).
 async fn ended(done: &mut Option<watch::Receiver<bool>>) {
     match done.as_mut() {
+        // A task gone without telling (it panicked) ended too.
         Some(d) if !*d.borrow() => {
-            if d.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
+            let _ = d.changed().await;
         }
         _ => std::future::pending().await,
     }

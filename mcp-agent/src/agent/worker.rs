@@ -276,15 +276,16 @@ impl Worker {
     }
 
     /// A run's task ended: when it did not end by itself (it was aborted at shutdown,
-    /// or panicked), the run is handed back — its lease ends now.
+    /// or panicked), the run is handed back — its lease ends now (after `back_off`,
+    /// when it panicked).
     async fn ended(
         &self,
         done: std::result::Result<(tokio::task::Id, ()), tokio::task::JoinError>,
         held: &mut Held,
     ) {
-        let (id, finished) = match done {
-            Ok((id, ())) => (id, true),
-            Err(e) => (e.id(), false),
+        let (id, finished, panicked) = match done {
+            Ok((id, ())) => (id, true, false),
+            Err(e) => (e.id(), false, e.is_panic()),
         };
         let Some((run_id, lease)) = held.remove(&id) else {
             return;
@@ -292,7 +293,17 @@ impl Worker {
         if finished {
             return;
         }
-        let ended = Lease { until: 0, ..lease };
+        // Aborted at shutdown: any worker may take it up at once. Panicked (a callback
+        // of the application, a model or host): not before `back_off`, so a run that
+        // panics every time is not taken up again and again across the fleet.
+        let until = if panicked {
+            now_ms().saturating_add(
+                u64::try_from(self.options.back_off.as_millis()).unwrap_or(u64::MAX),
+            )
+        } else {
+            0
+        };
+        let ended = Lease { until, ..lease };
         match self.agent.inner.books.store().renew(&run_id, &ended).await {
             Ok(_) => tracing::info!(run = %run_id, "a worker handed the run back"),
             Err(e) => {

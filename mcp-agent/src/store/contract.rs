@@ -628,6 +628,11 @@ pub(crate) fn page_limit(limit: usize) -> usize {
 /// The most ledger entries of one run a store returns.
 pub(crate) const MAX_LEDGER: usize = 100_000;
 
+/// How long a due run whose row does not read is left before a claim looks at it
+/// again (milliseconds): one bad row never stops the claims of the others.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
+pub(super) const UNREADABLE_BACK_OFF_MS: i64 = 60_000;
+
 /// The error of a save whose ledger entries the ledger holds already.
 pub(crate) fn already_in_ledger(id: &str) -> Error {
     Error::rolled_back(format!(

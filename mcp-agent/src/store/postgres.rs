@@ -8,7 +8,7 @@ use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Lease, LedgerEntry,
     RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER,
+    MAX_EVENTS, MAX_LEDGER, UNREADABLE_BACK_OFF_MS,
 };
 use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
@@ -434,9 +434,37 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("claiming due runs", e)))?;
-            rows.iter()
-                .map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
-                .collect()
+            let mut claimed = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let id: String = r.get(0);
+                let was: String = r.get(1);
+                match record((
+                    id.clone(),
+                    was.clone(),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                )) {
+                    Ok(run) => claimed.push(run),
+                    // A row that does not read is not this batch's end: it is put back
+                    // as it was, not due (nor recoverable) for a minute, and the others
+                    // go on.
+                    Err(e) => {
+                        tracing::warn!(run = %id, error = %e, "a due run cannot be read; it is put back for a minute");
+                        let later = at.saturating_add(UNREADABLE_BACK_OFF_MS);
+                        let _ = client
+                            .execute(
+                                "UPDATE mcp_agent_runs SET status = $2, due_at = $3,
+                                   lease_until = CASE WHEN $2 = 'running' THEN $3 ELSE lease_until END
+                                 WHERE id = $1 AND lease_owner = $4",
+                                &[&id, &was, &later, &lease.owner],
+                            )
+                            .await;
+                    }
+                }
+            }
+            Ok(claimed)
         })
     }
 

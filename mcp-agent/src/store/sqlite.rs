@@ -8,8 +8,8 @@ use serde_json::Value;
 use super::contract::{
     allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
     ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Durability, Lease,
-    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS,
-    MAX_LEDGER,
+    LedgerEntry, Row, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES,
+    MAX_EVENTS, MAX_LEDGER, UNREADABLE_BACK_OFF_MS,
 };
 use super::owner::{labels_from, labels_json, Owner};
 use crate::error::{Error, Result};
@@ -717,18 +717,36 @@ fn claim_due(
                     r.get(5)?,
                 ))
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()
+            .collect::<rusqlite::Result<Vec<Row>>>()
         })
         .map_err(|e| s.fail(e))?;
     let mut claimed = Vec::with_capacity(rows.len());
     for row in rows {
+        let id: String = row.0.clone();
+        let mut run = match record(row) {
+            Ok(run) => run,
+            // A row that does not read is not this batch's end: it is left as it is,
+            // not due (nor recoverable) for a minute, and the others go on.
+            Err(e) => {
+                tracing::warn!(run = %id, error = %e, "a due run cannot be read; it is left for a minute");
+                let later = at.saturating_add(UNREADABLE_BACK_OFF_MS);
+                tx.prepare_cached(
+                    "UPDATE mcp_agent_runs SET due_at = ?2,
+                       lease_until = CASE WHEN status = 'running' THEN ?2 ELSE lease_until END
+                     WHERE id = ?1",
+                )
+                .and_then(|mut u| u.execute(rusqlite::params![id, later]))
+                .map_err(|e| s.fail(e))?;
+                continue;
+            }
+        };
         tx.prepare_cached(
             "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?3, lease_until = ?4
              WHERE id = ?1",
         )
-        .and_then(|mut u| u.execute(rusqlite::params![row.0, now(), owner, until]))
+        .and_then(|mut u| u.execute(rusqlite::params![id, now(), owner, until]))
         .map_err(|e| s.fail(e))?;
-        let mut run = record(row)?;
+        // Returned with the status it had before the claim (as `claim_due` says).
         run.lease = Some(Lease {
             owner: owner.to_owned(),
             until: until.max(0) as u64,

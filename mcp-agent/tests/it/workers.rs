@@ -399,3 +399,68 @@ async fn a_worker_retries_a_transient_failure_and_never_a_permanent_one() {
         app.close().await.unwrap();
     }
 }
+
+/// A due run whose stored row does not read (its state is not JSON, written behind the
+/// agent's back) does not stop the claims: the other due runs are taken, and it is
+/// left as it was, not due again for a minute.
+async fn an_unreadable_due_row_stops_no_claim(tag: &str, store: &str) {
+    use super::store_suite::{lease, now_ms, run};
+    let dir = scratch(&format!("worker-unreadable-{tag}"));
+    let kept = store_for(&dir, store).await;
+    let now = now_ms();
+    for id in ["bad", "good"] {
+        kept.save(&run(id, RunStatus::Failed, json!({"due_at": now - 1000})))
+            .await
+            .unwrap();
+    }
+    let sql = "UPDATE mcp_agent_runs SET state = '{not json' WHERE id = 'bad'";
+    if store.starts_with("postgres://") {
+        let pool = mcp_runtime_core::postgres::PgPool::new(store).unwrap();
+        pool.client()
+            .await
+            .unwrap()
+            .execute(sql, &[])
+            .await
+            .unwrap();
+    } else {
+        let c = rusqlite::Connection::open(dir.join("state/runs.sqlite3")).unwrap();
+        c.execute(sql, []).unwrap();
+    }
+    // The bad row is due too: the claim reads it, and takes only the good one.
+    let got = kept.claim_due(now, &lease("w1"), 10).await.unwrap();
+    let ids: Vec<&str> = got.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["good"], "{tag}: the readable run is taken");
+    assert!(
+        kept.claim_due(now_ms(), &lease("w2"), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "{tag}: the unreadable run is left for a minute"
+    );
+    let failed = kept
+        .list(&mcp_agent::RunFilter::new().status(RunStatus::Failed))
+        .await
+        .unwrap()
+        .runs;
+    assert_eq!(failed.len(), 1, "{tag}: it is left as it was");
+    assert_eq!(failed[0].id, "bad");
+    assert_eq!(
+        kept.claim_due(now + 61_000, &lease("w3"), 10)
+            .await
+            .map(|r| r.len())
+            .ok(),
+        Some(0),
+        "{tag}: a minute later it is looked at again, and left again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_due_row_stops_no_claim_sqlite() {
+    an_unreadable_due_row_stops_no_claim("sqlite", "sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_due_row_stops_no_claim_postgres() {
+    let pg = Postgres::start();
+    an_unreadable_due_row_stops_no_claim("postgres", &pg.url).await;
+}
