@@ -7,6 +7,8 @@ mod memory;
 mod owner;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod rows;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(test)]

@@ -312,7 +312,7 @@ impl Follower {
             }
             // A watch looks whether the run is still kept at its first wait and every
             // tenth after: a run deleted or pruned while watched ends the watch.
-            if self.done.is_none() && self.empty_waits % 10 == 0 {
+            if self.done.is_none() && self.empty_waits.is_multiple_of(10) {
                 match store.load(&self.run_id).await {
                     Ok(Some(_)) => {}
                     Ok(None) => {

@@ -628,11 +628,6 @@ pub(crate) fn page_limit(limit: usize) -> usize {
 /// The most ledger entries of one run a store returns.
 pub(crate) const MAX_LEDGER: usize = 100_000;
 
-/// How long a due run whose row does not read is left before a claim looks at it
-/// again (milliseconds): one bad row never stops the claims of the others.
-#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
-pub(super) const UNREADABLE_BACK_OFF_MS: i64 = 60_000;
-
 /// The error of a save whose ledger entries the ledger holds already.
 pub(crate) fn already_in_ledger(id: &str) -> Error {
     Error::rolled_back(format!(
@@ -645,13 +640,6 @@ pub(crate) fn deleted(id: &str) -> Error {
     Error::deleted(format!(
         "run {id} was deleted while this process held it: it stays deleted, and this process's changes to it are not kept"
     ))
-}
-
-/// A stored ledger entry's JSON.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn ledger_entry(text: &str) -> Result<LedgerEntry> {
-    serde_json::from_str(text)
-        .map_err(|e| Error::store(format!("a stored ledger entry cannot be read: {e}")))
 }
 
 /// The most standing allowances a store returns.
@@ -730,71 +718,6 @@ pub(crate) fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-/// A run as a row gives it: id, status, suspension, state, lease owner, lease end.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) type Row = (
-    String,
-    String,
-    Option<String>,
-    String,
-    Option<String>,
-    Option<i64>,
-);
-
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn record((id, status, suspension, state, owner, until): Row) -> Result<RunRecord> {
-    Ok(RunRecord {
-        id,
-        status: RunStatus::parse(&status)
-            .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
-        suspension,
-        state: serde_json::from_str(&state)
-            .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
-        events: Vec::new(),
-        durability: Durability::Flushed,
-        ledger: Vec::new(),
-        first: false,
-        lease: owner.map(|owner| Lease {
-            owner,
-            until: until.unwrap_or(0).max(0) as u64,
-        }),
-    })
-}
-
-/// The lease columns of a record: owner, end.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i64>) {
-    match lease {
-        Some(l) => (Some(l.owner.clone()), Some(sql_int(l.until))),
-        None => (None, None),
-    }
-}
-
-/// A stored event's JSON.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn event_value(text: &str) -> Result<Value> {
-    serde_json::from_str(text)
-        .map_err(|e| Error::store(format!("a stored event cannot be read: {e}")))
-}
-
-/// A stored event's number and JSON, as a row gives them (a number below 1 is not
-/// one a store gives).
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn numbered_event(seq: i64, text: &str) -> Result<(u64, Value)> {
-    let seq = u64::try_from(seq)
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| Error::store(format!("a stored event has the number {seq}")))?;
-    Ok((seq, event_value(text)?))
-}
-
-/// A stored allowance's JSON.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(super) fn allowance_value(text: &str) -> Result<Value> {
-    serde_json::from_str(text)
-        .map_err(|e| Error::store(format!("a stored allowance cannot be read: {e}")))
 }
 
 /// A page of `runs` (in id order, at least one past `size` when more follow).

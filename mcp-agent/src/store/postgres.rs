@@ -5,12 +5,15 @@ use mcp_runtime_core::postgres::PgPool;
 use serde_json::Value;
 
 use super::contract::{
-    allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Lease, LedgerEntry,
-    RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER, UNREADABLE_BACK_OFF_MS,
+    already_in_ledger, deleted, lease_lost, page_limit, page_of, sql_int, Claim, Lease,
+    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT,
+    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
+use super::rows::{
+    allowance_value, event_value, lease_columns, ledger_entry, numbered_event, record,
+    UNREADABLE_BACK_OFF_MS,
+};
 use crate::error::{Error, Result};
 
 /// Runs kept in PostgreSQL (table `mcp_agent_runs`, created when missing), for

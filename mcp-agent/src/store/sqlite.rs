@@ -6,12 +6,15 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    allowance_value, already_in_ledger, deleted, event_value, lease_columns, lease_lost,
-    ledger_entry, numbered_event, page_limit, page_of, record, sql_int, Claim, Durability, Lease,
-    LedgerEntry, Row, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES,
-    MAX_EVENTS, MAX_LEDGER, UNREADABLE_BACK_OFF_MS,
+    already_in_ledger, deleted, lease_lost, page_limit, page_of, sql_int, Claim, Durability, Lease,
+    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS,
+    MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
+use super::rows::{
+    allowance_value, event_value, lease_columns, ledger_entry, numbered_event, record, Row,
+    UNREADABLE_BACK_OFF_MS,
+};
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 

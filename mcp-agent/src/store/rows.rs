@@ -1,0 +1,76 @@
+//! How the SQL stores' rows read: a run, its lease columns, an event, an allowance, a
+//! ledger entry — each checked, since a row is whatever the database holds.
+
+use serde_json::Value;
+
+use super::contract::{sql_int, Durability, Lease, LedgerEntry, RunRecord, RunStatus};
+use crate::error::{Error, Result};
+
+/// How long a due run whose row does not read is left before a claim looks at it
+/// again (milliseconds): one bad row never stops the claims of the others.
+pub(super) const UNREADABLE_BACK_OFF_MS: i64 = 60_000;
+
+/// A stored ledger entry's JSON.
+pub(super) fn ledger_entry(text: &str) -> Result<LedgerEntry> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored ledger entry cannot be read: {e}")))
+}
+
+/// A run as a row gives it: id, status, suspension, state, lease owner, lease end.
+pub(super) type Row = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<i64>,
+);
+
+pub(super) fn record((id, status, suspension, state, owner, until): Row) -> Result<RunRecord> {
+    Ok(RunRecord {
+        id,
+        status: RunStatus::parse(&status)
+            .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?,
+        suspension,
+        state: serde_json::from_str(&state)
+            .map_err(|e| Error::store(format!("a stored run cannot be read: {e}")))?,
+        events: Vec::new(),
+        durability: Durability::Flushed,
+        ledger: Vec::new(),
+        first: false,
+        lease: owner.map(|owner| Lease {
+            owner,
+            until: until.unwrap_or(0).max(0) as u64,
+        }),
+    })
+}
+
+/// The lease columns of a record: owner, end.
+pub(super) fn lease_columns(lease: &Option<Lease>) -> (Option<String>, Option<i64>) {
+    match lease {
+        Some(l) => (Some(l.owner.clone()), Some(sql_int(l.until))),
+        None => (None, None),
+    }
+}
+
+/// A stored event's JSON.
+pub(super) fn event_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored event cannot be read: {e}")))
+}
+
+/// A stored event's number and JSON, as a row gives them (a number below 1 is not
+/// one a store gives).
+pub(super) fn numbered_event(seq: i64, text: &str) -> Result<(u64, Value)> {
+    let seq = u64::try_from(seq)
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| Error::store(format!("a stored event has the number {seq}")))?;
+    Ok((seq, event_value(text)?))
+}
+
+/// A stored allowance's JSON.
+pub(super) fn allowance_value(text: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::store(format!("a stored allowance cannot be read: {e}")))
+}
