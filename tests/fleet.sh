@@ -99,7 +99,8 @@ start_run() {
 }
 # open PHASE: how many of the phase's runs are not finished.
 open() { sql "SELECT count(*) FROM mcp_agent_runs WHERE tenant = '$1' AND status <> 'finished'"; }
-start_worker() { example --worker "$work/files" 2>>"$work/workers.log" & workers[$1]=$!; }
+# `exec`: $! is the worker itself (a SIGKILL must reach it, not a subshell).
+start_worker() { (cd "$work" && exec "$bin" --store "$store" --worker "$work/files") 2>>"$work/workers.log" & workers[$1]=$!; }
 xact() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
 # ---- chaos -------------------------------------------------------------------------
