@@ -22,7 +22,8 @@
 # sends it again). Figures: runs/s per worker count, decision-to-call latency
 # (decision recorded → the server's write, by the file's mtime), and PostgreSQL
 # transactions committed per run (pg_stat_database.xact_commit delta; a transaction
-# is at least one round-trip, so a lower bound). Not in tests/run.sh by default.
+# is at least one round-trip, so a lower bound). No figure is asserted; --smoke is
+# meant for tests/run.sh. Verified passing: --smoke, 12 and 40 runs (2-core box, load 2-3).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=12
