@@ -10,7 +10,7 @@
 //! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID --approve --record   # records the decision and exits; a worker runs it
 //! cargo run -p examples --example agent_filesystem -- [--store URL] [--mode M] [--allow NAME]... --worker DIR   # a worker on the store until Ctrl-C
-//! cargo run -p examples --example agent_filesystem -- [--store URL] --status RUN_ID                              # prints status=<running|suspended|finished|failed|cancelled>
+//! cargo run -p examples --example agent_filesystem -- [--store URL] --status RUN_ID                              # prints status=<running|suspended|finished|failed|cancelled> (suspended: and a `pending run=… tool=… decision=…` line per call)
 //! ```
 //!
 //! It attaches `@modelcontextprotocol/server-filesystem` on DIR (tool names are the
@@ -39,8 +39,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStore,
-    SqliteRunStore, WorkerOptions,
+    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStatus,
+    RunStore, SqliteRunStore, WorkerOptions,
 };
 use mcp_runtime::Mcp;
 
@@ -276,6 +276,20 @@ async fn main_inner() -> Result<(), String> {
         let kept = runs.load(run).await.map_err(|e| e.to_string())?;
         let kept = kept.ok_or_else(|| format!("no run {run} in {}", args.store))?;
         println!("status={}", format!("{:?}", kept.status).to_lowercase());
+        if kept.status == RunStatus::Suspended {
+            // What it waits on (a run recovered after its worker died waits again,
+            // under new decision ids).
+            let agent = Agent::builder()
+                .model(model)
+                .store(runs)
+                .build()
+                .map_err(|e| e.to_string())?;
+            for p in agent.pending(run).await.map_err(|e| e.to_string())? {
+                let tool: String = p.tool.chars().filter(|c| !c.is_control()).collect();
+                println!("pending run={run} tool={tool} decision={}", p.decision);
+            }
+            return agent.close().await.map_err(|e| e.to_string());
+        }
         return Ok(());
     }
     let known = args

@@ -24,6 +24,9 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"text": "...", "finish": "length"}  an answer cut at the output limit (Chat
                               Completions `finish_reason: length`; Messages
                               `stop_reason: max_tokens`)
+A turn may add "after_tools": TURN: a request whose last message is a tool result gets
+TURN instead (one turn serves many runs: call a tool, then answer). In a turn's tool-call
+arguments, every "{prompt}" in a string is replaced by the request's first user message.
 A tool call may give "raw_arguments": "..." instead of "arguments": that text verbatim as
 the arguments (Chat Completions; streamed Messages: as the `partial_json` pieces;
 non-streamed Messages: `input` is that string).
@@ -40,9 +43,15 @@ GET /_requests returns every request received, as a JSON list of {"body", "path"
 "headers" (lower-case names), "authorization", "x-api-key", "anthropic-version", "at" (when
 it came: seconds since the epoch, a float)}.
 Prints READY when listening.
+
+With FAKE_MODEL_FAIL_EVERY=N (N >= 2) in the environment, every Nth POST (the Nth,
+2Nth, ...) fails instead, without consuming a turn: by turns a 429 with
+`Retry-After: 0`, a 503, a 429 with `Retry-After: 1`, a 503. Unset, nothing fails.
+GET /_stats returns {"requests", "failed", "answered"} counts.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -50,6 +59,50 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REQUESTS = []
 LOCK = threading.Lock()
+ANSWERED = [0]  # POSTs answered from the script (failures do not consume a turn)
+FAILED = [0]
+
+
+def fail_every() -> int:
+    try:
+        n = int(os.environ.get("FAKE_MODEL_FAIL_EVERY", "0"))
+    except ValueError:
+        return 0
+    return n if n >= 2 else 0
+
+
+def first_user_text(body: dict) -> str:
+    for m in body.get("messages") or []:
+        if m.get("role") == "user":
+            c = m.get("content")
+            if isinstance(c, str):
+                return c
+            if isinstance(c, list):
+                return "".join(str(x.get("text", "")) for x in c if isinstance(x, dict))
+    return ""
+
+
+def fill(value, prompt: str):
+    """`value` with every "{prompt}" in its strings replaced by `prompt`."""
+    if isinstance(value, str):
+        return value.replace("{prompt}", prompt)
+    if isinstance(value, list):
+        return [fill(v, prompt) for v in value]
+    if isinstance(value, dict):
+        return {k: fill(v, prompt) for k, v in value.items()}
+    return value
+
+
+def after_tools(body: dict) -> bool:
+    """Whether the request's last message is a tool result (either wire)."""
+    msgs = body.get("messages") or []
+    if not msgs:
+        return False
+    last = msgs[-1]
+    if last.get("role") == "tool":
+        return True
+    c = last.get("content")
+    return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in c)
 
 
 def pieces(text: str, n: int = 3) -> list:
@@ -191,6 +244,9 @@ def main() -> None:
             if self.path == "/_requests":
                 with LOCK:
                     self.reply(200, REQUESTS)
+            elif self.path == "/_stats":
+                with LOCK:
+                    self.reply(200, {"requests": len(REQUESTS), "failed": FAILED[0], "answered": ANSWERED[0]})
             else:
                 self.reply(404, {"error": {"message": "not found"}})
 
@@ -204,7 +260,25 @@ def main() -> None:
                                  "anthropic-version": self.headers.get("anthropic-version"),
                                  "at": time.time()})
                 n = len(REQUESTS) - 1
-            turn = script[min(n, len(script) - 1)]
+                every = fail_every()
+                failing = every and (n + 1) % every == 0
+                if failing:
+                    FAILED[0] += 1
+                    kind = FAILED[0] % 4
+                else:
+                    turn = script[min(ANSWERED[0], len(script) - 1)]
+                    ANSWERED[0] += 1
+            if failing:
+                if kind in (1, 3):
+                    self.reply(429, {"error": {"message": "rate limited (scripted)", "code": None}},
+                               "0" if kind == 1 else "1")
+                else:
+                    self.reply(503, {"error": {"message": "overloaded (scripted)", "code": None}})
+                return
+            if "after_tools" in turn and after_tools(body):
+                turn = turn["after_tools"]
+            if "tool_calls" in turn:
+                turn = {**turn, "tool_calls": fill(turn["tool_calls"], first_user_text(body))}
             path = self.path.split("?", 1)[0]
             if path.endswith("/messages"):
                 self.messages(n, body, turn)
