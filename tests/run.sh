@@ -138,6 +138,9 @@ cargo run -q --locked -p examples --example skills -- .peers/venv/bin/python tes
 step "the agent example, end to end (scripted model, real filesystem server)"
 bash tests/agent-example.sh
 
+step "workers under fire, smoke: 4 workers SIGKILLed at random on one PostgreSQL, 12 runs, 429/503 from the model (tests/fleet.sh; nothing timed is asserted)"
+bash tests/fleet.sh --smoke
+
 step "fuzz targets: every kept input (seeds, regressions) replayed; the libFuzzer binaries build (fuzz/README.md)"
 CARGO_TARGET_DIR=target/fuzz cargo test --locked --manifest-path fuzz/Cargo.toml
 CARGO_TARGET_DIR=target/fuzz cargo build -q --locked --manifest-path fuzz/Cargo.toml --bins
