@@ -292,6 +292,20 @@ async fn main_inner() -> Result<(), String> {
         }
         return Ok(());
     }
+    // Recording runs nothing, so it needs no server (nor the run's folder).
+    if let Some(r) = args.resume.as_ref().filter(|r| r.record) {
+        let agent = Agent::builder()
+            .model(model)
+            .store(runs)
+            .build()
+            .map_err(|e| e.to_string())?;
+        agent
+            .record_decision(&r.run, &r.decision, decision_of(r))
+            .await
+            .map_err(|e| e.to_string())?;
+        println!("recorded run={} decision={}", r.run, r.decision);
+        return agent.close().await.map_err(|e| e.to_string());
+    }
     let known = args
         .resume
         .as_ref()
@@ -334,15 +348,6 @@ async fn main_inner() -> Result<(), String> {
         let done = agent.worker(WorkerOptions::new()).run(stop).await;
         agent.close().await.map_err(|e| e.to_string())?;
         return done.map_err(|e| e.to_string());
-    }
-    if let Some(r) = args.resume.as_ref().filter(|r| r.record) {
-        let decision = decision_of(r);
-        agent
-            .record_decision(&r.run, &r.decision, decision)
-            .await
-            .map_err(|e| e.to_string())?;
-        println!("recorded run={} decision={}", r.run, r.decision);
-        return agent.close().await.map_err(|e| e.to_string());
     }
     let outcome = match (&args.resume, &args.prompt) {
         (Some(r), _) => agent.resume(&r.run, &r.decision, decision_of(r)).await,

@@ -6,24 +6,26 @@
 #                                 # timed phases at 1, 2 and 4 workers (RUNS/4 runs each, no kills)
 #
 # Chaos: 4 worker processes of examples/agent_filesystem.rs (--worker) share the store
-# while a "web" process starts runs and records their decisions (--record) as they
-# come; every third run needs a person's approval (its edit_file is not on the
-# allow-list), the others run at once where they start. The scripted model
-# (tests/peers/fake_model.py, FAKE_MODEL_FAIL_EVERY) answers every 7th request with
-# a 429 (Retry-After 0 or 1) or a 503, which the model loop retries. Every few seconds
-# a random worker is SIGKILLed and started again. A run whose worker died between
-# claiming it and keeping it waits again under new decision ids: the driver approves
-# those again (counted as "asked again").
+# while one "web" process (examples/agent_fleet.rs) starts the runs, 4 at a time, and
+# records each decision as its run suspends; every third run needs a person's
+# approval (its edit_file is not on its allow-list), the others run at once where
+# they start. The scripted model (tests/peers/fake_model.py, FAKE_MODEL_FAIL_EVERY)
+# answers every 7th request with a 429 (Retry-After 0 or 1) or a 503, which the model
+# loop retries. Every few seconds a random worker is SIGKILLed and started again. A
+# run whose worker died between claiming it and keeping it waits again under new
+# decision ids: the driver approves those again (counted as "asked again").
 #
 # After: every run finished; no approved call ran twice — each run edits its own
 # file "a" → "aa" once on the real filesystem server (edit_file is not idempotent: a
 # second send makes "aaa"); a file may stay "a" only when its worker died between
 # recording the call as sent and sending it (the run says "outcome unknown", never
-# sends it again). Figures: runs/s per worker count, decision-to-call latency
-# (decision recorded → the server's write, by the file's mtime), and PostgreSQL
-# transactions committed per run (pg_stat_database.xact_commit delta; a transaction
-# is at least one round-trip, so a lower bound). No figure is asserted; --smoke is
-# meant for tests/run.sh. Verified passing: --smoke, 12 and 40 runs (2-core box, load 2-3).
+# sends it again). No run held by two workers: a trigger on the store's table logs,
+# in PostgreSQL's own clock, every change of a run's lease owner; a run taken from a
+# holder whose lease had not ended fails the test. Figures: runs/s per worker count,
+# decision-to-call latency (decision recorded → the server's write, by the file's
+# mtime), and PostgreSQL transactions committed per run (pg_stat_database.xact_commit
+# delta; a transaction is at least one round-trip, so a lower bound). No figure is
+# asserted; --smoke is meant for tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs=12
@@ -73,30 +75,21 @@ store="$(bash tests/peers/postgres.sh start "$pg_port")"
 sql() { "$py" tests/peers/pg_query.py "$store" "$1"; }
 
 export AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1"
-cargo build -q --locked -p examples --features postgres --example agent_filesystem
-bin="$(cargo metadata --format-version 1 --no-deps | "$py" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples/agent_filesystem"
-# The example keeps each run's folder under ./.mcp-agent: keep that in $work.
+cargo build -q --locked -p examples --features postgres --example agent_filesystem --example agent_fleet
+target="$(cargo metadata --format-version 1 --no-deps | "$py" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/debug/examples"
+bin="$target/agent_filesystem"
+# The examples keep each run's folder under ./.mcp-agent: keep that in $work.
 example() { (cd "$work" && "$bin" --store "$store" "$@"); }
-
-suspended='^suspended run=([0-9a-f]+) tool=edit_file decision=([0-9a-f]+)'
-# start_run PHASE NAME APPROVAL(yes/no) RECORD(yes/no): a new run editing $work/files/NAME.txt.
-start_run() {
-  local phase="$1" name="$2" approval="$3" record="$4" out allow=(--allow edit_file)
-  echo a >"$work/files/$name.txt"
-  [[ "$approval" == yes ]] && allow=(--allow read_text_file)
-  out="$(example --mode approve "${allow[@]}" --tenant "$phase" "$work/files" "$name" 2>>"$work/web.log")" \
-    || { echo "run $name did not start: $out" >>"$work/web.errors"; return 0; }
-  if [[ "$approval" == no ]]; then
-    [[ "$out" == done ]] || echo "run $name did not finish at once: $out" >>"$work/web.errors"
-    return 0
-  fi
-  [[ "$out" =~ $suspended ]] || { echo "run $name did not suspend: $out" >>"$work/web.errors"; return 0; }
-  echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $name" >>"$work/$phase.suspended"
-  if [[ "$record" == yes ]]; then
-    example --resume "${BASH_REMATCH[1]}" --decision "${BASH_REMATCH[2]}" --approve --record >/dev/null 2>>"$work/web.log" \
-      || { echo "run $name: the decision was not recorded" >>"$work/web.errors"; return 0; }
-    echo "$name $(date +%s.%N)" >>"$work/decided"
-  fi
+# web PHASE PREFIX RUNS APPROVE_EVERY: the web process starts RUNS runs (PREFIX1 …),
+# each editing $work/files/<name>.txt, and records their decisions; its lines go to
+# $work/PHASE.web, "NAME SECONDS" per decision to $work/decided.
+web() {
+  local n
+  for n in $(seq 1 "$3"); do echo a >"$work/files/$2$n.txt"; done
+  (cd "$work" && "$target/agent_fleet" --store "$store" --tenant "$1" --prefix "$2" --runs "$3" \
+    --approve-every "$4" --concurrency 4 "$work/files") >"$work/$1.web" 2>>"$work/web.log" \
+    || { echo "the web process failed: $(tail -n 5 "$work/web.log")" >>"$work/web.errors"; }
+  sed -nE 's/^decided name=([^ ]+) run=[0-9a-f]+ at=([0-9.]+)$/\1 \2/p' "$work/$1.web" >>"$work/decided"
 }
 # open PHASE: how many of the phase's runs are not finished.
 open() { sql "SELECT count(*) FROM mcp_agent_runs WHERE tenant = '$1' AND status <> 'finished'"; }
@@ -104,18 +97,43 @@ open() { sql "SELECT count(*) FROM mcp_agent_runs WHERE tenant = '$1' AND status
 start_worker() { (cd "$work" && exec "$bin" --store "$store" --worker "$work/files") 2>>"$work/workers.log" & workers[$1]=$!; }
 xact() { sql "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 
-# ---- chaos -------------------------------------------------------------------------
-for w in 0 1 2 3; do start_worker "$w"; done
-(
-  for n in $(seq 1 "$runs"); do
-    if (( n % 3 == 0 )); then start_run chaos "c$n" yes yes; else start_run chaos "c$n" no no; fi
+# The store's tables (the first connection makes them), then the claim log: every
+# change of a run's lease owner, with the status and lease it had, at PostgreSQL's
+# clock (milliseconds, as the store keeps lease_until).
+example --status none >/dev/null 2>&1 || true
+sql "CREATE TABLE fleet_claims (run_id text, was text, old_owner text, old_until bigint, new_owner text, at bigint);
+CREATE FUNCTION fleet_claim() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN
+  IF NEW.lease_owner IS DISTINCT FROM OLD.lease_owner THEN
+    INSERT INTO fleet_claims VALUES (NEW.id, OLD.status, OLD.lease_owner, OLD.lease_until, NEW.lease_owner,
+      (extract(epoch FROM clock_timestamp()) * 1000)::bigint);
+  END IF; RETURN NEW; END \$\$;
+CREATE TRIGGER fleet_claim AFTER UPDATE ON mcp_agent_runs FOR EACH ROW EXECUTE FUNCTION fleet_claim();" >/dev/null
+
+# approve_waiting PHASE: approves the calls of the phase's runs that wait for a person
+# (not those decided already): a run recovered after its worker died, or retried by a
+# worker after it failed where it started, asks again under new decision ids.
+asked_again=0
+approve_waiting() {
+  local id run tool decision
+  for id in $(sql "SELECT id FROM mcp_agent_runs WHERE tenant = '$1' AND status = 'suspended'
+      AND (due_at IS NULL OR due_at > (extract(epoch FROM now()) * 1000)::bigint)"); do
+    while read -r _ run tool decision; do
+      [[ "$run" == "run=$id" && "$tool" == tool=edit_file ]] || continue
+      if example --resume "$id" --decision "${decision#decision=}" --approve --record >/dev/null 2>&1; then
+        asked_again=$((asked_again + 1))
+      fi
+    done < <(example --status "$id" | grep '^pending ' || true)
   done
-) &
+}
+
+# ---- chaos -------------------------------------------------------------------------
+: >"$work/decided"
+for w in 0 1 2 3; do start_worker "$w"; done
+web chaos c "$runs" 3 &
 web_pid=$!
 
-deadline=$((SECONDS + 900))
+deadline=$((SECONDS + 900 + runs))
 kills=0
-asked_again=0
 next_kill=$((SECONDS + 2 + RANDOM % 3))
 while :; do
   web_done=no
@@ -134,17 +152,7 @@ while :; do
     start_worker "$w"
     next_kill=$((SECONDS + 2 + RANDOM % 4))
   fi
-  # Runs that wait again (their worker died after claiming them): approve them again.
-  if [[ "$web_done" == yes ]]; then
-    for id in $(sql "SELECT id FROM mcp_agent_runs WHERE tenant = 'chaos' AND status = 'suspended'"); do
-      while read -r _ run tool decision; do
-        [[ "$run" == "run=$id" && "$tool" == tool=edit_file ]] || continue
-        if example --resume "$id" --decision "${decision#decision=}" --approve --record >/dev/null 2>&1; then
-          asked_again=$((asked_again + 1))
-        fi
-      done < <(example --status "$id" | grep '^pending ' || true)
-    done
-  fi
+  [[ "$web_done" == yes ]] && approve_waiting chaos
   sleep 1
 done
 web_pid=""
@@ -160,13 +168,20 @@ for n in $(seq 1 "$runs"); do
     *) fail "c$n.txt is \"$content\": an approved call ran more than once" ;;
   esac
 done
-approvals=$((runs / 3))
 decided="$(wc -l <"$work/decided")"
-[[ "$decided" == "$approvals" ]] || fail "$decided of $approvals decisions recorded"
+finished_at_once="$(grep -c '^done ' "$work/chaos.web" || true)"
+failed_at_once="$(grep -c '^failed ' "$work/chaos.web" || true)"
+(( decided + finished_at_once + failed_at_once == runs )) \
+  || fail "the web process accounts for $((decided + finished_at_once + failed_at_once)) of $runs runs"
+# No run held by two: a run is taken from a running holder only once its lease ended.
+overlap="$(sql "SELECT run_id || ' at ' || at || ' (lease until ' || old_until || ')' FROM fleet_claims
+  WHERE was = 'running' AND old_owner IS NOT NULL AND old_until IS NOT NULL AND old_until >= at LIMIT 5")"
+[[ -z "$overlap" ]] || fail "a run was taken from a worker whose lease had not ended: $overlap"
+claims="$(sql "SELECT count(*) || ' claims, ' || count(*) FILTER (WHERE was = 'running') || ' of them recoveries of ended leases' FROM fleet_claims")"
 statuses="$(sql "SELECT status || '=' || count(*) FROM mcp_agent_runs GROUP BY status" | tr '\n' ' ')"
 stats="$(curl -s "http://127.0.0.1:$port/_stats" 2>/dev/null || echo '?')"
-echo "fleet: chaos: $runs runs ($approvals approved while 4 workers ran, $asked_again asked again after a kill), $kills SIGKILLs; store: $statuses"
-echo "fleet: chaos: $sent calls sent once, $unknown left unknown, none twice; model: $stats"
+echo "fleet: chaos: $runs runs ($finished_at_once finished where they started, $decided decided there while 4 workers ran, $failed_at_once failed there and retried by a worker; $asked_again asked again after a kill or a retry), $kills SIGKILLs; store: $statuses"
+echo "fleet: chaos: $sent calls sent once, $unknown left unknown, none twice; $claims, none while held; model: $stats"
 
 # Decision-to-call latency: from the recording process's return to the server's
 # write of the file (its mtime); runs left unknown have no write.
@@ -197,18 +212,16 @@ if (( runs >= 40 )); then
   each=$((runs / 4))
   : >"$work/decided"
   for k in 1 2 4; do
-    for n in $(seq 1 "$each"); do start_run "t$k" "t${k}_$n" yes no; done
+    web "t$k" "t${k}_" "$each" 1
     [[ ! -s "$work/web.errors" ]] || fail "phase $k: $(head -n 5 "$work/web.errors")"
-    while read -r run decision name; do
-      example --resume "$run" --decision "$decision" --approve --record >/dev/null 2>>"$work/web.log" \
-        || fail "phase $k: run $name: the decision was not recorded"
-    done <"$work/t$k.suspended"
+    [[ "$(grep -cE '^(decided|failed) ' "$work/t$k.web" || true)" == "$each" ]] || fail "phase $k: not every run waits decided"
     before="$(xact)"
     t0="$(date +%s.%N)"
     for w in $(seq 0 $((k - 1))); do start_worker "$w"; done
     deadline=$((SECONDS + 1800))
     until [[ "$(open "t$k")" == 0 ]]; do
       (( SECONDS < deadline )) || fail "phase $k: $(open "t$k") runs not finished in time"
+      approve_waiting "t$k"
       sleep 0.5
     done
     t1="$(date +%s.%N)"
@@ -223,4 +236,12 @@ if (( runs >= 40 )); then
 else
   echo "fleet: runs/s at 1, 2, 4 workers: not measured (give RUNS >= 40)"
 fi
+overlap="$(sql "SELECT count(*) FROM fleet_claims WHERE was = 'running' AND old_owner IS NOT NULL AND old_until IS NOT NULL AND old_until >= at")"
+[[ "$overlap" == 0 ]] || fail "$overlap runs were taken from a worker whose lease had not ended"
+# Positive control: the log and the check see a run taken while its lease holds.
+some="$(sql "SELECT id FROM mcp_agent_runs WHERE tenant = 'chaos' LIMIT 1")"
+sql "UPDATE mcp_agent_runs SET status = 'running', lease_owner = 'control-a', lease_until = 9000000000000 WHERE id = '$some';
+UPDATE mcp_agent_runs SET lease_owner = 'control-b' WHERE id = '$some'" >/dev/null
+overlap="$(sql "SELECT count(*) FROM fleet_claims WHERE was = 'running' AND old_owner IS NOT NULL AND old_until IS NOT NULL AND old_until >= at")"
+[[ "$overlap" == 1 ]] || fail "the claim log does not see a run taken while held (control: $overlap)"
 echo "fleet: load average: $(cut -d' ' -f1-3 /proc/loadavg); ok"

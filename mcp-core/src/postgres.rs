@@ -123,6 +123,16 @@ where
     });
 }
 
+/// How long a connection may take to open, unless the connection string says
+/// (`connect_timeout`).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a connection may be idle before TCP keepalives probe it (then every
+/// ten seconds, three times: a dropped connection is known within a minute),
+/// unless the connection string says (`keepalives_idle`, …).
+const KEEPALIVES_IDLE: std::time::Duration = std::time::Duration::from_secs(30);
+/// The driver's own default idle time (two hours).
+const DRIVER_KEEPALIVES_IDLE: std::time::Duration = std::time::Duration::from_secs(2 * 60 * 60);
+
 impl PgPool {
     /// Reads the connection string (`postgres://…` or `host=… dbname=…`); connects
     /// on first use.
@@ -151,6 +161,23 @@ impl PgPool {
             return Err(PgError::config(
                 "the PostgreSQL connection string asks for sslmode=disable to a server that is not known to be on this machine (host or hostaddr; only a loopback address, `localhost` or a Unix socket is: a name such as `db.localhost` is resolved by the driver without a check); the password and the data could cross the network in clear: use TLS (sslmode=require, the default here), or a loopback hostaddr",
             ));
+        }
+        // A server that does not answer, or a connection the network dropped without
+        // a word (the listening one waits for ever otherwise): bounded, unless the
+        // connection string says otherwise.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_keepalives() {
+            if config.get_keepalives_idle() == DRIVER_KEEPALIVES_IDLE {
+                config.keepalives_idle(KEEPALIVES_IDLE);
+            }
+            if config.get_keepalives_interval().is_none() {
+                config.keepalives_interval(KEEPALIVES_IDLE / 3);
+            }
+            if config.get_keepalives_retries().is_none() {
+                config.keepalives_retries(3);
+            }
         }
         let tls = !local || config.get_ssl_mode() == SslMode::Require;
         if tls && config.get_ssl_mode() != SslMode::Require {
@@ -209,21 +236,40 @@ impl PgPool {
             .with_root_certificates(roots)
             .with_no_client_auth();
             let tls = tokio_postgres_rustls::MakeRustlsConnect::new(config);
-            let (client, connection) = self
-                .config
-                .connect(tls)
-                .await
-                .map_err(|e| pg_error("connecting", e))?;
+            let (client, connection) = self.bounded(self.config.connect(tls)).await?;
             drive(connection, on);
             Ok(client)
         } else {
             let (client, connection) = self
-                .config
-                .connect(tokio_postgres::NoTls)
-                .await
-                .map_err(|e| pg_error("connecting", e))?;
+                .bounded(self.config.connect(tokio_postgres::NoTls))
+                .await?;
             drive(connection, on);
             Ok(client)
+        }
+    }
+
+    /// A whole connection attempt — TCP, TLS and the startup exchange — within the
+    /// connect timeout (the driver's own bounds only the TCP connect: a server that
+    /// takes the connection and says nothing would hold it for ever).
+    async fn bounded<T>(
+        &self,
+        connect: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, PgError> {
+        let limit = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT);
+        match tokio::time::timeout(limit, connect).await {
+            Ok(done) => done.map_err(|e| pg_error("connecting", e)),
+            Err(_) => Err(PgError {
+                detail: format!(
+                    "the database: connecting failed: no answer within {} s",
+                    limit.as_secs_f32()
+                ),
+                config: false,
+                source: None,
+            }),
         }
     }
 
@@ -262,6 +308,58 @@ impl PgPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_are_bounded_unless_the_string_says() {
+        let pool = PgPool::new("postgres://app@127.0.0.1:5432/runs").expect("a valid string");
+        assert_eq!(pool.config.get_connect_timeout(), Some(&CONNECT_TIMEOUT));
+        assert_eq!(pool.config.get_keepalives_idle(), KEEPALIVES_IDLE);
+        assert_eq!(pool.config.get_keepalives_retries(), Some(3));
+        let said =
+            PgPool::new("postgres://app@127.0.0.1:5432/runs?connect_timeout=3&keepalives_idle=600")
+                .expect("a valid string");
+        assert_eq!(
+            said.config.get_connect_timeout(),
+            Some(&std::time::Duration::from_secs(3))
+        );
+        assert_eq!(
+            said.config.get_keepalives_idle(),
+            std::time::Duration::from_secs(600)
+        );
+    }
+
+    /// A "server" that takes the connection and never says a word: connecting fails
+    /// once the connect timeout passes, instead of waiting for ever.
+    #[test]
+    fn a_silent_server_is_given_up_on() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async {
+            let silent = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .expect("a loopback port");
+            let port = silent.local_addr().expect("its address").port();
+            let held = tokio::spawn(async move {
+                let mut kept = Vec::new();
+                while let Ok((socket, _)) = silent.accept().await {
+                    kept.push(socket);
+                }
+            });
+            let pool = PgPool::new(&format!(
+                "postgres://app@127.0.0.1:{port}/runs?connect_timeout=1"
+            ))
+            .expect("a valid string");
+            // Far beyond the one second asked for: only a connection that never gives
+            // up reaches it.
+            let tried = tokio::time::timeout(std::time::Duration::from_secs(120), pool.dedicated())
+                .await
+                .expect("connecting gave up by itself");
+            assert!(tried.is_err(), "nothing to connect to");
+            held.abort();
+        });
+    }
 
     #[test]
     fn tls_is_decided_on_the_address_connected_to() {

@@ -1,6 +1,7 @@
 //! The run bookkeeping: where runs are kept, how they are sealed, held (leases) and
 //! how long their suspensions wait — saving, loading, claiming and holding a run.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,10 +61,13 @@ pub(super) struct Bookkeeping {
     expiry: Option<Duration>,
     /// What an expired suspension does.
     on_expiry: Expiry,
-    /// Bumped after every save: what wakes this process's watchers at once, whatever
-    /// the store.
-    saved: tokio::sync::watch::Sender<u64>,
+    /// For each run watched in this process, bumped after each of its saves: what
+    /// wakes its watchers at once, whatever the store (and only its watchers).
+    saved: std::sync::Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>,
 }
+
+/// How many runs' wake-ups are kept before those nobody watches any more are dropped.
+const SWEEP_AT: usize = 256;
 
 impl Bookkeeping {
     /// Runs kept in `store`, sealed with `integrity` (when set), held for `lease` at
@@ -81,14 +85,33 @@ impl Bookkeeping {
             lease,
             expiry,
             on_expiry,
-            saved: tokio::sync::watch::Sender::new(0),
+            saved: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
-    /// Changes after every save of this agent (what its watchers wait on, with the
-    /// store's own wait).
-    pub(super) fn saves(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.saved.subscribe()
+    /// Changes after every save of `run` by this agent (what its watchers wait on,
+    /// with the store's own wait).
+    pub(super) fn saves(&self, run: &str) -> tokio::sync::watch::Receiver<u64> {
+        let mut saved = crate::store::lock(&self.saved);
+        if saved.len() >= SWEEP_AT && !saved.contains_key(run) {
+            saved.retain(|_, tell| tell.receiver_count() > 0);
+        }
+        saved
+            .entry(run.to_owned())
+            .or_insert_with(|| tokio::sync::watch::Sender::new(0))
+            .subscribe()
+    }
+
+    /// Wakes the watchers of `run` in this process.
+    fn tell_saved(&self, run: &str) {
+        let mut saved = crate::store::lock(&self.saved);
+        if let Some(tell) = saved.get(run) {
+            if tell.receiver_count() == 0 {
+                saved.remove(run);
+            } else {
+                tell.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
     }
 
     /// The store.
@@ -167,7 +190,7 @@ impl Bookkeeping {
             first: !state.persisted,
         };
         self.store.save(&record).await?;
-        self.saved.send_modify(|n| *n = n.wrapping_add(1));
+        self.tell_saved(&record.id);
         for entry in record.ledger {
             if entry.kind == LedgerKind::Sent {
                 state.sent.insert(entry.item);

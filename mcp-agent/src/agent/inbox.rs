@@ -113,6 +113,11 @@ impl Agent {
             return Ok(None);
         };
         let state = self.inner.books.read(&record)?;
+        // Every decision recorded in time: the run is left to them (a worker goes on
+        // with it), as a worker leaves it.
+        if !state.pending.iter().any(|c| c.at.awaits_person()) {
+            return Ok(None);
+        }
         let Some(s) = state
             .suspension
             .clone()
@@ -151,13 +156,14 @@ impl Agent {
             return Err(Error::store(format!("run {run_id} waits in no suspension")));
         };
         // Every call nobody decided ends unrun; the decided ones go on.
-        let mut i = 0;
+        let (mut i, mut expired) = (0, false);
         while i < state.pending.len() {
             let Some(decision) = state.pending[i].at.decision().map(str::to_owned) else {
                 i += 1;
                 continue;
             };
             let call = state.pending.remove(i);
+            expired = true;
             self.event(
                 &mut state,
                 Event::SuspensionExpired {
@@ -172,7 +178,8 @@ impl Agent {
             );
             state.results.push(error_result(call.id, why));
         }
-        if self.inner.books.on_expiry() == Expiry::End {
+        // (Nothing expired — every decision was recorded in time: the run goes on.)
+        if expired && self.inner.books.on_expiry() == Expiry::End {
             close_turn(
                 &mut state,
                 "not run: the run ended when a suspension expired",

@@ -95,7 +95,7 @@ impl RunHandle {
                     .unwrap_or_else(|| self.deltas.subscribe()),
             ),
             done: Some(self.done.clone()),
-            saves: self.agent.inner.books.saves(),
+            saves: self.agent.inner.books.saves(&self.run_id),
             ended: false,
             empty_waits: 0,
         })
@@ -180,7 +180,7 @@ impl Agent {
             owner: None,
             deltas: None,
             done: None,
-            saves: self.inner.books.saves(),
+            saves: self.inner.books.saves(run_id),
             ended: false,
             empty_waits: 0,
         })

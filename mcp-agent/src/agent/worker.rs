@@ -104,10 +104,34 @@ impl Agent {
     /// The store's `due_at` is only a hint: a waiting or failed run is continued only
     /// when its sealed state says it is due (ready, expired, or its retry time come);
     /// otherwise it is put back, due when the state says.
-    pub(super) async fn continue_due(&self, claimed: RunRecord, lease: Lease) -> Result<Outcome> {
+    pub(super) async fn continue_due(
+        &self,
+        mut claimed: RunRecord,
+        lease: Lease,
+    ) -> Result<Outcome> {
         let run_id = claimed.id.clone();
         if claimed.status == RunStatus::Running {
-            return self.recover_claimed(&run_id, claimed, lease).await;
+            // Its holder stopped. When it kept nothing since its claim, the state is
+            // still the one saved failed, or waiting with every decision recorded or
+            // its time run out: what the claim was for is still to do (nothing of it
+            // was sent), and is done as for a claim of the run as it was.
+            let saved = self.inner.books.read(&claimed).ok().and_then(|state| {
+                let ready = !state.pending.iter().any(|c| c.at.awaits_person());
+                let expired = state
+                    .suspension
+                    .as_ref()
+                    .and_then(|s| s.expires_at)
+                    .is_some_and(|at| at <= now_ms());
+                match state.saved_as {
+                    Some(RunStatus::Failed) => Some(RunStatus::Failed),
+                    Some(RunStatus::Suspended) if ready || expired => Some(RunStatus::Suspended),
+                    _ => None,
+                }
+            });
+            match saved {
+                Some(status) => claimed.status = status,
+                None => return self.recover_claimed(&run_id, claimed, lease).await,
+            }
         }
         let state = match self.inner.books.read(&claimed) {
             Ok(state) => state,
@@ -178,6 +202,15 @@ impl Agent {
             }
         }
         match back.status {
+            // A running copy put back from before its ledger is parked: held under a
+            // lease that never ends, recovered by no one (taken up again after every
+            // back-off, it would only log its refusal again and again); a person
+            // deletes it, or puts the newest copy back.
+            RunStatus::Running if e.is_rolled_back() => {
+                if let Some(l) = &mut back.lease {
+                    l.until = u64::MAX;
+                }
+            }
             // Recovered once its lease ends (the worker's, ended later).
             RunStatus::Running => {
                 if let Some(l) = &mut back.lease {

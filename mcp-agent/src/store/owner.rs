@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::contract::{sql_int, RunStatus, RunSummary};
-use crate::error::{Error, Result};
 
 /// The owner columns of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -89,12 +88,16 @@ pub(super) fn labels_json(labels: &BTreeMap<String, String>) -> String {
 }
 
 /// Labels as a column gives them back: a JSON object of strings (none when the
-/// column is empty); anything else is a store error.
+/// column is empty). The column is a copy kept for filtering (the run's sealed state
+/// holds the labels): one that does not read lists the run without labels, with a
+/// warning, rather than failing the whole page.
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
-pub(super) fn labels_from(text: Option<&str>) -> Result<BTreeMap<String, String>> {
+pub(super) fn labels_from(text: Option<&str>) -> BTreeMap<String, String> {
     match text {
-        None | Some("") => Ok(BTreeMap::new()),
-        Some(t) => serde_json::from_str(t)
-            .map_err(|e| Error::store(format!("a stored run's labels cannot be read: {e}"))),
+        None | Some("") => BTreeMap::new(),
+        Some(t) => serde_json::from_str(t).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "a stored run's labels column cannot be read; listed without labels");
+            BTreeMap::new()
+        }),
     }
 }

@@ -33,6 +33,17 @@ pub struct PostgresRunStore {
     listener: std::sync::Arc<Listener>,
 }
 
+/// Column `i` of `row` as `T`; a column of another type (a table changed behind the
+/// store's back) is the store's error, not a panic.
+#[cfg(feature = "postgres")]
+fn col<'a, T>(row: &'a mcp_runtime_core::postgres::tokio_postgres::Row, i: usize) -> Result<T>
+where
+    T: mcp_runtime_core::postgres::tokio_postgres::types::FromSql<'a>,
+{
+    row.try_get(i)
+        .map_err(|e| Error::store(format!("a stored row cannot be read (column {i}): {e}")))
+}
+
 /// The channel a save notifies and the listener listens on.
 #[cfg(feature = "postgres")]
 const CHANNEL: &str = "mcp_agent_events";
@@ -96,6 +107,8 @@ impl PostgresRunStore {
              ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS due_at bigint;
              CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at)
                WHERE due_at IS NOT NULL;
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_running ON mcp_agent_runs (lease_until)
+               WHERE status = 'running';
              CREATE TABLE IF NOT EXISTS mcp_agent_allowances (
                  id text PRIMARY KEY,
                  allowance text NOT NULL
@@ -131,12 +144,13 @@ impl PostgresRunStore {
                         AND EXISTS (SELECT 1 FROM information_schema.columns
                                     WHERE table_name = 'mcp_agent_runs' AND column_name = 'output_tokens')
                         AND EXISTS (SELECT 1 FROM information_schema.columns
-                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'due_at')",
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'due_at')
+                        AND to_regclass('mcp_agent_runs_running') IS NOT NULL",
                     &[],
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("looking for the tables", e)))?;
-            row.get::<_, bool>(0)
+            col::<bool>(&row, 0)?
         };
         if !ready {
             pool.create_once("mcp_agent_runs", Self::SCHEMA)
@@ -162,7 +176,17 @@ impl PostgresRunStore {
             .query_opt(sql, params)
             .await
             .map_err(|e| pg(PgPool::error(what, e)))?;
-        row.map(|r| record((r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5))))
+        row.as_ref()
+            .map(|r| {
+                record((
+                    col(r, 0)?,
+                    col(r, 1)?,
+                    col(r, 2)?,
+                    col(r, 3)?,
+                    col(r, 4)?,
+                    col(r, 5)?,
+                ))
+            })
             .transpose()
     }
 }
@@ -272,7 +296,7 @@ impl RunStore for PostgresRunStore {
                 }
                 Err(e) => return Err(pg(PgPool::error("saving a run", e))),
             };
-            let (n, kept): (i64, i64) = (row.get(0), row.get(1));
+            let (n, kept): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
             if n == 0 {
                 return Err(if kept == 0 && !run.first {
                     deleted(&run.id)
@@ -294,7 +318,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("reading the ledger", e)))?;
-            rows.iter().map(|r| ledger_entry(r.get(0))).collect()
+            rows.iter().map(|r| ledger_entry(col(r, 0)?)).collect()
         })
     }
 
@@ -308,7 +332,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("reading events", e)))?;
-            rows.iter().map(|r| event_value(r.get(0))).collect()
+            rows.iter().map(|r| event_value(col(r, 0)?)).collect()
         })
     }
 
@@ -439,16 +463,25 @@ impl RunStore for PostgresRunStore {
                 .map_err(|e| pg(PgPool::error("claiming due runs", e)))?;
             let mut claimed = Vec::with_capacity(rows.len());
             for r in &rows {
-                let id: String = r.get(0);
-                let was: String = r.get(1);
-                match record((
-                    id.clone(),
-                    was.clone(),
-                    r.get(2),
-                    r.get(3),
-                    r.get(4),
-                    r.get(5),
-                )) {
+                let (id, was): (String, String) = match (col(r, 0), col(r, 1)) {
+                    (Ok(id), Ok(was)) => (id, was),
+                    (id, _) => {
+                        // Not even its id reads: it stays claimed until the lease ends.
+                        tracing::warn!(run = ?id.ok(), "a claimed row cannot be read");
+                        continue;
+                    }
+                };
+                let read = (|| {
+                    record((
+                        id.clone(),
+                        was.clone(),
+                        col(r, 2)?,
+                        col(r, 3)?,
+                        col(r, 4)?,
+                        col(r, 5)?,
+                    ))
+                })();
+                match read {
                     Ok(run) => claimed.push(run),
                     // A row that does not read is not this batch's end: it is put back
                     // as it was, not due (nor recoverable) for a minute, and the others
@@ -486,7 +519,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("renewing a lease", e)))?;
-            let (renewed, kept): (i64, i64) = (row.get(0), row.get(1));
+            let (renewed, kept): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
             Ok(renewed > 0 || kept == 0)
         })
     }
@@ -526,20 +559,20 @@ impl RunStore for PostgresRunStore {
                 .await
                 .map_err(|e| pg(PgPool::error("listing runs", e)))?;
             let mut runs = Vec::new();
-            for r in rows {
-                let status: String = r.get(1);
+            for r in &rows {
+                let status: String = col(r, 1)?;
                 let status = RunStatus::parse(&status)
                     .ok_or_else(|| Error::store(format!("unknown run status `{status}`")))?;
-                let at: i64 = r.get(3);
-                let (input, output): (Option<i64>, Option<i64>) = (r.get(7), r.get(8));
+                let at: i64 = col(r, 3)?;
+                let (input, output): (Option<i64>, Option<i64>) = (col(r, 7)?, col(r, 8)?);
                 let owner = Owner {
-                    tenant: r.get(4),
-                    started_by: r.get(5),
-                    labels: labels_from(r.get::<_, Option<&str>>(6))?,
+                    tenant: col(r, 4)?,
+                    started_by: col(r, 5)?,
+                    labels: labels_from(col::<Option<&str>>(r, 6)?),
                     input_tokens: input.unwrap_or(0).max(0) as u64,
                     output_tokens: output.unwrap_or(0).max(0) as u64,
                 };
-                runs.push(owner.summary(r.get(0), status, r.get(2), at.max(0) as u64));
+                runs.push(owner.summary(col(r, 0)?, status, col(r, 2)?, at.max(0) as u64));
             }
             Ok(page_of(runs, size))
         })
@@ -557,7 +590,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("deleting a run", e)))?;
-            Ok(row.get::<_, i64>(0) > 0)
+            Ok(col::<i64>(&row, 0)? > 0)
         })
     }
 
@@ -577,7 +610,7 @@ impl RunStore for PostgresRunStore {
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("pruning runs", e)))?;
-            Ok(row.get::<_, i64>(0).max(0) as u64)
+            Ok(col::<i64>(&row, 0)?.max(0) as u64)
         })
     }
 
@@ -611,7 +644,7 @@ impl RunStore for PostgresRunStore {
                 .await
                 .map_err(|e| pg(PgPool::error("reading allowances", e)))?;
             rows.iter()
-                .map(|r| allowance_value(r.get::<_, &str>(0)))
+                .map(|r| allowance_value(col::<&str>(r, 0)?))
                 .collect()
         })
     }

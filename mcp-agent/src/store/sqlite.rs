@@ -138,7 +138,8 @@ impl SqliteRunStore {
         c.execute_batch(
             "CREATE INDEX IF NOT EXISTS mcp_agent_runs_tenant ON mcp_agent_runs (tenant, status, id);
              CREATE INDEX IF NOT EXISTS mcp_agent_runs_started_by ON mcp_agent_runs (started_by, status, id);
-             CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at) WHERE due_at IS NOT NULL;",
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_due ON mcp_agent_runs (due_at) WHERE due_at IS NOT NULL;
+             CREATE INDEX IF NOT EXISTS mcp_agent_runs_running ON mcp_agent_runs (lease_until) WHERE status = 'running';",
         )
         .map_err(|e| self.fail(e))
     }
@@ -568,7 +569,7 @@ impl RunStore for SqliteRunStore {
                 let owner = Owner {
                     tenant,
                     started_by,
-                    labels: labels_from(labels.as_deref())?,
+                    labels: labels_from(labels.as_deref()),
                     input_tokens: input.unwrap_or(0).max(0) as u64,
                     output_tokens: output.unwrap_or(0).max(0) as u64,
                 };
@@ -704,9 +705,13 @@ fn claim_due(
         .map_err(|e| s.fail(e))?;
     let rows = tx
         .prepare_cached(
+            // Each branch on an index of its own (one `WHERE … OR …` scans the
+            // whole table, finished runs and all, under the write lock).
             "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs
-             WHERE (status IN ('suspended', 'failed') AND due_at IS NOT NULL AND due_at <= ?1)
-                OR (status = 'running' AND (lease_until IS NULL OR lease_until < ?1))
+             WHERE id IN (
+               SELECT id FROM mcp_agent_runs WHERE due_at <= ?1 AND status IN ('suspended', 'failed')
+               UNION ALL SELECT id FROM mcp_agent_runs WHERE status = 'running' AND lease_until IS NULL
+               UNION ALL SELECT id FROM mcp_agent_runs WHERE status = 'running' AND lease_until < ?1)
              ORDER BY due_at LIMIT ?2",
         )
         .and_then(|mut q| {

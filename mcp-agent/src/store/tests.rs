@@ -147,6 +147,6 @@ async fn sqlite_adds_the_owner_columns_to_an_older_table() {
         )
         .unwrap()
     };
-    assert_eq!(indexes, 3, "tenant, started_by, due_at");
+    assert_eq!(indexes, 4, "tenant, started_by, due_at, running");
     let _ = std::fs::remove_dir_all(dir);
 }

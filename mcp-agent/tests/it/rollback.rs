@@ -434,3 +434,72 @@ async fn a_restored_failed_copy_is_not_retried(store_url: &str) {
     );
     agent.close().await.unwrap();
 }
+
+/// A worker that finds a running copy put back from before its ledger refuses it
+/// once and parks it: held by no live process, recovered by none, one
+/// `RunRolledBack` in its log however long the workers poll (it used to be taken up
+/// again after every back-off, each time with another event). The file is never
+/// edited again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_parks_a_restored_running_copy() {
+    let dir = scratch("rollback-worker");
+    let file = dir.join("counter.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "edit_file", "arguments": {"path": file, "edits": [{"oldText": "a", "newText": "aa"}]}}]},
+            {"echo_tools": true}
+        ]),
+    );
+    let store = Recorder::new(store_for(&dir, "sqlite").await);
+    let (agent, _) = agent(&model, &dir, store.clone());
+    let (run, _, d1) = approval(agent.run("edit the counter").await.unwrap());
+    agent
+        .resume(&run, &d1, Decision::approve("ann"))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa", "one edit");
+    let decided = store.copy(&run, RunStatus::Running, "approved");
+    restore(store.as_ref(), &decided).await;
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = agent.worker(
+        mcp_agent::WorkerOptions::new()
+            .poll(std::time::Duration::from_millis(20))
+            .back_off(std::time::Duration::from_millis(50)),
+    );
+    let task = tokio::spawn(worker.run(async move {
+        let _ = stopped.await;
+    }));
+    let rolled_back = |events: &[Event]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::RunRolledBack { .. }))
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while rolled_back(&agent.events(&run).await.unwrap()) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never refused the copy"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Twenty back-offs and fifty polls later: still the one event.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    assert_eq!(rolled_back(&agent.events(&run).await.unwrap()), 1);
+    let kept = store.inner.load(&run).await.unwrap().unwrap();
+    assert_eq!(kept.status, RunStatus::Running, "left for a person");
+    let e = agent.recover(&run).await.unwrap_err();
+    assert!(!e.is_rolled_back(), "held, not tried again: {e}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aa",
+        "never sent again"
+    );
+    stop.send(()).unwrap();
+    task.await.unwrap().unwrap();
+    assert!(agent.delete(&run).await.unwrap(), "a person can delete it");
+    agent.close().await.unwrap();
+}

@@ -85,6 +85,32 @@ async fn postgres_never_takes_a_password_off_this_machine_in_clear() {
     assert!(!format!("{e} {e:?}").contains("s3cret-pw"));
 }
 
+/// A "database" that takes the connection and never says a word cannot hold the run
+/// store: connecting fails once the connect timeout (here the string's, 1 s; 10 s
+/// unless said) passes, instead of waiting for ever.
+#[tokio::test]
+async fn a_silent_database_is_given_up_on() {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let url = format!("postgres://app@127.0.0.1:{port}/runs?connect_timeout=1");
+    // Far beyond the one second: only a connection that never gives up reaches it.
+    let tried = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        PostgresRunStore::connect(&url),
+    )
+    .await
+    .expect("connecting gave up by itself");
+    let e = tried.unwrap_err();
+    assert!(e.is_store() && e.to_string().contains("no answer"), "{e}");
+    held.abort();
+}
+
 /// A turn of many calls: at most `max_calls_in_flight` are on the server at once (the
 /// rendezvous server's `crowd` answers the peak it saw, and returns only once the peak
 /// reaches 3 — so the first three answer exactly 3, the positive control that they did

@@ -464,3 +464,134 @@ async fn an_unreadable_due_row_stops_no_claim_postgres() {
     let pg = Postgres::start();
     an_unreadable_due_row_stops_no_claim("postgres", &pg.url).await;
 }
+
+/// Claims every due run as a worker that dies at once would: moved to running under a
+/// lease that has ended, nothing kept since.
+async fn claimed_by_a_dead_worker(store: &dyn RunStore) -> usize {
+    let dead = mcp_agent::Lease {
+        owner: "dead-worker".into(),
+        until: 1,
+    };
+    let now = super::store_suite::now_ms();
+    store.claim_due(now, &dead, 10).await.unwrap().len()
+}
+
+/// A worker that died right after claiming a run kept nothing since: the run is still
+/// what it was claimed as, and the next worker does what the claim was for — goes on
+/// with the recorded decision (nobody is asked again), expires the expired
+/// suspension, retries the failed run (counted as a retry) — instead of recovering it
+/// as a run that was under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_claimed_by_a_worker_that_died_is_done_as_claimed() {
+    for kind in ["decided", "expired", "failed"] {
+        let dir = scratch(&format!("dead-claim-{kind}"));
+        let file = dir.join("f.txt");
+        std::fs::write(&file, "a").unwrap();
+        let script = match kind {
+            "decided" => json!([edit(&file), {"text": "done"}]),
+            "expired" => json!([edit(&file), {"echo_tools": true}]),
+            _ => json!([{"status": 429, "error": "slow down"}, {"text": "done"}]),
+        };
+        let model = ModelServer::scripted(&dir, script);
+        let store = store_for(&dir, "sqlite").await;
+        let app = Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+            .retry_policy(RetryPolicy::none())
+            .mode(Mode::Approve)
+            .allow(["read_text_file"])
+            .server(filesystem(&dir))
+            .store(store.clone())
+            .suspension_expiry(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        let handle = app.start("edit f", Default::default()).await.unwrap();
+        let run = handle.run_id().to_owned();
+        let outcome = handle.outcome().await;
+        match kind {
+            "decided" => {
+                let (_, _, decision) = approval(outcome.unwrap());
+                app.record_decision(&run, &decision, Decision::approve("ann"))
+                    .await
+                    .unwrap();
+            }
+            // Due once the suspension expired (one second) or the retry time came
+            // (two seconds).
+            "expired" => {
+                approval(outcome.unwrap());
+                tokio::time::sleep(Duration::from_millis(1300)).await;
+            }
+            _ => {
+                assert!(outcome.unwrap_err().is_model());
+                tokio::time::sleep(Duration::from_millis(2300)).await;
+            }
+        }
+        assert_eq!(claimed_by_a_dead_worker(&*store).await, 1, "{kind}");
+        let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
+        until_all(&*store, std::slice::from_ref(&run), RunStatus::Finished).await;
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        let events = app.events(&run).await.unwrap();
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::RunRecovered)),
+            "{kind}: not recovered as under way: {events:?}"
+        );
+        let edited = std::fs::read_to_string(&file).unwrap();
+        match kind {
+            "decided" => assert_eq!(edited, "aa", "the recorded approval applied, once"),
+            "expired" => {
+                assert_eq!(edited, "a", "not run");
+                assert!(events
+                    .iter()
+                    .any(|e| matches!(e, Event::SuspensionExpired { .. })));
+            }
+            _ => assert!(events.iter().any(|e| matches!(e, Event::RunRetried))),
+        }
+        app.close().await.unwrap();
+    }
+}
+
+/// A decision recorded before the suspension expired wins over its expiry, whoever
+/// looks first: `expire_due` (with `Expiry::End`, which would end the run) leaves the
+/// decided run to a worker, which runs the approved call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_recorded_in_time_outlives_the_expiry() {
+    let dir = scratch("decided-in-time");
+    let file = dir.join("f.txt");
+    std::fs::write(&file, "a").unwrap();
+    let model = ModelServer::scripted(&dir, json!([edit(&file), {"text": "done"}]));
+    let store = store_for(&dir, "sqlite").await;
+    let app = Agent::builder()
+        .model(ChatCompletions::new(model.url(), "fake-model").unwrap())
+        .mode(Mode::Approve)
+        .server(filesystem(&dir))
+        .store(store.clone())
+        .suspension_expiry(Duration::from_secs(1))
+        .on_expiry(mcp_agent::Expiry::End)
+        .build()
+        .unwrap();
+    let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+    app.record_decision(&run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let expired = app.expire_due().await.unwrap();
+    assert!(expired.iter().all(|(id, _)| *id != run), "{expired:?}");
+    assert_eq!(
+        store.load(&run).await.unwrap().unwrap().status,
+        RunStatus::Suspended
+    );
+    let (stop, task) = start_worker(&app, WorkerOptions::new().poll(Duration::from_millis(50)));
+    until_all(&*store, std::slice::from_ref(&run), RunStatus::Finished).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "aa",
+        "approved, run once"
+    );
+    let events = app.events(&run).await.unwrap();
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, Event::SuspensionExpired { .. })));
+    app.close().await.unwrap();
+}
