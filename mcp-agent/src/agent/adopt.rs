@@ -24,15 +24,7 @@ impl Agent {
         principal: impl Into<Principal>,
     ) -> Result<Vec<String>> {
         let principal = principal.into();
-        let record = self
-            .inner
-            .books
-            .store()
-            .load(run_id)
-            .await?
-            .ok_or_else(|| {
-                Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-            })?;
+        let record = self.inner.books.record(run_id).await?;
         let was = record.status;
         let claim = match (was, record.suspension.as_deref()) {
             (RunStatus::Suspended, Some(s)) => Claim::Suspended(s),

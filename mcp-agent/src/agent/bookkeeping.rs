@@ -267,12 +267,14 @@ impl Bookkeeping {
 
     /// The stored run `run_id`, checked and parsed (see [`Self::read`]).
     pub(super) async fn load(&self, run_id: &str) -> Result<RunState> {
-        let record = self
-            .store
-            .load(run_id)
-            .await?
-            .ok_or_else(|| Error::not_suspended(format!("no run {run_id}")))?;
-        self.read(&record)
+        self.read(&self.record(run_id).await?)
+    }
+
+    /// The row kept for `run_id`; an unknown run is `is_not_suspended()`.
+    pub(super) async fn record(&self, run_id: &str) -> Result<RunRecord> {
+        self.store.load(run_id).await?.ok_or_else(|| {
+            Error::not_suspended(format!("run {run_id} is unknown to the run store"))
+        })
     }
 
     /// A stored run's state, checked (its integrity, with a key; that its row's

@@ -199,15 +199,7 @@ impl Agent {
     /// ends `cancelled` (`Event::RunCancelled`). Of a cancel and a decision at once, one
     /// wins. A run that does not wait or fail is refused with `is_not_suspended()`.
     pub async fn cancel(&self, run_id: &str, by: &str) -> Result<()> {
-        let record = self
-            .inner
-            .books
-            .store()
-            .load(run_id)
-            .await?
-            .ok_or_else(|| {
-                Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-            })?;
+        let record = self.inner.books.record(run_id).await?;
         let status = record.status;
         let mut state = self.inner.books.read(&record)?;
         let claim = match (status, state.suspension.as_ref()) {

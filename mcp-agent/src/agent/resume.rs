@@ -108,15 +108,7 @@ impl Agent {
         let mut tries = 0;
         let mut authorized = false;
         let (claimed, lease) = loop {
-            let record = self
-                .inner
-                .books
-                .store()
-                .load(run_id)
-                .await?
-                .ok_or_else(|| {
-                    Error::not_suspended(format!("run {run_id} is unknown to the run store"))
-                })?;
+            let record = self.inner.books.record(run_id).await?;
             let state = self.inner.books.read(&record)?;
             let sid = state
                 .suspension
