@@ -64,7 +64,7 @@ pub use mcp_runtime as runtime;
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_runtime_macros::attach)):
 /// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
 pub use mcp_runtime_macros::attach as mcp;
-pub use model::{Model, ModelError, ToolChoice, Usage};
+pub use model::{stream_text, Model, ModelError, ToolChoice, Usage};
 #[cfg(feature = "postgres")]
 pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]

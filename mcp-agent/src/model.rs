@@ -271,6 +271,20 @@ pub(crate) fn text_sink() -> Option<TextSink> {
     TEXT_SINK.try_with(TextSink::clone).ok()
 }
 
+/// Hands a piece of the answer a [`Model`] of your own is streaming to the watchers of
+/// the run it answers for: [`RunHandle::events`](crate::RunHandle::events) gets it as an
+/// [`Event::TextDelta`](crate::Event::TextDelta) (live only, never stored), exactly as
+/// the built-in wires do. Call it from within [`Model::complete`]'s future (the run is
+/// known from the task it runs on; a task of its own spawned by the model is not that
+/// run); outside a started run ([`Agent::start`](crate::Agent::start)) it does nothing.
+/// Once text went out, report a failure of that answer as [`ModelError::Other`], not
+/// as transient: a retry would stream the text again.
+pub fn stream_text(piece: &str) {
+    if let Some(sink) = text_sink() {
+        sink(piece);
+    }
+}
+
 /// Runs `f` with `sink` as its task's text sink.
 pub(crate) async fn with_text_sink<F: std::future::Future>(sink: TextSink, f: F) -> F::Output {
     TEXT_SINK.scope(sink, f).await

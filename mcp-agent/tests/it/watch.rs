@@ -431,3 +431,66 @@ async fn rows_that_do_not_read(tag: &str, store: &str) {
     );
     agent.close().await.unwrap();
 }
+
+/// A model of the application's own streams through `stream_text`: the run's watchers
+/// get each piece live, in order, before the stored answer — and none is stored. Called
+/// outside a started run, it does nothing (the same model in `run`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_own_stream_reaches_the_watchers() {
+    use mcp_agent::model::{ChatRequest, ChatResponse, Message, Role, Stop};
+    use mcp_agent::runtime::BoxFuture;
+    use mcp_agent::{stream_text, Model, ModelError};
+
+    struct Streams;
+    impl Model for Streams {
+        fn complete<'a>(
+            &'a self,
+            _: &'a ChatRequest,
+        ) -> BoxFuture<'a, Result<ChatResponse, ModelError>> {
+            Box::pin(async move {
+                for piece in ["hel", "lo ", "there"] {
+                    stream_text(piece);
+                    tokio::task::yield_now().await;
+                }
+                Ok(ChatResponse::new(
+                    Message::text(Role::Assistant, "hello there"),
+                    Stop::End,
+                ))
+            })
+        }
+    }
+    let agent = Agent::builder().model(Streams).build().unwrap();
+    let handle = agent.start("hi", RunOptions::new()).await.unwrap();
+    let items: Vec<RunEvent> = all(handle.events())
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    handle.outcome().await.unwrap();
+    let pieces: Vec<&str> = items
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pieces.concat(), "hello there");
+    let first_delta = items
+        .iter()
+        .position(|e| matches!(e.event, Event::TextDelta { .. }))
+        .unwrap();
+    let answered = items
+        .iter()
+        .position(|e| matches!(e.event, Event::ModelAnswered { .. }))
+        .unwrap();
+    assert!(first_delta < answered, "live, before the stored answer");
+    assert!(items
+        .iter()
+        .all(|e| e.seq.is_some() != matches!(e.event, Event::TextDelta { .. })));
+    // Outside a started run: nothing to hand it to, and nothing breaks.
+    let Outcome::Finished { text, .. } = agent.run("hi").await.unwrap() else {
+        panic!("the run finishes")
+    };
+    assert_eq!(text, "hello there");
+    agent.close().await.unwrap();
+}
