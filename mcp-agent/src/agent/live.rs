@@ -28,6 +28,28 @@ const PAGE: usize = 256;
 /// How many streamed text pieces a started run holds for a watcher that is behind
 /// (one further behind misses the oldest: they are live only).
 const DELTAS: usize = 1024;
+/// The most bytes one held piece has (a longer one is split, on a character
+/// boundary): what a started run holds for its watchers stays under
+/// `DELTAS * DELTA_BYTES` (16 MiB), however large the provider's pieces.
+const DELTA_BYTES: usize = 16 * 1024;
+
+/// `text` cut into pieces of at most `max` bytes (more when one character is longer),
+/// on character boundaries.
+fn pieces(text: &str, max: usize) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut cut = rest.len().min(max.max(1));
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (piece, after) = rest.split_at(cut);
+        rest = after;
+        Some(piece)
+    })
+}
 
 /// One event of a run, as a watcher gets it: the run, the event's number in the
 /// run's log (`None` for a [`Event::TextDelta`], which is not kept), the run's owner
@@ -140,7 +162,9 @@ impl Agent {
         let (finished, done) = watch::channel(false);
         let to = deltas.clone();
         let sink: TextSink = Arc::new(move |text: &str| {
-            let _ = to.send(text.to_owned());
+            for piece in pieces(text, DELTA_BYTES) {
+                let _ = to.send(piece.to_owned());
+            }
         });
         let agent = self.clone();
         let task = runtime.spawn(async move {
@@ -437,5 +461,20 @@ async fn ended(done: &mut Option<watch::Receiver<bool>>) {
             let _ = d.changed().await;
         }
         _ => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pieces;
+
+    #[test]
+    fn long_text_is_cut_on_character_boundaries() {
+        let text = format!("{}é{}", "a".repeat(5), "b".repeat(3));
+        let got: Vec<&str> = pieces(&text, 3).collect();
+        assert_eq!(got.concat(), text);
+        assert!(got.iter().all(|p| p.len() <= 4), "{got:?}");
+        assert_eq!(pieces("", 3).count(), 0);
+        assert_eq!(pieces("short", 16).collect::<Vec<_>>(), ["short"]);
     }
 }
