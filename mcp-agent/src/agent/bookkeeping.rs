@@ -64,6 +64,9 @@ pub(super) struct Bookkeeping {
     /// For each run watched in this process, bumped after each of its saves: what
     /// wakes its watchers at once, whatever the store (and only its watchers).
     saved: std::sync::Mutex<HashMap<String, tokio::sync::watch::Sender<u64>>>,
+    /// Bumped after each save of this agent that left a run due now: what wakes its
+    /// workers at once, whatever the store.
+    due: tokio::sync::watch::Sender<u64>,
 }
 
 /// How many runs' wake-ups are kept before those nobody watches any more are dropped.
@@ -86,6 +89,7 @@ impl Bookkeeping {
             expiry,
             on_expiry,
             saved: std::sync::Mutex::new(HashMap::new()),
+            due: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -100,6 +104,11 @@ impl Bookkeeping {
             .entry(run.to_owned())
             .or_insert_with(|| tokio::sync::watch::Sender::new(0))
             .subscribe()
+    }
+
+    /// Changes after each save of this agent that left a run due now.
+    pub(super) fn due_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.due.subscribe()
     }
 
     /// Wakes the watchers of `run` in this process.
@@ -191,6 +200,11 @@ impl Bookkeeping {
         };
         self.store.save(&record).await?;
         self.tell_saved(&record.id);
+        if matches!(status, RunStatus::Suspended | RunStatus::Failed)
+            && record.due_at().is_some_and(|at| at <= now_ms())
+        {
+            self.due.send_modify(|n| *n = n.wrapping_add(1));
+        }
         for entry in record.ledger {
             if entry.kind == LedgerKind::Sent {
                 state.sent.insert(entry.item);

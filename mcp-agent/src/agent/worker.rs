@@ -239,7 +239,10 @@ impl Worker {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut tasks: JoinSet<()> = JoinSet::new();
         let mut held: Held = HashMap::new();
+        let mut due = self.agent.inner.books.due_signal();
         loop {
+            // Marked seen before claiming: a run made due after the claim wakes the wait.
+            due.borrow_and_update();
             let free = concurrency.saturating_sub(tasks.len());
             let mut full = false;
             if free > 0 {
@@ -253,14 +256,16 @@ impl Worker {
                     Err(e) => tracing::warn!(error = %e, "a worker could not claim due runs"),
                 }
             }
-            // A full batch: there may be more to claim at once.
+            // A full batch: there may be more to claim at once. Otherwise until the
+            // store or this agent tells of a run due, or the poll.
             let wait = if full { Duration::ZERO } else { poll };
             tokio::select! {
                 _ = &mut shutdown => break,
                 Some(done) = tasks.join_next_with_id(), if !tasks.is_empty() => {
                     self.ended(done, &mut held).await;
                 }
-                _ = tokio::time::sleep(wait) => {}
+                _ = due.changed() => {}
+                _ = self.wait_due(wait) => {}
             }
         }
         // Drain: the runs in flight may end within the grace period.
@@ -277,6 +282,20 @@ impl Worker {
             self.ended(done, &mut held).await;
         }
         Ok(())
+    }
+
+    /// Waits up to `wait` for the store to tell of a run due (a store that cannot
+    /// tell, or fails to, is waited out).
+    async fn wait_due(&self, wait: Duration) {
+        if wait.is_zero() {
+            return;
+        }
+        let until = tokio::time::Instant::now() + wait;
+        let store = self.agent.inner.books.store();
+        if let Ok(Err(e)) = tokio::time::timeout_at(until, store.wait_due(wait)).await {
+            tracing::debug!(error = %e, "a worker cannot be told of due runs; it polls");
+            tokio::time::sleep_until(until).await;
+        }
     }
 
     /// Claims up to `n` due runs, under one new lease of this worker.

@@ -505,6 +505,16 @@ pub trait RunStore: Send + Sync + 'static {
             Ok(())
         })
     }
+    /// Returns when a run may have become due for a worker (a save made one ready or
+    /// failed it for a retry now), or after `max` — the worker claims again either
+    /// way: a hint, never a promise. The default waits `max` (workers poll);
+    /// PostgreSQL wakes its workers with `LISTEN/NOTIFY`.
+    fn wait_due(&self, max: std::time::Duration) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            tokio::time::sleep(max).await;
+            Ok(())
+        })
+    }
     /// The run kept under `id`.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
     /// Moves the run `id` to running under `lease`, atomically, when it is what
@@ -665,6 +675,9 @@ impl<T: RunStore + ?Sized> RunStore for std::sync::Arc<T> {
     }
     fn wait_events<'a>(&'a self, id: &'a str, after: u64) -> BoxFuture<'a, Result<()>> {
         (**self).wait_events(id, after)
+    }
+    fn wait_due(&self, max: std::time::Duration) -> BoxFuture<'_, Result<()>> {
+        (**self).wait_due(max)
     }
     fn claim<'a>(
         &'a self,

@@ -48,6 +48,11 @@ where
 #[cfg(feature = "postgres")]
 const CHANNEL: &str = "mcp_agent_events";
 
+/// The payload of a save that made a run due now (a run id is hexadecimal: never
+/// this).
+#[cfg(feature = "postgres")]
+const DUE: &str = "!due";
+
 /// The store's listening connection, opened on the first wait and again after it
 /// ended; what it hears goes to every waiter (the id of a run with new events; an
 /// empty id when the connection ended, which wakes them all).
@@ -257,10 +262,14 @@ impl RunStore for PostgresRunStore {
                    RETURNING 1),
                  notified AS (
                    SELECT pg_notify('{CHANNEL}', saved.id) FROM saved
-                   WHERE cardinality($7::text[]) > 0)
+                   WHERE cardinality($7::text[]) > 0),
+                 due_told AS (
+                   SELECT pg_notify('{CHANNEL}', '{DUE}') FROM saved
+                   WHERE $2::text IN ('suspended', 'failed')
+                     AND $16::bigint <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                  SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM mcp_agent_runs WHERE id = $1),
                         (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered),
-                        (SELECT count(*) FROM notified)"
+                        (SELECT count(*) FROM notified), (SELECT count(*) FROM due_told)"
             );
             let row = client
                 .query_one(
@@ -363,6 +372,22 @@ impl RunStore for PostgresRunStore {
                 out.push(numbered_event(seq, text)?);
             }
             Ok(out)
+        })
+    }
+
+    fn wait_due(&self, max: std::time::Duration) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let mut heard = self.listener.subscribe(&self.pool).await?;
+            let until = tokio::time::Instant::now() + max;
+            loop {
+                match tokio::time::timeout_at(until, heard.recv()).await {
+                    // A save of events that made nothing due: wait on.
+                    Ok(Ok(what)) if what != DUE && !what.is_empty() => {}
+                    // Due, the connection ended, heard too much to tell, or waited
+                    // long enough: claim again.
+                    _ => return Ok(()),
+                }
+            }
         })
     }
 

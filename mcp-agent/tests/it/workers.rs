@@ -595,3 +595,72 @@ async fn a_decision_recorded_in_time_outlives_the_expiry() {
         .any(|e| matches!(e, Event::SuspensionExpired { .. })));
     app.close().await.unwrap();
 }
+
+/// Waits (up to two minutes) until `run` is finished; how long it took.
+async fn finished_within(store: &dyn RunStore, run: &str) -> Duration {
+    let t0 = Instant::now();
+    until_all(store, &[run.to_owned()], RunStatus::Finished).await;
+    t0.elapsed()
+}
+
+/// Workers are told of a decision, not left to their poll: a worker whose poll is five
+/// minutes continues a run within two once a decision is recorded — told by
+/// PostgreSQL (`LISTEN/NOTIFY`, the decision recorded by another agent, as another
+/// process would), and by its own agent on SQLite (the same process).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_decision_wakes_an_idle_worker() {
+    let pg = Postgres::start();
+    for store_url in [pg.url.as_str(), "sqlite"] {
+        let on_pg = store_url.starts_with("postgres://");
+        let dir = scratch(if on_pg { "wake-pg" } else { "wake-sqlite" });
+        let file = dir.join("f.txt");
+        std::fs::write(&file, "a").unwrap();
+        let model = ModelServer::scripted(&dir, json!([edit(&file), {"text": "done"}]));
+        let store = store_for(&dir, store_url).await;
+        let app = agent(&dir, &model, store.clone());
+        let (run, _, decision) = approval(app.run("edit f").await.unwrap());
+        // The worker: another agent (its own connections) on PostgreSQL, the same one
+        // on SQLite.
+        let worker_agent = if on_pg {
+            agent(&dir, &model, store_for(&dir, store_url).await)
+        } else {
+            app.clone()
+        };
+        let (stop, task) = start_worker(
+            &worker_agent,
+            WorkerOptions::new().poll(Duration::from_secs(300)),
+        );
+        if on_pg {
+            // Recorded once the worker listens (its first claim found nothing).
+            let pool = mcp_runtime_core::postgres::PgPool::new(store_url).unwrap();
+            let client = pool.client().await.unwrap();
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                let row = client
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN mcp_agent_events%'",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                if row.get::<_, i64>(0) > 0 {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the worker never listened");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        app.record_decision(&run, &decision, Decision::approve("ann"))
+            .await
+            .unwrap();
+        let took = finished_within(&*store, &run).await;
+        assert!(took < Duration::from_secs(120), "{store_url}: {took:?}");
+        stop.send(()).unwrap();
+        task.await.unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "aa");
+        if on_pg {
+            worker_agent.close().await.unwrap();
+        }
+        app.close().await.unwrap();
+    }
+}
