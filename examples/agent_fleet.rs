@@ -24,7 +24,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_agent::{Agent, ChatCompletions, Decision, Outcome, RunOptions, RunStore, SqliteRunStore};
+use mcp_agent::{
+    Agent, ChatCompletions, Decision, Mode, Outcome, RunOptions, RunStore, SqliteRunStore,
+};
 use mcp_runtime::Mcp;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -114,11 +116,7 @@ fn agent(runs: &Arc<dyn RunStore>, dir: &str, allow: &[&str]) -> Result<Agent, S
         .model(model)
         .server(files)
         .store(runs.clone())
-        .mode(
-            "approve"
-                .parse::<mcp_agent::Mode>()
-                .map_err(|e| e.to_string())?,
-        )
+        .mode(Mode::Approve)
         .allow(allow.iter().copied())
         .build()
         .map_err(|e| e.to_string())
