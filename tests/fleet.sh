@@ -50,9 +50,18 @@ stop_workers() {
   for pid in "${workers[@]}"; do wait "$pid" 2>/dev/null || true; done
   workers=()
 }
+# kill_tree PID: the process and everything it started (the web subshell runs the
+# example in a child of its own).
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null
+}
 cleanup() {
+  # Everything, whatever already ended (a failed `kill` must not stop the cleanup).
+  set +e
   stop_workers
-  [[ -n "$web_pid" ]] && kill "$web_pid" 2>/dev/null
+  [[ -n "$web_pid" ]] && kill_tree "$web_pid"
   [[ -n "$model_pid" ]] && kill "$model_pid" 2>/dev/null
   [[ -n "$pg_port" ]] && bash tests/peers/postgres.sh stop "$pg_port"
   rm -rf "$work"
