@@ -36,11 +36,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use std::sync::Arc;
-
 use mcp_agent::{
     Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStatus,
-    RunStore, SqliteRunStore, WorkerOptions,
+    RunStore, WorkerOptions,
 };
 use mcp_runtime::Mcp;
 
@@ -226,32 +224,9 @@ fn model(stream: bool) -> Result<Box<dyn Model>, String> {
     }
 }
 
-fn is_postgres(url: &str) -> bool {
-    url.starts_with("postgres://") || url.starts_with("postgresql://")
-}
-
-async fn store(url: &str) -> Result<Arc<dyn RunStore>, String> {
-    if is_postgres(url) {
-        #[cfg(feature = "postgres")]
-        {
-            let s = mcp_agent::PostgresRunStore::connect(url)
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok(Arc::new(s));
-        }
-        #[cfg(not(feature = "postgres"))]
-        return Err(
-            "this example was built without PostgreSQL: run it with `--features postgres`".into(),
-        );
-    }
-    let s = SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url))
-        .map_err(|e| e.to_string())?;
-    Ok(Arc::new(s))
-}
-
 /// Where the example remembers each run's folder, to attach the server on resume.
 fn dir_file(store: &str, run: &str) -> PathBuf {
-    if is_postgres(store) {
+    if examples::is_postgres(store) {
         return PathBuf::from(format!(".mcp-agent/run-{run}.dir"));
     }
     let base = PathBuf::from(store.strip_prefix("sqlite://").unwrap_or(store));
@@ -271,7 +246,7 @@ fn decision_of(r: &Resume) -> Decision {
 async fn main_inner() -> Result<(), String> {
     let args = parse()?;
     let model = model(args.stream)?;
-    let runs = store(&args.store).await?;
+    let runs = examples::run_store(&args.store).await?;
     if let Some(run) = &args.status {
         let kept = runs.load(run).await.map_err(|e| e.to_string())?;
         let kept = kept.ok_or_else(|| format!("no run {run} in {}", args.store))?;

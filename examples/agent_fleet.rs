@@ -24,9 +24,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mcp_agent::{
-    Agent, ChatCompletions, Decision, Mode, Outcome, RunOptions, RunStore, SqliteRunStore,
-};
+use mcp_agent::{Agent, ChatCompletions, Decision, Mode, Outcome, RunOptions, RunStore};
 use mcp_runtime::Mcp;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -80,23 +78,6 @@ fn parse() -> Result<Args, String> {
 fn number(text: &str, name: &str) -> Result<u32, String> {
     text.parse()
         .map_err(|_| format!("{name} takes a number, not {text:?}"))
-}
-
-async fn store(url: &str) -> Result<Arc<dyn RunStore>, String> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        #[cfg(feature = "postgres")]
-        {
-            let s = mcp_agent::PostgresRunStore::connect(url)
-                .await
-                .map_err(|e| e.to_string())?;
-            return Ok(Arc::new(s));
-        }
-        #[cfg(not(feature = "postgres"))]
-        return Err("built without PostgreSQL: run it with `--features postgres`".into());
-    }
-    let s = SqliteRunStore::open(url.strip_prefix("sqlite://").unwrap_or(url))
-        .map_err(|e| e.to_string())?;
-    Ok(Arc::new(s))
 }
 
 /// An agent on its own filesystem server, allowed `allow` without asking.
@@ -157,7 +138,7 @@ async fn one(agent: Agent, name: String, options: RunOptions) -> Result<String, 
 
 async fn main_inner() -> Result<bool, String> {
     let args = parse()?;
-    let runs = store(&args.store).await?;
+    let runs = examples::run_store(&args.store).await?;
     let open = agent(&runs, &args.dir, &["read_text_file", "edit_file"])?;
     let gated = agent(&runs, &args.dir, &["read_text_file"])?;
     let places = Arc::new(Semaphore::new(args.concurrency));
