@@ -110,37 +110,34 @@ impl Agent {
         lease: Lease,
     ) -> Result<Outcome> {
         let run_id = claimed.id.clone();
-        if claimed.status == RunStatus::Running {
-            // Its holder stopped. When it kept nothing since its claim, the state is
-            // still the one saved failed, or waiting with every decision recorded or
-            // its time run out: what the claim was for is still to do (nothing of it
-            // was sent), and is done as for a claim of the run as it was.
-            let saved = self.inner.books.read(&claimed).ok().and_then(|state| {
-                let ready = !state.pending.iter().any(|c| c.at.awaits_person());
-                let expired = state
-                    .suspension
-                    .as_ref()
-                    .and_then(|s| s.expires_at)
-                    .is_some_and(|at| at <= now_ms());
-                match state.saved_as {
-                    Some(RunStatus::Failed) => Some(RunStatus::Failed),
-                    Some(RunStatus::Suspended) if ready || expired => Some(RunStatus::Suspended),
-                    _ => None,
-                }
-            });
-            match saved {
-                Some(status) => claimed.status = status,
-                None => return self.recover_claimed(&run_id, claimed, lease).await,
-            }
-        }
         let state = match self.inner.books.read(&claimed) {
             Ok(state) => state,
+            // Held by a process that stopped: recovery puts it back as it finds it.
+            Err(_) if claimed.status == RunStatus::Running => {
+                return self.recover_claimed(&run_id, claimed, lease).await;
+            }
             Err(e) => {
                 self.inner.books.put_back(&run_id, claimed).await;
                 return Err(e);
             }
         };
         let ready = !state.pending.iter().any(|c| c.at.awaits_person());
+        if claimed.status == RunStatus::Running {
+            // Its holder stopped. When it kept nothing since its claim, the state is
+            // still the one saved failed, or waiting with every decision recorded or
+            // its time run out: what the claim was for is still to do (nothing of it
+            // was sent), and is done as for a claim of the run as it was.
+            let expired = state
+                .suspension
+                .as_ref()
+                .and_then(|s| s.expires_at)
+                .is_some_and(|at| at <= now_ms());
+            claimed.status = match state.saved_as {
+                Some(RunStatus::Failed) => RunStatus::Failed,
+                Some(RunStatus::Suspended) if ready || expired => RunStatus::Suspended,
+                _ => return self.recover_claimed(&run_id, claimed, lease).await,
+            };
+        }
         let due = match claimed.status {
             RunStatus::Failed => state.retry_at,
             RunStatus::Suspended if ready => Some(0),
