@@ -17,9 +17,7 @@
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
 
-use mcp_agent::{
-    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, PendingWait, SqliteRunStore,
-};
+use mcp_agent::{Agent, Decision, Mode, Model, Outcome, PendingWait, SqliteRunStore};
 use mcp_runtime::{InputResponse, Mcp};
 
 const SERVER: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
@@ -31,36 +29,7 @@ fn print_piece(piece: &str) {
 }
 
 fn model() -> Result<Box<dyn Model>, String> {
-    let id = std::env::var("AGENT_MODEL")
-        .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
-    match std::env::var("AGENT_PROVIDER")
-        .as_deref()
-        .unwrap_or("openai")
-    {
-        "openai" => {
-            let base = std::env::var("OPENAI_BASE_URL")
-                .unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
-            let mut m = ChatCompletions::new(base, id)
-                .map_err(|e| e.to_string())?
-                .on_text(print_piece);
-            if let Ok(key) = std::env::var("OPENAI_API_KEY") {
-                m = m.api_key(key);
-            }
-            Ok(Box::new(m))
-        }
-        "anthropic" => {
-            let base = std::env::var("ANTHROPIC_BASE_URL")
-                .unwrap_or_else(|_| "https://api.anthropic.com".to_owned());
-            let mut m = Messages::new(base, id)
-                .map_err(|e| e.to_string())?
-                .on_text(print_piece);
-            if let Ok(key) = std::env::var("ANTHROPIC_API_KEY") {
-                m = m.api_key(key);
-            }
-            Ok(Box::new(m))
-        }
-        other => Err(format!("AGENT_PROVIDER={other}: use openai or anthropic")),
-    }
+    examples::model_from_env(Some(print_piece))
 }
 
 /// One line from the terminal; `None` at the end of input.

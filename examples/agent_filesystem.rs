@@ -37,8 +37,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use mcp_agent::{
-    Agent, ChatCompletions, Decision, Messages, Mode, Model, Outcome, RunOptions, RunStatus,
-    RunStore, WorkerOptions,
+    Agent, Decision, Mode, Model, Outcome, RunOptions, RunStatus, RunStore, WorkerOptions,
 };
 use mcp_runtime::Mcp;
 
@@ -190,38 +189,7 @@ fn print_piece(piece: &str) {
 }
 
 fn model(stream: bool) -> Result<Box<dyn Model>, String> {
-    let id = std::env::var("AGENT_MODEL")
-        .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
-    match std::env::var("AGENT_PROVIDER")
-        .as_deref()
-        .unwrap_or("openai")
-    {
-        "openai" => {
-            let base = std::env::var("OPENAI_BASE_URL")
-                .unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
-            let mut m = ChatCompletions::new(base, id).map_err(|e| e.to_string())?;
-            if let Ok(key) = std::env::var("OPENAI_API_KEY") {
-                m = m.api_key(key);
-            }
-            if stream {
-                m = m.on_text(print_piece);
-            }
-            Ok(Box::new(m))
-        }
-        "anthropic" => {
-            let base = std::env::var("ANTHROPIC_BASE_URL")
-                .unwrap_or_else(|_| "https://api.anthropic.com".to_owned());
-            let mut m = Messages::new(base, id).map_err(|e| e.to_string())?;
-            if let Ok(key) = std::env::var("ANTHROPIC_API_KEY") {
-                m = m.api_key(key);
-            }
-            if stream {
-                m = m.on_text(print_piece);
-            }
-            Ok(Box::new(m))
-        }
-        other => Err(format!("AGENT_PROVIDER={other}: use openai or anthropic")),
-    }
+    examples::model_from_env(stream.then_some(print_piece as fn(&str)))
 }
 
 /// Where the example remembers each run's folder, to attach the server on resume.

@@ -28,6 +28,7 @@ mod callbacks;
 mod clock;
 mod conversation;
 mod decision;
+mod detail;
 mod events;
 mod handle;
 mod host;
@@ -75,6 +76,7 @@ pub use decision::{
     Allowance, Always, Binding, Decision, DecisionAsk, DecisionKind, Expiry, InboxPage, InputAsk,
     Outcome, Pending, PendingWait,
 };
+pub use detail::RunDetail;
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
 pub use live::{RunEvent, RunEvents, RunHandle};

@@ -48,13 +48,15 @@ pub mod fuzzing;
 pub mod gate;
 pub mod model;
 pub mod store;
+#[cfg(feature = "web")]
+pub mod web;
 mod wire;
 
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Budget, BudgetLimit, Conversation, Decision,
     DecisionAsk, DecisionKind, Event, Expiry, InboxPage, InputAsk, Outcome, Pending, PendingWait,
-    Pin, Principal, RetryPolicy, RunEvent, RunEvents, RunHandle, RunOptions, SkillApproval, Worker,
-    WorkerOptions, MAX_PROGRESS_KEPT,
+    Pin, Principal, RetryPolicy, RunDetail, RunEvent, RunEvents, RunHandle, RunOptions,
+    SkillApproval, Worker, WorkerOptions, MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};

@@ -17,6 +17,9 @@ stdio modes (legacy servers: server/discover -> -32601, then initialize; tool `e
                         answers, and on stdin EOF sleeps forever instead of exiting (SIGKILL it)
   silent-discover       never answers server/discover at all; initialize works
   mute                  reads every line and answers nothing at all
+  html-text             a tool `render` whose description holds HTML that runs script when a page
+                        renders it as HTML (`<img src=x onerror=...>`, `<script>`), for pages that
+                        must show server text as text
   evil-names            a tool whose name and description hold terminal escape sequences and a
                         bidi override (for clients that print server text)
   big-stdout [MB]       tools/call `big` -> a whole result line of about MB: one text of BIG_UNIT
@@ -87,8 +90,11 @@ TOOLS = {
     "\x1b[31mred\x1b[0m": "\x1b]0;pwned\x07Sets the title, \u202edesrever\x1b[2J clears the screen.",
 }
 EVIL_TOOL = "\x1b[31mred\x1b[0m"
+# html-text: what a browser would run if a page rendered the description as HTML.
+TOOLS["render"] = ('<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
+                   'Renders <b>bold</b> text.')
 STDIO_MODES = {"big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
-               "silent-discover": None, "mute": None, "evil-names": None}
+               "silent-discover": None, "mute": None, "evil-names": None, "html-text": None}
 HTTP_MODES = {"big-json": "MB", "flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB",
               "restart-400": None, "ran-400": "SHAPE", "ran-400-modern": "SHAPE", "ran-400-2024": None}
@@ -189,7 +195,7 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
         os.replace(arg + ".tmp", arg)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-    tools = ["echo"] + {"big-stdout": ["big"], "flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL]}.get(mode, [])
+    tools = ["echo"] + {"big-stdout": ["big"], "flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL], "html-text": ["render"]}.get(mode, [])
     out = fd_writer(1)
     stderr_flood = threading.Thread(target=lambda: (flood(stderr_or_die, mb), stderr_or_die(b"\n")), daemon=True)
     try:

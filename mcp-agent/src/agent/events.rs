@@ -74,6 +74,14 @@ pub enum Event {
         /// The decision that names this call ([`Agent::resume`](crate::Agent::resume)).
         #[serde(default)]
         decision: String,
+        /// The tool's description as the person is shown it (absent for a skill load,
+        /// and in events kept before this was recorded): what changed when a call is
+        /// asked again because its tool changed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// The tool's input schema as the person is shown it (as `description`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input_schema: Option<Value>,
     },
     /// A person decided.
     ApprovalDecided {

@@ -267,7 +267,7 @@ impl Agent {
 }
 
 /// What a run waits on in its suspension, call by call (none when it waits in none).
-fn waiting_on(state: &RunState) -> Result<Vec<Pending>> {
+pub(super) fn waiting_on(state: &RunState) -> Result<Vec<Pending>> {
     let Some(s) = &state.suspension else {
         return Ok(Vec::new());
     };

@@ -255,6 +255,8 @@ impl Agent {
                     arguments: shown,
                     binding: None,
                     decision: waiting.decision.clone(),
+                    description: None,
+                    input_schema: None,
                 };
                 state.pending[at].at = CallState::AwaitingApproval(Box::new(waiting));
                 self.event(state, event);

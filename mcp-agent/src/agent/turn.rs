@@ -621,6 +621,8 @@ impl Agent {
             arguments: call.arguments.clone(),
             binding: Some(binding),
             decision: waiting.decision.clone(),
+            description: waiting.description.clone(),
+            input_schema: waiting.input_schema.clone(),
         };
         state.pending[i].at = CallState::AwaitingApproval(Box::new(waiting));
         self.event(state, event);

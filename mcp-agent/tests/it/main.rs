@@ -255,6 +255,7 @@ fn secrets_never_reach_logs_events_or_the_store() {
 mod applications;
 mod batch;
 mod bindings;
+mod browser;
 mod decisions;
 mod gate;
 mod gate_props;

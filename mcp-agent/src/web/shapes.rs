@@ -1,0 +1,150 @@
+//! The JSON the API answers with: runs, what they wait on, transcripts, events.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use crate::agent::{Event, Pending, PendingWait, Principal};
+use crate::model::Message;
+use crate::store::RunStatus;
+
+/// A status as the API names it.
+pub(super) fn status_name(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Running => "running",
+        RunStatus::Suspended => "suspended",
+        RunStatus::Finished => "finished",
+        RunStatus::Failed => "failed",
+        RunStatus::Cancelled => "cancelled",
+    }
+}
+
+/// A status from its API name.
+pub(super) fn status_of(name: &str) -> Option<RunStatus> {
+    Some(match name {
+        "running" => RunStatus::Running,
+        "suspended" => RunStatus::Suspended,
+        "finished" => RunStatus::Finished,
+        "failed" => RunStatus::Failed,
+        "cancelled" => RunStatus::Cancelled,
+        _ => return None,
+    })
+}
+
+pub(super) fn principal(p: &Option<Principal>) -> Value {
+    match p {
+        Some(p) => json!({ "id": p.id, "name": p.display_name() }),
+        None => Value::Null,
+    }
+}
+
+/// Milliseconds since the epoch as seconds (`null` for 0, "not recorded").
+fn seconds(ms: u64) -> Value {
+    if ms == 0 {
+        Value::Null
+    } else {
+        json!(ms / 1000)
+    }
+}
+
+/// Why each tool waits again, from a run's events: the last voided approval or
+/// changed pinned tool of it not decided since, with what the person was shown before
+/// (`{"reason", "before": {"description", "input_schema"}}`).
+pub(super) fn changes(events: &[Event]) -> BTreeMap<String, Value> {
+    let mut shown: BTreeMap<&str, Value> = BTreeMap::new();
+    let mut why = BTreeMap::new();
+    for e in events {
+        match e {
+            Event::ApprovalRequested {
+                tool,
+                description,
+                input_schema,
+                ..
+            } => {
+                let before = json!({ "description": description, "input_schema": input_schema });
+                shown.insert(tool, before);
+            }
+            Event::DecisionVoided { tool, reason } => {
+                let before = shown.get(tool.as_str()).cloned().unwrap_or(Value::Null);
+                why.insert(tool.clone(), json!({ "reason": reason, "before": before }));
+            }
+            Event::PinnedToolChanged { tool, reason, .. } => {
+                why.insert(tool.clone(), json!({ "reason": reason, "before": null }));
+            }
+            Event::ApprovalDecided { tool, .. } => {
+                why.remove(tool);
+            }
+            _ => {}
+        }
+    }
+    why
+}
+
+/// One call a run waits on, as the inbox shows it.
+pub(super) fn pending(p: &Pending, changes: &BTreeMap<String, Value>) -> Value {
+    let mut out = json!({
+        "decision": p.decision,
+        "suspension": p.suspension,
+        "server": p.server,
+        "tool": p.tool,
+        "arguments": p.arguments,
+        "changed": changes.get(&p.tool),
+        "expires": p.expires_at.map(|ms| ms / 1000),
+    });
+    match &p.waits {
+        PendingWait::Approval {
+            binding,
+            description,
+            input_schema,
+        } => {
+            out["waits"] = json!("approval");
+            out["description"] = json!(description);
+            out["input_schema"] = json!(input_schema);
+            out["binding"] = serde_json::to_value(binding).unwrap_or(Value::Null);
+        }
+        PendingWait::Input { requests } => {
+            out["waits"] = json!("input");
+            let messages: Vec<&str> = requests.iter().map(|(_, r)| r.message.as_str()).collect();
+            out["description"] = json!(messages.join("\n"));
+        }
+    }
+    out
+}
+
+/// A run's transcript, with the bytes of images, audio and files left out (their
+/// type and size shown instead).
+pub(super) fn transcript(messages: &[Message]) -> Value {
+    let mut v = serde_json::to_value(messages).unwrap_or(Value::Null);
+    strip_data(&mut v);
+    v
+}
+
+fn strip_data(v: &mut Value) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(strip_data),
+        Value::Object(map) => {
+            if let Some(Value::String(data)) = map.get("data") {
+                let bytes = data.len() / 4 * 3;
+                map.remove("data");
+                map.insert("bytes".into(), json!(bytes));
+            }
+            map.values_mut().for_each(strip_data);
+        }
+        _ => {}
+    }
+}
+
+/// An event with its number.
+pub(super) fn event(seq: u64, event: &Event) -> Value {
+    let mut out = Map::new();
+    out.insert("seq".into(), json!(seq));
+    out.insert(
+        "event".into(),
+        serde_json::to_value(event).unwrap_or(Value::Null),
+    );
+    Value::Object(out)
+}
+
+pub(super) fn created(started_at: u64) -> Value {
+    seconds(started_at)
+}
