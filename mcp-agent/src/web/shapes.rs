@@ -148,3 +148,66 @@ pub(super) fn event(seq: u64, event: &Event) -> Value {
 pub(super) fn created(started_at: u64) -> Value {
     seconds(started_at)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Block, Role};
+
+    fn requested(tool: &str, description: &str) -> Event {
+        Event::ApprovalRequested {
+            server: "fs".into(),
+            tool: tool.into(),
+            arguments: json!({}),
+            binding: None,
+            decision: "d".into(),
+            description: Some(description.into()),
+            input_schema: Some(json!({"type": "object"})),
+        }
+    }
+
+    #[test]
+    fn a_call_asked_again_shows_what_it_was_before() {
+        let decided = Event::ApprovalDecided {
+            tool: "write".into(),
+            approved: true,
+            by: "ann".into(),
+            at: 0,
+            binding: None,
+            decision: "d".into(),
+            kind: "approve".into(),
+            principal: None,
+        };
+        let voided = Event::DecisionVoided {
+            tool: "write".into(),
+            reason: "the tool's definition changed".into(),
+        };
+        let events = vec![
+            requested("write", "Writes a file."),
+            decided.clone(),
+            voided,
+            requested("write", "Writes a file, and mails it out."),
+        ];
+        let got = changes(&events);
+        assert_eq!(got["write"]["reason"], "the tool's definition changed");
+        assert_eq!(got["write"]["before"]["description"], "Writes a file.");
+        // Decided again: nothing left to show.
+        let mut events = events;
+        events.push(decided);
+        assert!(changes(&events).is_empty());
+    }
+
+    #[test]
+    fn a_transcript_leaves_the_bytes_of_images_out() {
+        let m = Message {
+            role: Role::Tool,
+            content: vec![Block::Image {
+                media_type: "image/png".into(),
+                data: "QUJD".repeat(100),
+            }],
+        };
+        let v = transcript(&[m]);
+        assert_eq!(v[0]["content"][0]["bytes"], 300);
+        assert!(v[0]["content"][0].get("data").is_none(), "{v}");
+    }
+}

@@ -161,7 +161,7 @@ async fn click(c: &Client, css: &str) {
 }
 
 /// One HTTP/1.1 request over loopback: (status, headers, body).
-fn raw(port: u16, request: &str) -> (u16, String, String) {
+pub(crate) fn raw(port: u16, request: &str) -> (u16, String, String) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(request.as_bytes()).unwrap();
     let mut out = String::new();
@@ -171,7 +171,7 @@ fn raw(port: u16, request: &str) -> (u16, String, String) {
     (status, head.to_ascii_lowercase(), body.to_owned())
 }
 
-fn post(port: u16, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+pub(crate) fn post(port: u16, path: &str, headers: &str, body: &str) -> (u16, String, String) {
     raw(
         port,
         &format!(

@@ -276,4 +276,5 @@ mod suspension;
 mod teardown;
 mod traces;
 mod watch;
+mod web_api;
 mod workers;
