@@ -8,7 +8,9 @@
 # run; a finished run says run=<id> and --continue follows it up (--stream prints as
 # it comes); --tenant keeps a tenant with a run and the suspended line shows it
 # (tenant=NAME), and its resume shows it again; --record keeps a decision and --worker runs it;
-# agent_chat holds a conversation on stdin with approvals asked inline; a
+# agent_chat holds a conversation on stdin with approvals asked inline; agent_inbox
+# serves the inbox (loopback only unless --allow-remote) and its worker runs a decision
+# recorded over its API; a
 # missing AGENT_MODEL is named. Run by tests/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,6 +21,7 @@ pg_port=""
 cleanup() {
   # Every step runs whatever the one before did (a process already gone is fine).
   [[ -z "${worker_pid:-}" ]] || kill "$worker_pid" 2>/dev/null || true
+  [[ -z "${inbox_pid:-}" ]] || kill "$inbox_pid" 2>/dev/null || true
   [[ -z "$model_pid" ]] || kill "$model_pid" 2>/dev/null || true
   [[ -z "$pg_port" ]] || bash tests/peers/postgres.sh stop "$pg_port" || true
   rm -rf "$work"
@@ -50,6 +53,8 @@ cat >"$work/script.json" <<JSON
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/t2.txt", "content": "two"}}]},
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/worker.txt", "content": "by the worker"}}]},
+ {"echo_tools": true},
+ {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/inbox.txt", "content": "from the inbox"}}]},
  {"echo_tools": true}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
@@ -168,9 +173,43 @@ for _ in $(seq 1 1200); do [[ -e "$work/files/worker.txt" ]] && break; sleep 0.1
 kill -INT "$worker_pid"; wait "$worker_pid" || fail "the worker did not stop cleanly: $(cat "$work/worker.err")"
 worker_pid=""
 
+# agent_inbox: refuses an address other machines reach without --allow-remote (before
+# binding anything); on loopback it serves the page and the API, a run started over
+# the API waits, a decision recorded over the API is run by its worker, Ctrl-C stops it.
+inbox() { AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --features postgres --example agent_inbox -- --store "$store" "$@"; }
+if err="$(inbox --listen 0.0.0.0:1 "$work/files" 2>&1)"; then fail "agent_inbox listened on 0.0.0.0"; fi
+grep -q -- '--allow-remote' <<<"$err" || fail "agent_inbox's refusal does not say what to do: $err"
+web_port="$(.peers/venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+( exec env AGENT_PROVIDER=openai AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --features postgres --example agent_inbox -- --store "$store" \
+  --listen "127.0.0.1:$web_port" --principal ann "$work/files" ) >"$work/inbox.out" 2>"$work/inbox.err" &
+inbox_pid=$!
+for _ in $(seq 1 1200); do grep -q 'inbox on' "$work/inbox.out" 2>/dev/null && break; sleep 0.1; done
+web="http://127.0.0.1:$web_port"
+curl -sSf "$web/" | grep -q '<title>Approval inbox</title>' || fail "agent_inbox serves no page: $(cat "$work/inbox.err")"
+session="$(curl -sSf "$web/api/session")"
+csrf="$(.peers/venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["csrf"])' <<<"$session")"
+grep -q '"id":"ann"' <<<"$session" || fail "agent_inbox: not ann: $session"
+started="$(curl -sS -X POST -H 'content-type: application/json' -H "x-csrf-token: $csrf" -d '{"prompt": "write from the inbox"}' "$web/api/runs")"
+inbox_run="$(.peers/venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["run"])' <<<"$started")" || fail "agent_inbox: no run started: $started"
+decision=""
+for _ in $(seq 1 1200); do
+  decision="$(curl -sS "$web/api/runs/$inbox_run" | .peers/venv/bin/python -c 'import json,sys; p=json.load(sys.stdin).get("pending") or [{}]; print(p[0].get("decision", ""))')"
+  [[ -n "$decision" ]] && break; sleep 0.1
+done
+[[ -n "$decision" ]] || fail "agent_inbox: the run never waited: $(curl -sS "$web/api/runs/$inbox_run")"
+[[ ! -e "$work/files/inbox.txt" ]] || fail "agent_inbox: the write ran before the decision"
+curl -sSf -X POST -H 'content-type: application/json' -H "x-csrf-token: $csrf" \
+  -d "{\"decision\": \"$decision\", \"kind\": \"approve\"}" "$web/api/runs/$inbox_run/decisions" >/dev/null || fail "agent_inbox: the decision was refused"
+for _ in $(seq 1 1200); do [[ -e "$work/files/inbox.txt" ]] && break; sleep 0.1; done
+[[ "$(cat "$work/files/inbox.txt" 2>/dev/null)" == "from the inbox" ]] || fail "agent_inbox: the approved write did not happen: $(cat "$work/inbox.err")"
+kill -INT "$inbox_pid"; wait "$inbox_pid" || fail "agent_inbox did not stop cleanly: $(cat "$work/inbox.err")"
+inbox_pid=""
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, agent_inbox, missing model: ok"

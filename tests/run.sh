@@ -56,6 +56,7 @@ for features in "" http postgres http,postgres; do
   cargo clippy -p mcp-runtime-core --locked --no-default-features --features "$features" -- -D warnings
 done
 cargo clippy -p mcp-agent --locked --no-default-features -- -D warnings
+cargo clippy -p mcp-agent --locked --no-default-features --features web -- -D warnings
 cargo run -q --locked -p mcp-runtime --no-default-features --features stdio,macros --example stdio_only
 cargo run -q --locked -p mcp-runtime --no-default-features --features http,macros --example http_only
 

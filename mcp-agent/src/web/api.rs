@@ -10,7 +10,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::guard::{csrf_token, error};
-use super::{shapes, Web};
+use super::shapes;
+use super::state::Web;
 use crate::agent::{Always, Decision, Principal, RunDetail, RunOptions};
 use crate::error::Error;
 use crate::store::RunFilter;
@@ -144,7 +145,7 @@ pub(super) async fn list(
             }
         }
     }
-    found.sort_by(|a, b| b.0.updated_at.cmp(&a.0.updated_at));
+    found.sort_by_key(|(summary, _)| std::cmp::Reverse(summary.updated_at));
     let mut runs = Vec::new();
     for (summary, d) in found {
         let events = match web.agent.events(&d.run_id).await {
@@ -190,7 +191,7 @@ pub(super) async fn start(
     }
     let mut options = RunOptions::new().started_by(who.clone());
     if let Some(t) = body.tenant.filter(|t| !t.is_empty()) {
-        if !web.tenants_of(&who).iter().any(|m| *m == t) {
+        if !web.tenants_of(&who).contains(&t) {
             return error(StatusCode::FORBIDDEN, "not one of your tenants");
         }
         options = options.tenant(t);

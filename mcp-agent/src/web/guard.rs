@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::Web;
+use super::state::Web;
 use crate::agent::Principal;
 
 /// The header a request that changes anything carries its CSRF token in.

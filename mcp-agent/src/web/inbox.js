@@ -182,6 +182,7 @@
       el('div', { class: 'row' }, el('button', { type: 'button', class: 'cancel', text: 'Cancel' }), el('button', { type: 'button', class: 'confirm-deny', text: 'Deny' })));
     const editArea = el('textarea', { class: 'edit-args code', rows: 8 });
     editArea.value = JSON.stringify(p.arguments, null, 2);
+    editArea.addEventListener('input', () => { $('.edit-error', card).textContent = ''; });
     const editForm = el('div', { class: 'form edit-form', hidden: true }, editArea,
       el('div', { class: 'edit-error' }),
       el('div', { class: 'row' }, el('button', { type: 'button', class: 'cancel', text: 'Cancel' }), el('button', { type: 'button', class: 'confirm-edit', text: 'Run with these arguments' })));

@@ -16,7 +16,8 @@ use serde_json::json;
 
 use super::api::visible;
 use super::guard::error;
-use super::{shapes, Web};
+use super::shapes;
+use super::state::Web;
 use crate::agent::{Principal, RunEvents};
 
 #[derive(Deserialize)]

@@ -338,9 +338,7 @@ async fn the_inbox_in_a_real_browser() {
     )
     .await;
     assert!(
-        args.as_str()
-            .unwrap()
-            .contains(&format!("\"content\": \"A\"")),
+        args.as_str().unwrap().contains("\"content\": \"A\""),
         "{args}"
     );
 
@@ -439,7 +437,11 @@ async fn the_inbox_in_a_real_browser() {
         .into_iter()
         .map(|p| p.decision)
         .collect();
-    assert_eq!(waiting, [edit.clone()], "a refused edit sent nothing");
+    assert_eq!(
+        waiting,
+        std::slice::from_ref(&edit),
+        "a refused edit sent nothing"
+    );
     area.clear().await.unwrap();
     let edited = json!({"path": path("c-edited.txt"), "content": "C, edited"}).to_string();
     area.send_keys(&edited).await.unwrap();
