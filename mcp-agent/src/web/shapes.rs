@@ -88,6 +88,8 @@ pub(super) fn pending(p: &Pending, changes: &BTreeMap<String, Value>) -> Value {
         "server": p.server,
         "tool": p.tool,
         "arguments": p.arguments,
+        // Why it waits again, when its tool changed under an approval.
+        "reason": changes.get(&p.tool).map(|c| c["reason"].clone()),
         "changed": changes.get(&p.tool),
         "expires": p.expires_at.map(|ms| ms / 1000),
     });
