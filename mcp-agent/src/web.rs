@@ -64,18 +64,20 @@ use state::Web;
 /// tokens: the page fetches its token again when one is refused).
 pub fn router(agent: Agent, options: WebOptions) -> Router {
     let mut key = [0u8; 32];
-    if getrandom::getrandom(&mut key).is_err() {
-        // No randomness: no token can be made, so none is accepted (every
-        // mutating request is refused; see `guard`).
-        tracing::error!(
-            "the system's random number generator failed: the inbox refuses every change"
-        );
-    }
+    // No randomness: no token can be made, so none is accepted (every request that
+    // changes anything is refused; see `guard`) — never a key anyone could guess.
+    let csrf_key = match getrandom::getrandom(&mut key) {
+        Ok(()) => Some(Arc::new(key)),
+        Err(e) => {
+            tracing::error!(error = %e, "the system's random number generator failed: the inbox refuses every change");
+            None
+        }
+    };
     let max_body = options.max_body;
     let web = Web {
         agent,
         options,
-        csrf_key: Arc::new(key),
+        csrf_key,
     };
     Router::new()
         .route("/", get(assets::page))

@@ -51,7 +51,7 @@ pub(super) async fn session(
     Json(json!({
         "principal": { "id": who.id, "name": who.display_name() },
         "tenants": web.tenants_of(&who),
-        "csrf": csrf_token(&web.csrf_key, &who),
+        "csrf": web.csrf_key.as_deref().map(|key| csrf_token(key, &who)),
     }))
     .into_response()
 }

@@ -110,7 +110,13 @@ pub(super) async fn guard(State(web): State<Web>, request: Request, next: Next) 
                 "refused: the request does not come from a page of this inbox (same-origin check)",
             ));
         }
-        let want = csrf_token(&web.csrf_key, &who);
+        let Some(key) = web.csrf_key.as_deref() else {
+            return secure(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "refused: the server could not draw the key its CSRF tokens are made with",
+            ));
+        };
+        let want = csrf_token(key, &who);
         let given = parts.headers.get(CSRF_HEADER).map(|v| v.as_bytes());
         if !given.is_some_and(|g| same_token(g, want.as_bytes())) {
             return secure(error(

@@ -10,8 +10,9 @@ use crate::agent::{Agent, Principal};
 pub(super) struct Web {
     pub(super) agent: Agent,
     pub(super) options: WebOptions,
-    /// The key the CSRF tokens are made with (random, per router).
-    pub(super) csrf_key: Arc<[u8; 32]>,
+    /// The key the CSRF tokens are made with (random, per router; `None` when the
+    /// system could not draw one: no token is made, none accepted).
+    pub(super) csrf_key: Option<Arc<[u8; 32]>>,
 }
 
 impl Web {
