@@ -21,7 +21,7 @@ use crate::{filesystem, free_port, scratch, Killed, ModelServer};
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// How long anything the page shows may take on a busy machine.
-const PATIENCE: Duration = Duration::from_secs(30);
+const PATIENCE: Duration = Duration::from_secs(90);
 
 /// Where the screenshots go: `target/test-output/inbox/`.
 fn output() -> PathBuf {
