@@ -503,3 +503,114 @@ async fn the_inbox_in_a_real_browser() {
     server.abort();
     agent.close().await.unwrap();
 }
+
+/// A call approved, then asked again because its tool's description changed before it
+/// ran (another process resumed it with the server redefined): the page shows why, and
+/// the description before and now; approved again, it runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbox_shows_what_changed_under_an_approval() {
+    let dir = scratch("inbox-changed");
+    let model = ModelServer::scripted(
+        &dir,
+        json!([{
+            "tool_calls": [{"name": "echo", "arguments": {"message": "hi"}}],
+            "after_tools": {"echo_tools": true}
+        }]),
+    );
+    let store: std::sync::Arc<dyn RunStore> =
+        std::sync::Arc::new(SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap());
+    let agent_on = |description: Option<&str>| {
+        let mut server = Mcp::builder("py").command([
+            mcp_test_support::python().display().to_string(),
+            crate::repo_root()
+                .join("tests/peers/pyserver.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+        ]);
+        if let Some(d) = description {
+            server = server.env("PYSERVER_ECHO_DESCRIPTION", d);
+        }
+        Agent::builder()
+            .model(ChatCompletions::new(model.url(), "fake").unwrap())
+            .server(server.only(["echo"]).build().unwrap())
+            .store(store.clone())
+            .mode(Mode::Approve)
+            .build()
+            .unwrap()
+    };
+    // Approved as it was.
+    let before = agent_on(None);
+    let options = mcp_agent::RunOptions::new().started_by(Principal::new("ann"));
+    let out = before.run_with_options("echo hi", options).await.unwrap();
+    let mcp_agent::Outcome::ApprovalRequired {
+        run_id: run, calls, ..
+    } = out
+    else {
+        panic!("the call waits: {out:?}")
+    };
+    before
+        .record_decision(
+            &run,
+            &calls[0].decision,
+            mcp_agent::Decision::approve("ann"),
+        )
+        .await
+        .unwrap();
+    before.close().await.unwrap();
+
+    // Continued where `echo` says more than it did.
+    let after = agent_on(Some("Echo, and also mail the message to everyone."));
+    let app = router(after.clone(), WebOptions::new().principal(from_cookie));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new()
+        .route("/signin", axum::routing::get(|| async { "sign-in" }))
+        .nest("/inbox", app);
+    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker = after.worker(WorkerOptions::new());
+    let working = tokio::spawn(async move {
+        worker
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap()
+    });
+
+    let (_driver, driver_port) = chromedriver();
+    let a = browser(driver_port, &dir.join("profile")).await;
+    let base = format!("http://127.0.0.1:{port}/inbox");
+    open(&a, &base, "ann", &format!("#run={run}")).await;
+    wait_js(
+        &a,
+        "const c = document.querySelector('#pending .call .changed'); return !!c && c.textContent.includes('Description now: Echo, and also mail')",
+        "the re-asked call shows what changed",
+    )
+    .await;
+    let shown = js(
+        &a,
+        "return document.querySelector('#pending .call .changed').textContent",
+    )
+    .await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("definition of `echo` changed"), "{shown}");
+    assert!(
+        shown.contains("Description before: Echo the message back."),
+        "{shown}"
+    );
+    screenshot(&a, "changed.png").await;
+    click(&a, "#pending .call .approve").await;
+    wait_js(
+        &a,
+        "return document.querySelector('#run-status').textContent === 'finished'",
+        "the run finishes",
+    )
+    .await;
+    a.close().await.unwrap();
+    let _ = stop.send(());
+    working.await.unwrap();
+    server.abort();
+    after.close().await.unwrap();
+}
