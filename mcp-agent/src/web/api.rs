@@ -152,17 +152,9 @@ pub(super) async fn list(
             Ok(events) if !d.pending.is_empty() => events,
             _ => Vec::new(),
         };
-        let why = shapes::changes(&events);
-        runs.push(json!({
-            "run": d.run_id,
-            "status": shapes::status_name(d.status),
-            "tenant": d.tenant,
-            "started_by": shapes::principal(&d.started_by),
-            "labels": d.labels,
-            "created": shapes::created(d.started_at),
-            "updated": summary.updated_at,
-            "pending": d.pending.iter().map(|p| shapes::pending(p, &why)).collect::<Vec<_>>(),
-        }));
+        let mut run = shapes::run(&d, &events);
+        run["updated"] = json!(summary.updated_at);
+        runs.push(run);
     }
     let mut body = json!({ "runs": runs });
     if let Some(next) = next {
@@ -236,26 +228,17 @@ pub(super) async fn detail(
         Ok(events) => events,
         Err(e) => return failed(&e),
     };
-    let why = shapes::changes(&events);
-    let events: Vec<Value> = events
+    let mut run = shapes::run(&d, &events);
+    run["usage"] =
+        json!({ "input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens });
+    run["failure"] = json!(d.failure);
+    run["messages"] = shapes::transcript(&d.messages);
+    run["events"] = events
         .iter()
         .enumerate()
         .map(|(i, e)| shapes::event(i as u64 + 1, e))
         .collect();
-    Json(json!({
-        "run": d.run_id,
-        "status": shapes::status_name(d.status),
-        "tenant": d.tenant,
-        "started_by": shapes::principal(&d.started_by),
-        "labels": d.labels,
-        "created": shapes::created(d.started_at),
-        "usage": { "input_tokens": d.usage.input_tokens, "output_tokens": d.usage.output_tokens },
-        "failure": d.failure,
-        "messages": shapes::transcript(&d.messages),
-        "events": events,
-        "pending": d.pending.iter().map(|p| shapes::pending(p, &why)).collect::<Vec<_>>(),
-    }))
-    .into_response()
+    Json(run).into_response()
 }
 
 #[derive(Deserialize)]

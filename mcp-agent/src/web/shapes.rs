@@ -4,9 +4,24 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::{Event, Pending, PendingWait, Principal};
+use crate::agent::{Event, Pending, PendingWait, Principal, RunDetail};
 use crate::model::Message;
 use crate::store::RunStatus;
+
+/// A run as every answer shows it: id, status, owner, labels, when it started, and
+/// what it waits on (with what changed, from `events`).
+pub(super) fn run(d: &RunDetail, events: &[Event]) -> Value {
+    let why = changes(events);
+    json!({
+        "run": d.run_id,
+        "status": status_name(d.status),
+        "tenant": d.tenant,
+        "started_by": principal(&d.started_by),
+        "labels": d.labels,
+        "created": created(d.started_at),
+        "pending": d.pending.iter().map(|p| pending(p, &why)).collect::<Vec<_>>(),
+    })
+}
 
 /// A status as the API names it.
 pub(super) fn status_name(status: RunStatus) -> &'static str {

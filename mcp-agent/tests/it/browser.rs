@@ -181,6 +181,54 @@ pub(crate) fn post(port: u16, path: &str, headers: &str, body: &str) -> (u16, St
     )
 }
 
+/// The inbox router for an agent, served on loopback under `/inbox` beside the
+/// application's own `/signin` page, with a worker continuing the runs decided.
+pub(crate) struct Served {
+    pub(crate) port: u16,
+    server: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    working: tokio::task::JoinHandle<()>,
+}
+
+impl Served {
+    pub(crate) async fn start(agent: &Agent, options: WebOptions) -> Served {
+        let app = axum::Router::new()
+            .route(
+                "/signin",
+                axum::routing::get(|| async { "the application's sign-in" }),
+            )
+            .nest("/inbox", router(agent.clone(), options));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let worker = agent.worker(WorkerOptions::new());
+        let working = tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stopped.await;
+            };
+            worker.run(stopped).await.unwrap()
+        });
+        Served {
+            port,
+            server,
+            stop,
+            working,
+        }
+    }
+
+    /// The page's address.
+    pub(crate) fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/inbox", self.port)
+    }
+
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(());
+        self.working.await.unwrap();
+        self.server.abort();
+    }
+}
+
 /// A run started from the page, its calls decided by two people in two browser
 /// sessions — denied with a message, approved, edited (validated against the schema
 /// first), one decided by both (the second sees a clear message) — goes on live and
@@ -232,26 +280,8 @@ async fn the_inbox_in_a_real_browser() {
     let options = WebOptions::new()
         .principal(from_cookie)
         .tenants(|_| vec!["team".to_owned()]);
-    let app = axum::Router::new()
-        .route(
-            "/signin",
-            axum::routing::get(|| async { "the application's sign-in" }),
-        )
-        .nest("/inbox", router(agent.clone(), options));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = agent.worker(WorkerOptions::new());
-    let working = tokio::spawn(async move {
-        worker
-            .run(async move {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap()
-    });
-    let base = format!("http://127.0.0.1:{port}/inbox");
+    let served = Served::start(&agent, options).await;
+    let (port, base) = (served.port, served.base());
 
     // The API's refusals, over plain HTTP (the positive control: the same request
     // with a principal and the token is accepted below, through the page).
@@ -498,9 +528,7 @@ async fn the_inbox_in_a_real_browser() {
 
     a.close().await.unwrap();
     b.close().await.unwrap();
-    let _ = stop.send(());
-    working.await.unwrap();
-    server.abort();
+    served.stop().await;
     agent.close().await.unwrap();
 }
 
@@ -561,28 +589,10 @@ async fn the_inbox_shows_what_changed_under_an_approval() {
 
     // Continued where `echo` says more than it did.
     let after = agent_on(Some("Echo, and also mail the message to everyone."));
-    let app = router(after.clone(), WebOptions::new().principal(from_cookie));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let app = axum::Router::new()
-        .route("/signin", axum::routing::get(|| async { "sign-in" }))
-        .nest("/inbox", app);
-    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = after.worker(WorkerOptions::new());
-    let working = tokio::spawn(async move {
-        worker
-            .run(async move {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap()
-    });
-
+    let served = Served::start(&after, WebOptions::new().principal(from_cookie)).await;
     let (_driver, driver_port) = chromedriver();
     let a = browser(driver_port, &dir.join("profile")).await;
-    let base = format!("http://127.0.0.1:{port}/inbox");
-    open(&a, &base, "ann", &format!("#run={run}")).await;
+    open(&a, &served.base(), "ann", &format!("#run={run}")).await;
     wait_js(
         &a,
         "const c = document.querySelector('#pending .call .changed'); return !!c && c.textContent.includes('Description now: Echo, and also mail')",
@@ -609,8 +619,6 @@ async fn the_inbox_shows_what_changed_under_an_approval() {
     )
     .await;
     a.close().await.unwrap();
-    let _ = stop.send(());
-    working.await.unwrap();
-    server.abort();
+    served.stop().await;
     after.close().await.unwrap();
 }

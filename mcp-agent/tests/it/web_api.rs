@@ -5,17 +5,17 @@
 use std::io::{Read as _, Write as _};
 use std::time::{Duration, Instant};
 
-use mcp_agent::web::{router, WebOptions};
-use mcp_agent::{Agent, ChatCompletions, Mode, Principal, SqliteRunStore, WorkerOptions};
+use mcp_agent::web::WebOptions;
+use mcp_agent::{Agent, ChatCompletions, Mode, Principal, SqliteRunStore};
 use serde_json::{json, Value};
 
-use crate::browser::{post, raw};
+use crate::browser::{post, raw, Served};
 use crate::{filesystem, scratch, ModelServer};
 
 fn get(port: u16, path: &str, who: &str) -> (u16, Value) {
     let (status, _, body) = raw(
         port,
-        &format!("GET {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\nx-user: {who}\r\n\r\n"),
+        &format!("GET /inbox{path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nconnection: close\r\nx-user: {who}\r\n\r\n"),
     );
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
@@ -23,9 +23,10 @@ fn get(port: u16, path: &str, who: &str) -> (u16, Value) {
 /// A request that changes something, as `who`, with `who`'s CSRF token.
 fn send(port: u16, path: &str, who: &str, body: Value) -> (u16, Value) {
     let (_, session) = get(port, "/api/session", who);
+    let path = format!("/inbox{path}");
     let token = session["csrf"].as_str().unwrap_or_default().to_owned();
     let headers = format!("x-user: {who}\r\nx-csrf-token: {token}\r\n");
-    let (status, _, body) = post(port, path, &headers, &body.to_string());
+    let (status, _, body) = post(port, &path, &headers, &body.to_string());
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
@@ -50,7 +51,7 @@ fn stream_ids(port: u16, run: &str, last: Option<u64>, count: usize) -> Vec<u64>
         .map(|l| format!("last-event-id: {l}\r\n"))
         .unwrap_or_default();
     s.write_all(
-        format!("GET /api/runs/{run}/events HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nx-user: ann\r\n{last}\r\n")
+        format!("GET /inbox/api/runs/{run}/events HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\nx-user: ann\r\n{last}\r\n")
             .as_bytes(),
     )
     .unwrap();
@@ -110,20 +111,8 @@ async fn the_inbox_api_keeps_runs_to_their_people() {
             "carol" => vec![],
             _ => vec!["team".to_owned()],
         });
-    let app = router(agent.clone(), options);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let worker = agent.worker(WorkerOptions::new());
-    let working = tokio::spawn(async move {
-        worker
-            .run(async move {
-                let _ = stopped.await;
-            })
-            .await
-            .unwrap()
-    });
+    let served = Served::start(&agent, options).await;
+    let port = served.port;
 
     let (status, started) = send(
         port,
@@ -257,8 +246,6 @@ async fn the_inbox_api_keeps_runs_to_their_people() {
     let (_, listed) = get(port, "/api/runs?status=finished", "bob");
     assert_eq!(listed["runs"][0]["run"], run.as_str(), "{listed}");
 
-    let _ = stop.send(());
-    working.await.unwrap();
-    server.abort();
+    served.stop().await;
     agent.close().await.unwrap();
 }
