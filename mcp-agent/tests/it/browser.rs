@@ -16,7 +16,7 @@ use mcp_agent::{Agent, ChatCompletions, Mode, Principal, RunStore, SqliteRunStor
 use mcp_runtime::Mcp;
 use serde_json::{json, Value};
 
-use crate::{filesystem, free_port, scratch, Killed, ModelServer};
+use crate::{filesystem, free_port, scratch, HttpServer, ModelServer};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -40,8 +40,9 @@ fn from_cookie(parts: &http::request::Parts) -> Option<Principal> {
     })
 }
 
-/// ChromeDriver on a free port, stopped when dropped.
-fn chromedriver() -> (Killed, u16) {
+/// ChromeDriver on a free port, in a process group of its own with the browsers it
+/// starts: all of it stopped when dropped (a failed test leaves no Chromium behind).
+fn chromedriver() -> (HttpServer, u16) {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         assert!(
             Path::new(tool).exists(),
@@ -49,15 +50,9 @@ fn chromedriver() -> (Killed, u16) {
         );
     }
     let port = free_port();
-    let child = Command::new(CHROMEDRIVER)
-        .arg(format!("--port={port}"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let child = Killed(child);
-    mcp_test_support::wait_listening(port, PATIENCE, "chromedriver");
-    (child, port)
+    let mut cmd = Command::new(CHROMEDRIVER);
+    cmd.arg(format!("--port={port}"));
+    (HttpServer::start(cmd, port), port)
 }
 
 /// A new headless Chromium session (its own empty profile: its own cookies).
