@@ -56,18 +56,19 @@ impl Agent {
         } else {
             Vec::new()
         };
-        let o = &state.options;
+        // The state was read for this answer alone: its parts move into it.
+        let o = state.options;
         Ok(Some(RunDetail {
-            run_id: state.id.clone(),
+            run_id: state.id,
             status: record.status,
-            tenant: o.tenant.clone(),
-            started_by: o.started_by.clone(),
-            labels: o.labels.clone(),
+            tenant: o.tenant,
+            started_by: o.started_by,
+            labels: o.labels,
             started_at: state.started_at,
-            messages: state.messages.clone(),
+            messages: state.messages,
             pending,
             usage: state.usage,
-            failure: state.failure.clone(),
+            failure: state.failure,
         }))
     }
 }

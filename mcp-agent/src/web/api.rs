@@ -64,13 +64,15 @@ pub(super) struct ListQuery {
     limit: Option<usize>,
 }
 
-/// A run `who` may see, read from its sealed state (`None`: no such run, or not one
-/// of theirs — the same answer, so a run's existence is not told).
+/// The run `who` (working for `tenants`) may see, read from its sealed state; a run
+/// that is not kept and one that is not theirs are the same `404`, so a run's
+/// existence is not told.
 pub(super) async fn visible(
     web: &Web,
     who: &Principal,
+    tenants: &[String],
     run: &str,
-) -> Result<Option<RunDetail>, Response> {
+) -> Result<RunDetail, Response> {
     let detail = web.agent.run_detail(run).await.map_err(|e| {
         if e.is_store() || e.is_config() {
             failed(&e)
@@ -80,13 +82,16 @@ pub(super) async fn visible(
             error(StatusCode::NOT_FOUND, "no such run")
         }
     })?;
-    Ok(detail.filter(|d| {
-        web.may_see(
-            who,
-            d.tenant.as_deref(),
-            d.started_by.as_ref().map(|p| p.id.as_str()),
-        )
-    }))
+    detail
+        .filter(|d| {
+            Web::may_see(
+                who,
+                tenants,
+                d.tenant.as_deref(),
+                d.started_by.as_ref().map(|p| p.id.as_str()),
+            )
+        })
+        .ok_or_else(|| error(StatusCode::NOT_FOUND, "no such run"))
 }
 
 /// `GET api/runs?status=&tenant=&cursor=&limit=`: the runs `who` may see, newest
@@ -96,6 +101,7 @@ pub(super) async fn list(
     Extension(who): Extension<Principal>,
     Query(q): Query<ListQuery>,
 ) -> Response {
+    let tenants = web.tenants_of(&who);
     let mut filter = RunFilter::new().limit(200);
     if let Some(s) = q.status.as_deref().filter(|s| !s.is_empty()) {
         let Some(status) = shapes::status_of(s) else {
@@ -107,7 +113,7 @@ pub(super) async fn list(
         filter = filter.status(status);
     }
     if let Some(t) = q.tenant.as_deref().filter(|t| !t.is_empty()) {
-        if !web.tenants_of(&who).iter().any(|m| m == t) {
+        if !tenants.iter().any(|m| m == t) {
             return error(StatusCode::FORBIDDEN, "not one of your tenants");
         }
         filter = filter.tenant(t);
@@ -126,8 +132,13 @@ pub(super) async fn list(
         for run in page.runs {
             let id = run.id.clone();
             // The store's owner columns pick candidates; the sealed state decides.
-            if web.may_see(&who, run.tenant.as_deref(), run.started_by.as_deref()) {
-                if let Ok(Some(d)) = visible(&web, &who, &run.id).await {
+            if Web::may_see(
+                &who,
+                &tenants,
+                run.tenant.as_deref(),
+                run.started_by.as_deref(),
+            ) {
+                if let Ok(d) = visible(&web, &who, &tenants, &run.id).await {
                     found.push((run, d));
                 }
             }
@@ -219,9 +230,8 @@ pub(super) async fn detail(
     Extension(who): Extension<Principal>,
     Path(run): Path<String>,
 ) -> Response {
-    let d = match visible(&web, &who, &run).await {
-        Ok(Some(d)) => d,
-        Ok(None) => return error(StatusCode::NOT_FOUND, "no such run"),
+    let d = match visible(&web, &who, &web.tenants_of(&who), &run).await {
+        Ok(d) => d,
         Err(r) => return r,
     };
     let events = match web.agent.events(&run).await {
@@ -260,10 +270,8 @@ pub(super) async fn decide(
     Path(run): Path<String>,
     Json(body): Json<DecideBody>,
 ) -> Response {
-    match visible(&web, &who, &run).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return error(StatusCode::NOT_FOUND, "no such run"),
-        Err(r) => return r,
+    if let Err(r) = visible(&web, &who, &web.tenants_of(&who), &run).await {
+        return r;
     }
     let decision = match body.kind.as_str() {
         "approve" => Decision::approve(who.clone()),

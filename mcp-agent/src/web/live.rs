@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -15,7 +15,6 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::api::visible;
-use super::guard::error;
 use super::shapes;
 use super::state::Web;
 use crate::agent::{Principal, RunEvents};
@@ -32,10 +31,8 @@ pub(super) async fn events(
     Query(q): Query<After>,
     headers: HeaderMap,
 ) -> Response {
-    match visible(&web, &who, &run).await {
-        Ok(Some(_)) => {}
-        Ok(None) => return error(StatusCode::NOT_FOUND, "no such run"),
-        Err(r) => return r,
+    if let Err(r) = visible(&web, &who, &web.tenants_of(&who), &run).await {
+        return r;
     }
     let last = headers
         .get("last-event-id")

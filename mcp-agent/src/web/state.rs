@@ -24,14 +24,15 @@ impl Web {
             .unwrap_or_default()
     }
 
-    /// Whether `who` may see (and decide on) a run of `tenant` started by `started_by`.
+    /// Whether `who`, working for `tenants`, may see (and decide on) a run of
+    /// `tenant` started by `started_by`.
     pub(super) fn may_see(
-        &self,
         who: &Principal,
+        tenants: &[String],
         tenant: Option<&str>,
         started_by: Option<&str>,
     ) -> bool {
         started_by == Some(who.id.as_str())
-            || tenant.is_some_and(|t| self.tenants_of(who).iter().any(|m| m == t))
+            || tenant.is_some_and(|t| tenants.iter().any(|m| m == t))
     }
 }
