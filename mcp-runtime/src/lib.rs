@@ -48,6 +48,8 @@ pub mod model;
 pub(crate) use mcp_runtime_core::protocol;
 pub mod skills;
 pub use mcp_runtime_core::snapshot;
+#[cfg(feature = "schema")]
+pub mod schema;
 #[cfg(test)]
 pub(crate) mod testing;
 pub(crate) use mcp_runtime_core::text;

@@ -19,7 +19,9 @@ pub use resources::{
     Completion, CompletionRef, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
 pub use session::{Implementation, LogLevel, Progress, ServerCapabilities};
-pub use tools::{CallToolResult, Tool, ToolAnnotations, UiResource, MCP_APP_MIME_TYPE};
+pub use tools::{
+    CallToolResult, OutputCheck, Tool, ToolAnnotations, UiResource, MCP_APP_MIME_TYPE,
+};
 
 /// Takes a typed view of a result `Value`, moving its contents.
 pub(crate) fn from_value<T: serde::de::DeserializeOwned>(

@@ -20,6 +20,14 @@ stdio modes (legacy servers: server/discover -> -32601, then initialize; tool `e
   html-text             a tool `render` whose description holds HTML that runs script when a page
                         renders it as HTML (`<img src=x onerror=...>`, `<script>`), for pages that
                         must show server text as text
+  schemas               tools with schemas to check a client's checks: `sum_ok` (outputSchema
+                        {sum: number}, structuredContent {sum: 3}), `sum_bad` (the same schema,
+                        {sum: "three"}), `sum_none` (the same schema, no structuredContent), `strict`
+                        (inputSchema: `path` a non-empty string, required, `count` an integer >= 1, no
+                        other properties; answers `strict call #N: <arguments>`, N counting every call
+                        of it that arrived), `bomb` (an inputSchema whose $defs refer twice per level,
+                        40 levels: a client that follows them hangs) and `far` (an inputSchema with an
+                        external $ref to 127.0.0.1:9); `bomb` and `far` answer like `strict`
   evil-names            a tool whose name and description hold terminal escape sequences and a
                         bidi override (for clients that print server text)
   big-stdout [MB]       tools/call `big` -> a whole result line of about MB: one text of BIG_UNIT
@@ -93,7 +101,25 @@ EVIL_TOOL = "\x1b[31mred\x1b[0m"
 # html-text: what a browser would run if a page rendered the description as HTML.
 TOOLS["render"] = ('<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
                    'Renders <b>bold</b> text.')
-STDIO_MODES = {"big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
+SUM_SCHEMA = {"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}
+STRICT_SCHEMA = {"type": "object", "properties": {"path": {"type": "string", "minLength": 1},
+                                                   "count": {"type": "integer", "minimum": 1}},
+                 "required": ["path"], "additionalProperties": False}
+BOMB_DEFS = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]} for i in range(40)}
+BOMB_DEFS["d40"] = {"type": "string"}
+# schemas: name -> (description, inputSchema, outputSchema or None)
+SCHEMA_TOOLS = {
+    "sum_ok": ("Adds; structured result {sum}.", {"type": "object"}, SUM_SCHEMA),
+    "sum_bad": ("Adds; structured result {sum} (it sends a string).", {"type": "object"}, SUM_SCHEMA),
+    "sum_none": ("Adds; structured result {sum} (it sends none).", {"type": "object"}, SUM_SCHEMA),
+    "strict": ("Counts files under a path.", STRICT_SCHEMA, None),
+    "bomb": ("A schema that takes exponential time to follow.", {"type": "object", "properties": {
+        "x": {"$ref": "#/$defs/d0"}}, "$defs": BOMB_DEFS}, None),
+    "far": ("A schema that refers outside itself.", {"type": "object", "properties": {
+        "x": {"$ref": "http://127.0.0.1:9/schema.json"}}}, None),
+}
+SCHEMA_CALLS = [0]
+STDIO_MODES = {"schemas": None, "big-stdout": "MB", "flood-stdout": "MB", "flood-stderr": "MB", "bad-utf8-stderr": None, "ignore-eof": "PIDFILE",
                "silent-discover": None, "mute": None, "evil-names": None, "html-text": None}
 HTTP_MODES = {"big-json": "MB", "flood-json": "MB", "flood-json-declared": "MB", "flood-sse": "MB", "endless-sse": None,
               "flood-get": "MB", "retry-zero": None, "no-get-stream": None, "flood-2024": "MB",
@@ -155,6 +181,22 @@ def jsonrpc_answer(msg: dict, era: str, tools: list[str], caps: dict, version: s
 
     if method == "ping":
         return ok({})
+    if method == "tools/list" and any(t in SCHEMA_TOOLS for t in tools):
+        return ok({"tools": [{"name": t, "description": SCHEMA_TOOLS[t][0], "inputSchema": SCHEMA_TOOLS[t][1],
+                              **({"outputSchema": SCHEMA_TOOLS[t][2]} if SCHEMA_TOOLS[t][2] else {})}
+                             if t in SCHEMA_TOOLS else {"name": t, "description": TOOLS[t], "inputSchema": {"type": "object"}}
+                             for t in tools]})
+    if method == "tools/call" and params.get("name") in SCHEMA_TOOLS:
+        name, args = params["name"], params.get("arguments") or {}
+        if name == "sum_ok":
+            return ok({"content": [{"type": "text", "text": '{"sum": 3}'}], "structuredContent": {"sum": 3}})
+        if name == "sum_bad":
+            return ok({"content": [{"type": "text", "text": '{"sum": "three"}'}], "structuredContent": {"sum": "three"}})
+        if name == "sum_none":
+            return ok({"content": [{"type": "text", "text": "3"}]})
+        SCHEMA_CALLS[0] += 1
+        text = f"{name} call #{SCHEMA_CALLS[0]}: {json.dumps(args, sort_keys=True)}"
+        return ok({"content": [{"type": "text", "text": text}]})
     if method == "tools/list":
         return ok({"tools": [{"name": t, "description": TOOLS[t], "inputSchema": {"type": "object", "properties": {}}}
                              for t in tools]})
@@ -195,7 +237,8 @@ def stdio_main(mode: str, arg: str | None, mb: int) -> None:
         os.replace(arg + ".tmp", arg)
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-    tools = ["echo"] + {"big-stdout": ["big"], "flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL], "html-text": ["render"]}.get(mode, [])
+    tools = ["echo"] + {"big-stdout": ["big"], "flood-stdout": ["flood"], "ignore-eof": ["slow"], "evil-names": [EVIL_TOOL], "html-text": ["render"],
+                         "schemas": list(SCHEMA_TOOLS)}.get(mode, [])
     out = fd_writer(1)
     stderr_flood = threading.Thread(target=lambda: (flood(stderr_or_die, mb), stderr_or_die(b"\n")), daemon=True)
     try:

@@ -125,18 +125,30 @@ impl CallTool<'_> {
         }
         let mut options = self.options;
         let (name, arguments, known) = (self.name, self.arguments, self.known);
-        let ui_resource = |inner: &Inner| match &known {
-            Some(e) => e.ui_resource.clone(),
-            None => inner.ui_resource_of(&name),
+        // What the session knows of the tool goes on its result: its UI resource, and
+        // whether its structured output matched its `outputSchema`.
+        let finish = |inner: &Inner, mut r: CallToolResult| {
+            match &known {
+                Some(e) => {
+                    r.ui_resource = e.ui_resource.clone();
+                    if let Some(o) = &e.output {
+                        r.output_check = o.check(&r);
+                    }
+                }
+                None => {
+                    r.ui_resource = inner.ui_resource_of(&name);
+                    if let Some(o) = inner.tool_index.output(&name) {
+                        r.output_check = o.check(&r);
+                    }
+                }
+            }
+            r
         };
         // Answers for a task that paused for input: they go to the task, and the
         // call waits for it.
         if let Some(id) = options.answered_task() {
             return match self.client.task(id).outcome(&options).await? {
-                CallOutcome::Done(mut r) => {
-                    r.ui_resource = ui_resource(inner);
-                    Ok(F::done(r))
-                }
+                CallOutcome::Done(r) => Ok(F::done(finish(inner, r))),
                 CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
             };
         }
@@ -167,10 +179,10 @@ impl CallTool<'_> {
                 .await?
             {
                 Started::Task(task) => match task.outcome(&options).await? {
-                    CallOutcome::Done(r) => Ok(F::done(r)),
+                    CallOutcome::Done(r) => Ok(F::done(finish(inner, r))),
                     CallOutcome::NeedsInput(p) => F::input(&inner.settings.name, p),
                 },
-                Started::Done(result) => Ok(F::done(*result)),
+                Started::Done(result) => Ok(F::done(finish(inner, *result))),
             };
         }
         options.headers = match &known {
@@ -201,9 +213,8 @@ impl CallTool<'_> {
             CallOutcome::Done(v) => v,
             CallOutcome::NeedsInput(p) => return F::input(&inner.settings.name, p),
         };
-        let mut r = CallToolResult::from_value(v)?;
-        r.ui_resource = ui_resource(inner);
-        Ok(F::done(r))
+        let r = CallToolResult::from_value(v)?;
+        Ok(F::done(finish(inner, r)))
     }
 }
 

@@ -10,11 +10,11 @@
 //! resolved when they were listed: their calls do not look the index up at all.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::model::Tool;
+use crate::model::{CallToolResult, OutputCheck, Tool};
 use crate::protocol::TaskSupport;
 use crate::transport::headers::{self, ParamHeader};
 use mcp_runtime_core::lock;
@@ -29,6 +29,64 @@ pub(crate) struct ToolEntry {
     pub(super) ui_resource: Option<String>,
     /// Its `execution.taskSupport` (2025-11-25).
     pub(super) task_support: TaskSupport,
+    /// Its `outputSchema`, compiled when first needed.
+    pub(super) output: Option<Arc<OutputSchema>>,
+}
+
+/// A tool's `outputSchema`, compiled on the first result it checks (a server listing
+/// many tools costs nothing until they are called).
+#[derive(Debug)]
+pub(crate) struct OutputSchema {
+    raw: Value,
+    #[cfg(feature = "schema")]
+    compiled: std::sync::OnceLock<Result<crate::schema::Schema, crate::schema::SchemaError>>,
+}
+
+impl PartialEq for OutputSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl OutputSchema {
+    fn new(raw: Value) -> OutputSchema {
+        OutputSchema {
+            raw,
+            #[cfg(feature = "schema")]
+            compiled: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Checks a result's `structuredContent` against the schema.
+    pub(crate) fn check(&self, result: &CallToolResult) -> OutputCheck {
+        if result.is_error {
+            return OutputCheck::Unchecked;
+        }
+        #[cfg(feature = "schema")]
+        {
+            let schema = match self
+                .compiled
+                .get_or_init(|| crate::schema::Schema::new(&self.raw))
+            {
+                Ok(s) => s,
+                Err(e) => return OutputCheck::Unusable(e.reason().to_owned()),
+            };
+            let Some(structured) = &result.structured_content else {
+                return OutputCheck::Mismatch(
+                    "the tool declares an outputSchema and returned no structuredContent".into(),
+                );
+            };
+            match schema.check(structured) {
+                Ok(()) => OutputCheck::Matched,
+                Err(v) => OutputCheck::Mismatch(crate::schema::describe(&v)),
+            }
+        }
+        #[cfg(not(feature = "schema"))]
+        {
+            let _ = &self.raw;
+            OutputCheck::Unchecked
+        }
+    }
 }
 
 impl ToolEntry {
@@ -43,6 +101,10 @@ impl ToolEntry {
         Ok(ToolEntry {
             headers,
             ui_resource: tool.ui_resource_uri(),
+            output: tool
+                .output_schema
+                .clone()
+                .map(|s| Arc::new(OutputSchema::new(s))),
             task_support: TaskSupport::parse(
                 tool.extra
                     .get("execution")
@@ -156,6 +218,11 @@ impl ToolIndex {
     /// The tool's task support, if the index knows the tool.
     pub(super) fn task_support(&self, tool: &str) -> Option<TaskSupport> {
         lock(&self.state).1.get(tool).map(|e| e.task_support)
+    }
+
+    /// The tool's `outputSchema`, if the index knows one.
+    pub(super) fn output(&self, tool: &str) -> Option<Arc<OutputSchema>> {
+        lock(&self.state).1.get(tool)?.output.clone()
     }
 
     /// The tool's MCP Apps UI resource, if the index knows one.

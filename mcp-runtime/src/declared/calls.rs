@@ -159,6 +159,13 @@ impl Mcp {
         tool: &str,
         result: CallToolResult,
     ) -> Typed<T> {
+        if let crate::model::OutputCheck::Mismatch(why) = &result.output_check {
+            tracing::warn!(server = %self.spec.name, tool, why = %why, "structured output does not match the tool's outputSchema: not read");
+            return Typed {
+                result,
+                output: None,
+            };
+        }
         let output = match &result.structured_content {
             Some(v) if !result.is_error() => match T::deserialize(v) {
                 Ok(t) => Some(t),

@@ -14,7 +14,8 @@ use crate::model::CallToolResult;
 pub struct Typed<T> {
     /// The whole result.
     pub result: CallToolResult,
-    /// `structuredContent` as `T`, when the tool returned it and it matched.
+    /// `structuredContent` as `T`, when the tool returned it, it matched the tool's
+    /// `outputSchema` (or was not checked: `result.output_check`), and it reads as `T`.
     pub output: Option<T>,
 }
 

@@ -221,6 +221,37 @@ pub struct CallToolResult {
     /// render it with this result. Not part of the wire result.
     #[serde(skip)]
     pub ui_resource: Option<String>,
+    /// Whether `structuredContent` matched the tool's `outputSchema` (feature
+    /// `schema`). Not part of the wire result.
+    #[serde(skip)]
+    pub output_check: OutputCheck,
+}
+
+/// What the client found when it checked a result's `structuredContent` against the
+/// tool's `outputSchema` (the specification says clients SHOULD).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OutputCheck {
+    /// Not checked: the tool declares no `outputSchema`, the session does not know
+    /// the tool (it was never listed, nor declared), the result is an error, or the
+    /// crate was built without the `schema` feature.
+    #[default]
+    Unchecked,
+    /// `structuredContent` matches the `outputSchema`.
+    Matched,
+    /// It does not — or the tool declares an `outputSchema` and returned no
+    /// `structuredContent`: why, naming the path and the rule.
+    Mismatch(String),
+    /// The tool's `outputSchema` cannot be checked (it refers outside itself, breaks a
+    /// bound, or is not a schema): why.
+    Unusable(String),
+}
+
+impl OutputCheck {
+    /// True when the structured output was checked and does not match.
+    pub fn is_mismatch(&self) -> bool {
+        matches!(self, OutputCheck::Mismatch(_))
+    }
 }
 
 impl CallToolResult {
@@ -270,6 +301,7 @@ impl CallToolResult {
             meta,
             extra: map,
             ui_resource: None,
+            output_check: OutputCheck::Unchecked,
         })
     }
 }

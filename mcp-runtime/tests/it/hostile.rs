@@ -525,3 +525,58 @@ async fn a_long_result_in_a_json_body_is_held_once() {
     let r = client.call("big", json!({})).await.unwrap();
     check_big(&r, before, "HTTP");
 }
+
+/// A result's `structuredContent` is checked against the tool's `outputSchema` once the
+/// session knows the tool: a match, a mismatch naming the path and the rule, and a
+/// missing structured result are told apart; a declared server's typed call reads no
+/// output that does not match.
+#[tokio::test]
+async fn structured_output_is_checked_against_the_output_schema() {
+    use mcp_runtime::model::OutputCheck;
+    let client = Client::builder()
+        .build(std::sync::Arc::new(mcp_runtime::StdioTransport::new(
+            support::hostile(&["stdio", "schemas"]),
+        )))
+        .unwrap();
+    // Before any list, the session does not know the tool's schema: not checked.
+    let r = client.call("sum_bad", json!({})).await.unwrap();
+    assert_eq!(r.output_check, OutputCheck::Unchecked);
+    client.tools().await.unwrap();
+    let r = client.call("sum_ok", json!({})).await.unwrap();
+    assert_eq!(r.output_check, OutputCheck::Matched);
+    let r = client.call("sum_bad", json!({})).await.unwrap();
+    match &r.output_check {
+        OutputCheck::Mismatch(why) => {
+            assert!(why.contains("at /sum") && why.contains("`type`"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(r.output_check.is_mismatch());
+    let r = client.call("sum_none", json!({})).await.unwrap();
+    match &r.output_check {
+        OutputCheck::Mismatch(why) => assert!(why.contains("no structuredContent"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A tool without an outputSchema is not checked.
+    let r = client.call("echo", json!({"message": "x"})).await.unwrap();
+    assert_eq!(r.output_check, OutputCheck::Unchecked);
+    client.close().await.unwrap();
+
+    // The typed call of a declared server: the same check; a mismatch is not read.
+    let mcp = mcp_runtime::Mcp::builder("hostile")
+        .command(support::hostile_argv(&["stdio", "schemas"]))
+        .build()
+        .unwrap();
+    let ok: mcp_runtime::Typed<serde_json::Value> =
+        mcp.call_typed("sum_ok", &json!({})).await.unwrap();
+    assert_eq!(ok.output, Some(json!({"sum": 3})));
+    assert_eq!(ok.result.output_check, OutputCheck::Matched);
+    let bad: mcp_runtime::Typed<serde_json::Value> =
+        mcp.call_typed("sum_bad", &json!({})).await.unwrap();
+    assert!(bad.result.output_check.is_mismatch());
+    assert_eq!(
+        bad.output, None,
+        "a structured result that does not match is not read"
+    );
+    mcp.close().await.unwrap();
+}
