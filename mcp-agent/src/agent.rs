@@ -42,6 +42,7 @@ mod resume;
 mod retries;
 mod retry_policy;
 mod run;
+mod schemas;
 mod skill_registry;
 mod skill_types;
 mod skills;

@@ -283,7 +283,15 @@ pub(crate) fn tool_result_for_model(r: CallToolResult, max: usize) -> (String, V
             text = s.to_string();
         }
     }
-    (cap(text, max), parts, r.is_error)
+    let mut text = cap(text, max);
+    if let mcp_runtime::model::OutputCheck::Mismatch(why) = &r.output_check {
+        // After the cap: the model always reads it.
+        text.push_str(&format!(
+            "\n[error: the tool's structured result does not match its outputSchema ({}); do not rely on its shape — the tool did run]",
+            crate::error::clip(why, 1000)
+        ));
+    }
+    (text, parts, r.is_error)
 }
 
 /// An image of a tool result: attached, or noted when it is too large.

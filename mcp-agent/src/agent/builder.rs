@@ -397,6 +397,7 @@ impl AgentBuilder {
                 skills: SkillRegistry::new(self.skills, self.skill_approvals),
                 vault: Vault::default(),
                 retry: self.retry,
+                schemas: Default::default(),
             }),
         })
     }

@@ -337,6 +337,23 @@ impl Agent {
             );
             let mut input = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(CallOutcome::Done(r)) => {
+                    match &r.output_check {
+                        mcp_runtime::model::OutputCheck::Mismatch(why) => {
+                            notes.push(Event::OutputMismatch {
+                                server: tool.facts.server.clone(),
+                                tool: call.name.clone(),
+                                reason: why.clone(),
+                            })
+                        }
+                        mcp_runtime::model::OutputCheck::Unusable(why) => {
+                            notes.push(Event::SchemaUnchecked {
+                                server: tool.facts.server.clone(),
+                                tool: call.name.clone(),
+                                reason: format!("outputSchema: {why}"),
+                            })
+                        }
+                        _ => {}
+                    }
                     let (text, parts, is_error) = crate::content::tool_result_for_model(
                         r,
                         self.inner.policy.max_result_size(),

@@ -364,6 +364,42 @@ pub enum Event {
         /// The limit.
         max: u64,
     },
+    /// The model's arguments for a call do not match the tool's `inputSchema`: the
+    /// call was not sent, nor put to the gate or a person; the model reads the
+    /// violations as the call's error result and may call again.
+    ArgumentsInvalid {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The violations (each its path and rule), as the model reads them.
+        violations: String,
+        /// The arguments were a person's edit (an approval that changed them): the
+        /// call is not sent, and the model reads why.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        edited: bool,
+    },
+    /// A tool's schema cannot be checked (it refers outside itself, or breaks a
+    /// bound against hostile schemas): its arguments, or its structured output, went
+    /// unchecked. The call went on through the gate as usual.
+    SchemaUnchecked {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
+    /// A tool's `structuredContent` does not match its `outputSchema` (or is missing):
+    /// the model reads the result with a note saying so.
+    OutputMismatch {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The violations.
+        reason: String,
+    },
     /// The run ended.
     RunFinished,
     /// A piece of the text the model streams as it answers. Delivered live only — to

@@ -49,6 +49,8 @@ pub(super) struct AgentInner {
     pub(super) vault: Vault,
     /// How model calls that failed for a while are tried again.
     pub(super) retry: RetryPolicy,
+    /// The tools' input schemas, compiled.
+    pub(super) schemas: super::schemas::Schemas,
 }
 
 impl fmt::Debug for Agent {

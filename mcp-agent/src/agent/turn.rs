@@ -520,6 +520,18 @@ impl Agent {
                 }
             }
             let tool = tools.get(&call.name);
+            // Arguments that break the tool's schema go nowhere: not to the gate, not
+            // to a person, not to the server; the model reads why.
+            let edited = matches!(call.at, CallState::Approved { person: Some(_) });
+            if let (Some(t), CallState::New | CallState::Approved { person: Some(_) }) =
+                (tool, &call.at)
+            {
+                if let Some(why) = self.invalid_arguments(state, t, &call.arguments, edited) {
+                    let call = state.pending.remove(i);
+                    state.results.push(error_result(call.id, why));
+                    continue;
+                }
+            }
             match &call.at {
                 CallState::New => {
                     let gate = self.inner.policy.gate(state);

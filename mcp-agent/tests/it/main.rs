@@ -267,6 +267,7 @@ mod real_llm;
 mod recovery;
 mod retries;
 mod rollback;
+mod schemas;
 mod seams;
 mod security;
 mod settings;
