@@ -48,6 +48,7 @@ mod skill_types;
 mod skills;
 mod state;
 mod turn;
+mod typed;
 mod vault;
 mod worker;
 
@@ -84,4 +85,5 @@ pub use live::{RunEvent, RunEvents, RunHandle};
 pub use options::{Budget, BudgetLimit, Principal, RunOptions};
 pub use retry_policy::RetryPolicy;
 pub use skill_types::SkillApproval;
+pub use typed::{OutputSpec, TypedOutcome, DEFAULT_REPAIRS};
 pub use worker::{Worker, WorkerOptions};

@@ -54,9 +54,10 @@ mod wire;
 
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, Binding, Budget, BudgetLimit, Conversation, Decision,
-    DecisionAsk, DecisionKind, Event, Expiry, InboxPage, InputAsk, Outcome, Pending, PendingWait,
-    Pin, Principal, RetryPolicy, RunDetail, RunEvent, RunEvents, RunHandle, RunOptions,
-    SkillApproval, Worker, WorkerOptions, MAX_PROGRESS_KEPT,
+    DecisionAsk, DecisionKind, Event, Expiry, InboxPage, InputAsk, Outcome, OutputSpec, Pending,
+    PendingWait, Pin, Principal, RetryPolicy, RunDetail, RunEvent, RunEvents, RunHandle,
+    RunOptions, SkillApproval, TypedOutcome, Worker, WorkerOptions, DEFAULT_REPAIRS,
+    MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
@@ -66,7 +67,7 @@ pub use mcp_runtime as runtime;
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_runtime_macros::attach)):
 /// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.
 pub use mcp_runtime_macros::attach as mcp;
-pub use model::{stream_text, Model, ModelError, ToolChoice, Usage};
+pub use model::{stream_text, Model, ModelError, OutputFormat, ToolChoice, Usage, OUTPUT_TOOL};
 #[cfg(feature = "postgres")]
 pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]

@@ -164,6 +164,40 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
+    /// The shape the final answer must take, in a typed run: the wire asks for it
+    /// the way its provider supports natively (Chat Completions `response_format`
+    /// `json_schema`; Anthropic Messages a tool the model must call to answer). A
+    /// [`Model`] of its own may ignore it: the agent checks the answer either way.
+    pub output: Option<OutputFormat>,
+}
+
+impl ChatRequest {
+    /// A request of `messages`, offering `tools`, with no required answer shape.
+    pub fn new(messages: Vec<Message>, tools: Vec<ToolSpec>) -> ChatRequest {
+        ChatRequest {
+            messages,
+            tools,
+            output: None,
+        }
+    }
+}
+
+/// The name of the tool a wire without a native answer format (Anthropic Messages)
+/// offers for a typed answer: the model calls it with the answer, and the wire hands
+/// the agent its arguments as the answer's text.
+pub const OUTPUT_TOOL: &str = "final_answer";
+
+/// A typed answer's shape, as the wire sends it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputFormat {
+    /// Its name (`[A-Za-z0-9_-]`, at most 64 characters).
+    pub name: String,
+    /// A JSON Schema of an object (a schema of another type is wrapped by the agent
+    /// as the property `value` of one).
+    pub schema: Value,
+    /// The schema meets OpenAI's strict mode (every object closed, every property
+    /// required): the provider may be told to hold the model to it.
+    pub strict: bool,
 }
 
 /// Why the model stopped.

@@ -55,9 +55,22 @@ impl Conversation {
     /// Sends `input` (a prompt, messages, an MCP prompt's or resource's contents):
     /// the first starts the conversation's run, the next follow it up.
     pub async fn send(&mut self, input: impl Into<Input>) -> Result<Outcome> {
+        self.send_as(input.into(), None).await
+    }
+
+    /// Sends `input`, its answer held to `output` (text when `None`).
+    pub(super) async fn send_as(
+        &mut self,
+        input: Input,
+        output: Option<super::typed::OutputSpec>,
+    ) -> Result<Outcome> {
         let outcome = match &self.run {
-            None => self.agent.run(input).await?,
-            Some(run) => self.agent.follow_up(run, input).await?,
+            None => {
+                let mut options = super::options::RunOptions::new();
+                options.output = output;
+                self.agent.run_with_options(input, options).await?
+            }
+            Some(run) => self.agent.follow_up_as(run, input, Some(output)).await?,
         };
         self.run = Some(outcome.run_id().to_owned());
         Ok(outcome)

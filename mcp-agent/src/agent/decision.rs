@@ -90,6 +90,19 @@ pub enum Outcome {
         /// The tokens the run took so far.
         usage: Usage,
     },
+    /// A typed run's final answer did not match its schema, after the repair rounds
+    /// it was given: the run is finished (a [`follow_up`](crate::Agent::follow_up)
+    /// may ask again).
+    InvalidOutput {
+        /// The run.
+        run_id: String,
+        /// The model's last answer, as it gave it.
+        text: String,
+        /// What is wrong with it: not JSON, or the violations (path and rule).
+        reason: String,
+        /// The tokens the run took so far.
+        usage: Usage,
+    },
     /// The run took as many model turns as allowed without finishing.
     StepLimit {
         /// The run.
@@ -131,6 +144,7 @@ impl Outcome {
             | Outcome::Truncated { run_id, .. }
             | Outcome::ApprovalRequired { run_id, .. }
             | Outcome::InputRequired { run_id, .. }
+            | Outcome::InvalidOutput { run_id, .. }
             | Outcome::StepLimit { run_id, .. }
             | Outcome::Expired { run_id, .. }
             | Outcome::BudgetExceeded { run_id, .. } => run_id,
@@ -145,6 +159,7 @@ impl Outcome {
             | Outcome::Truncated { usage, .. }
             | Outcome::ApprovalRequired { usage, .. }
             | Outcome::InputRequired { usage, .. }
+            | Outcome::InvalidOutput { usage, .. }
             | Outcome::StepLimit { usage, .. }
             | Outcome::Expired { usage, .. }
             | Outcome::BudgetExceeded { usage, .. } => *usage,

@@ -400,6 +400,14 @@ pub enum Event {
         /// The violations.
         reason: String,
     },
+    /// A typed run's answer did not match its schema: the model is asked again
+    /// (`repair`), or the run ends with [`Outcome::InvalidOutput`](crate::Outcome::InvalidOutput).
+    OutputInvalid {
+        /// What is wrong (not JSON, or the violations).
+        reason: String,
+        /// The model is asked again.
+        repair: bool,
+    },
     /// The run ended.
     RunFinished,
     /// A piece of the text the model streams as it answers. Delivered live only — to

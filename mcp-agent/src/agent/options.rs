@@ -158,6 +158,9 @@ pub struct RunOptions {
     /// What the run may spend.
     #[serde(default, skip_serializing_if = "Budget::is_unlimited")]
     pub budget: Budget,
+    /// The shape its final answer must take (a typed run): JSON matching a schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<super::typed::OutputSpec>,
 }
 
 impl RunOptions {
@@ -187,6 +190,15 @@ impl RunOptions {
     /// The run may spend at most `budget`.
     pub fn budget(mut self, budget: Budget) -> RunOptions {
         self.budget = budget;
+        self
+    }
+
+    /// The final answer must be JSON matching `spec`'s schema: checked, with repair
+    /// rounds, ending in [`Outcome::InvalidOutput`](crate::Outcome::InvalidOutput)
+    /// when the model cannot give one ([`Agent::run_typed`](crate::Agent::run_typed)
+    /// sets it from a Rust type).
+    pub fn output(mut self, spec: super::typed::OutputSpec) -> RunOptions {
+        self.output = Some(spec);
         self
     }
 

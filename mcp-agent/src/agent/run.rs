@@ -49,6 +49,9 @@ impl Agent {
                 "a run needs input: give it a prompt or messages",
             ));
         }
+        if let Some(spec) = &options.output {
+            spec.checked()?;
+        }
         let mut messages = Vec::new();
         if let Some(s) = &self.inner.system {
             messages.push(Message::text(Role::System, s.clone()));
@@ -81,6 +84,7 @@ impl Agent {
             usage: Usage::default(),
             started_at: super::clock::now_ms(),
             model_calls: 0,
+            output_repairs: 0,
             tool_calls: 0,
             seq: 0,
             saved_as: None,
@@ -107,7 +111,20 @@ impl Agent {
     /// an error for which `is_not_suspended()` is true. An error before anything ran
     /// leaves the run finished as it was.
     pub async fn follow_up(&self, run_id: &str, input: impl Into<Input>) -> Result<Outcome> {
-        let input = input.into();
+        self.follow_up_as(run_id, input.into(), None).await
+    }
+
+    /// [`follow_up`](Self::follow_up), its answer's shape set anew when `output` is
+    /// `Some` (`Some(None)`: text).
+    pub(super) async fn follow_up_as(
+        &self,
+        run_id: &str,
+        input: Input,
+        output: Option<Option<super::typed::OutputSpec>>,
+    ) -> Result<Outcome> {
+        if let Some(Some(spec)) = &output {
+            spec.checked()?;
+        }
         if input.is_empty() {
             return Err(Error::config(
                 "a follow-up needs input: give it a prompt or messages",
@@ -126,6 +143,10 @@ impl Agent {
         let kept = state.clone();
         state.messages.extend(input.messages);
         state.steps = 0;
+        state.output_repairs = 0;
+        if let Some(output) = output {
+            state.options.output = output;
+        }
         // "Always" for the run ended with it: a follow-up asks again (unless the
         // application lets them last).
         if !self.inner.policy.always_outlives_run() {
@@ -322,6 +343,7 @@ impl Agent {
             let request = ChatRequest {
                 messages,
                 tools: offered,
+                output: state.options.output.as_ref().map(|o| o.format()),
             };
             let Some(mut answer) = self.ask_model(state, &request).await? else {
                 // The deadline came while a retry waited.
@@ -417,6 +439,37 @@ impl Agent {
             }
             let calls = sendable;
             if calls.is_empty() && state.results.is_empty() {
+                let text = match state.options.output.clone() {
+                    None => text,
+                    Some(spec) => match spec.read(&text) {
+                        Ok(json) => json,
+                        Err(reason) => {
+                            let repair = state.output_repairs < spec.repair_rounds();
+                            let event = Event::OutputInvalid {
+                                reason: reason.clone(),
+                                repair,
+                            };
+                            self.event(state, event);
+                            if repair {
+                                // The model reads what is wrong, and answers again.
+                                state.output_repairs += 1;
+                                state.messages.push(Message::text(
+                                    Role::User,
+                                    format!("Your final answer does not match the required output `{}`: {reason}. Answer again with only a JSON value that matches it.", spec.name()),
+                                ));
+                                continue;
+                            }
+                            self.event(state, Event::RunFinished);
+                            self.save(state, RunStatus::Finished).await?;
+                            return Ok(Outcome::InvalidOutput {
+                                run_id: state.id.clone(),
+                                text,
+                                reason,
+                                usage: state.usage,
+                            });
+                        }
+                    },
+                };
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::Finished {

@@ -248,6 +248,10 @@ pub(super) struct RunState {
     /// The model calls the run made (answered), across resumes and follow-ups.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) model_calls: u64,
+    /// The repair rounds a typed answer took since the model was last asked by a
+    /// person (a follow-up starts again at 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) output_repairs: u64,
     /// The tool calls the run sent (a call sent again with input a server asked for
     /// counts again).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -14,6 +14,7 @@ use super::fields::{arguments_from_text, count, string};
 use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
+    OUTPUT_TOOL,
 };
 
 /// This wire's name, in what it refuses.
@@ -76,6 +77,7 @@ impl Wire for Messages {
     const PATH: &'static str = "/v1/messages";
     const URL_FIRST: bool = true;
     type Stream = MessageStream;
+    const OUTPUT_BY_TOOL: bool = true;
 
     fn endpoint(&self) -> &Endpoint {
         &self.endpoint
@@ -162,6 +164,20 @@ impl Wire for Messages {
                 v
             })
             .collect();
+        // A typed answer: a tool the model must call to answer (the Messages API has
+        // no answer format of its own); the skeleton hands its input back as text.
+        if let Some(o) = &request.output {
+            if request.tools.iter().any(|t| t.name == OUTPUT_TOOL) {
+                return Err(unsupported(
+                    "a typed answer while a server offers a tool named `final_answer`",
+                ));
+            }
+            tools.push(json!({
+                "name": OUTPUT_TOOL,
+                "description": format!("Give your final answer ({}): call this, with the answer as its input, when you are done; do not answer in text.", o.name),
+                "input_schema": o.schema,
+            }));
+        }
         // Deferred tools are found by the provider's own tool search.
         if request.tools.iter().any(|t| t.defer) {
             tools.push(
@@ -203,6 +219,8 @@ impl Wire for Messages {
             }
             body["tools"] = Value::Array(tools);
             let mut choice = match st.tool_choice_for(request) {
+                // A typed answer: some tool, the answer's at the latest.
+                _ if request.output.is_some() => json!({"type": "any"}),
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
@@ -530,6 +548,7 @@ mod tests {
                     defer: true,
                 },
             ],
+            output: None,
         };
         let body = m.body(&req).unwrap();
         // A tool result's image goes inside the tool_result.
@@ -544,6 +563,7 @@ mod tests {
                 content: vec![b],
             }],
             tools: vec![],
+            output: None,
         };
         let pdf = m
             .body(&with(Block::File {

@@ -157,6 +157,10 @@ impl Wire for ChatCompletions {
         if let Some(e) = &self.reasoning_effort {
             body["reasoning_effort"] = json!(e);
         }
+        if let Some(o) = &request.output {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                "name": o.name, "schema": o.schema, "strict": o.strict}});
+        }
         if !request.tools.is_empty() {
             body["tools"] = request
                 .tools
@@ -458,6 +462,7 @@ mod tests {
                 input_schema: json!({"type": "object"}),
                 defer: false,
             }],
+            output: None,
         };
         let body = m.body(&req).unwrap();
         assert_eq!(body["model"], "some-model");
@@ -521,6 +526,7 @@ mod tests {
                 },
             ],
             tools: vec![],
+            output: None,
         };
         let body = m.body(&req).unwrap();
         let parts = &body["messages"][0]["content"];
@@ -562,6 +568,7 @@ mod tests {
                 },
             ],
             tools: vec![],
+            output: None,
         };
         let body = m.body(&split).unwrap();
         let roles: Vec<&str> = body["messages"]
@@ -583,6 +590,7 @@ mod tests {
                     }],
                 }],
                 tools: vec![],
+                output: None,
             })
             .unwrap_err();
         assert!(

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::endpoint::Endpoint;
 use super::errors::ErrorReply;
 use super::http::{replay_events, Answer};
-use crate::model::{text_sink, ChatRequest, ChatResponse, ModelError};
+use crate::model::{text_sink, Block, ChatRequest, ChatResponse, ModelError, Stop, OUTPUT_TOOL};
 
 /// Called with each piece of streamed text.
 pub(crate) type OnText<'a> = Option<&'a (dyn Fn(&str) + Send + Sync)>;
@@ -31,6 +31,9 @@ pub(crate) trait Wire: Sized + Send + Sync {
     const URL_FIRST: bool;
     /// How this provider's streamed answer is put together.
     type Stream: Stream;
+    /// A typed answer comes as a call of [`OUTPUT_TOOL`] (the provider has no answer
+    /// format of its own): [`complete`] turns the call into the answer's text.
+    const OUTPUT_BY_TOOL: bool = false;
 
     /// The endpoint: URL, model, key, settings, client.
     fn endpoint(&self) -> &Endpoint;
@@ -80,9 +83,39 @@ pub(crate) async fn complete<W: Wire>(
     w: &W,
     request: &ChatRequest,
 ) -> Result<ChatResponse, ModelError> {
-    exchange(w, request)
+    let mut answer = exchange(w, request)
         .await
-        .map_err(|e| w.endpoint().redact(e))
+        .map_err(|e| w.endpoint().redact(e))?;
+    if W::OUTPUT_BY_TOOL && request.output.is_some() {
+        answer_from_output_tool(&mut answer);
+    }
+    Ok(answer)
+}
+
+/// The call of [`OUTPUT_TOOL`] in `answer` becomes its text (the typed answer); with
+/// no other call, the model has answered.
+fn answer_from_output_tool(answer: &mut ChatResponse) {
+    let mut found = false;
+    for block in &mut answer.message.content {
+        if let Block::ToolCall {
+            name, arguments, ..
+        } = block
+        {
+            if name == OUTPUT_TOOL {
+                let text = arguments.to_string();
+                *block = Block::Text { text };
+                found = true;
+            }
+        }
+    }
+    let calls = answer
+        .message
+        .content
+        .iter()
+        .any(|b| matches!(b, Block::ToolCall { .. }));
+    if found && !calls && answer.stop == Stop::ToolCalls {
+        answer.stop = Stop::End;
+    }
 }
 
 /// One request and its answer (errors not yet cleared of secrets).

@@ -276,6 +276,7 @@ mod store_suite;
 mod suspension;
 mod teardown;
 mod traces;
+mod typed;
 mod watch;
 mod web_api;
 mod workers;

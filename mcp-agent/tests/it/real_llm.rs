@@ -29,6 +29,7 @@ fn ask(tools: bool) -> ChatRequest {
         } else {
             Vec::new()
         },
+        output: None,
     }
 }
 

@@ -1,0 +1,125 @@
+//! Typed answers through the agent loop, on both built-in wires: the schema asked of
+//! the model natively (Chat Completions `response_format`, Anthropic Messages a tool
+//! it must call), tools working during the run (a real server-filesystem), a wrong
+//! answer repaired once by telling the model what is wrong, and a model that never
+//! gives one ending in `Outcome::InvalidOutput` with its raw text.
+
+use mcp_agent::{Agent, ChatCompletions, Event, Messages, Outcome, OUTPUT_TOOL};
+use serde_json::{json, Value};
+
+use crate::{filesystem, scratch, ModelServer};
+
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Listing {
+    /// The files found.
+    files: Vec<String>,
+}
+
+fn model(wire: &str, scripted: &ModelServer) -> Box<dyn mcp_agent::Model> {
+    if wire == "chat" {
+        Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap())
+    } else {
+        Box::new(Messages::new(scripted.url(), "fake").unwrap())
+    }
+}
+
+/// A final answer, as each wire carries a typed one.
+fn answer(wire: &str, value: Value) -> Value {
+    if wire == "chat" {
+        json!({"text": value.to_string()})
+    } else {
+        json!({"tool_calls": [{"name": OUTPUT_TOOL, "arguments": value}]})
+    }
+}
+
+#[tokio::test]
+async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
+    for wire in ["chat", "messages"] {
+        let dir = scratch(&format!("typed-{wire}"));
+        let files = dir.join("files");
+        std::fs::create_dir_all(&files).unwrap();
+        std::fs::write(files.join("a.txt"), "A").unwrap();
+        let files = files.canonicalize().unwrap();
+        let scripted = ModelServer::scripted(
+            &dir,
+            json!([
+                {"tool_calls": [{"name": "list_directory", "arguments": {"path": files.display().to_string()}}]},
+                answer(wire, json!({"files": 1})),
+                answer(wire, json!({"files": ["a.txt"]}))
+            ]),
+        );
+        let agent = Agent::builder()
+            .model(model(wire, &scripted))
+            .server(filesystem(&files))
+            .allow(["list_directory"])
+            .build()
+            .unwrap();
+        let typed = agent.run_typed::<Listing>("list the files").await.unwrap();
+        assert_eq!(
+            typed.value,
+            Some(Listing {
+                files: vec!["a.txt".into()]
+            }),
+            "{wire}: {:?}",
+            typed.outcome
+        );
+        let Outcome::Finished { run_id, text, .. } = &typed.outcome else {
+            panic!("{:?}", typed.outcome)
+        };
+        assert_eq!(text, r#"{"files":["a.txt"]}"#);
+        let requests = scripted.requests();
+        assert_eq!(requests.len(), 3, "{wire}");
+        let first = &requests[0]["body"];
+        if wire == "chat" {
+            let format = &first["response_format"];
+            assert_eq!(format["type"], "json_schema", "{first}");
+            assert_eq!(format["json_schema"]["name"], "Listing");
+            assert_eq!(format["json_schema"]["strict"], true);
+            assert_eq!(
+                format["json_schema"]["schema"]["properties"]["files"]["type"],
+                "array"
+            );
+        } else {
+            let tools = first["tools"].as_array().unwrap();
+            let output = tools.iter().find(|t| t["name"] == OUTPUT_TOOL).unwrap();
+            assert_eq!(output["input_schema"]["required"], json!(["files"]));
+            assert_eq!(first["tool_choice"]["type"], "any");
+        }
+        // The tool ran (its result reached the model), and the repair said what was
+        // wrong, where.
+        let second = requests[1]["body"].to_string();
+        assert!(second.contains("a.txt"), "{wire}: {second}");
+        let third = requests[2]["body"].to_string();
+        assert!(
+            third.contains("does not match the required output `Listing`")
+                && third.contains("at /files"),
+            "{wire}: {third}"
+        );
+        let events = agent.events(run_id).await.unwrap();
+        let invalid: Vec<bool> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::OutputInvalid { repair, .. } => Some(*repair),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(invalid, [true], "{wire}");
+
+        // A model that answers in prose, again and again: one repair, then the run
+        // ends saying why, with the raw text.
+        let prose_dir = dir.join("prose");
+        std::fs::create_dir_all(&prose_dir).unwrap();
+        let prose =
+            ModelServer::scripted(&prose_dir, json!([{"text": "There is one file, a.txt."}]));
+        let agent = Agent::builder().model(model(wire, &prose)).build().unwrap();
+        let typed = agent.run_typed::<Listing>("list the files").await.unwrap();
+        assert!(typed.value.is_none());
+        let Outcome::InvalidOutput { text, reason, .. } = &typed.outcome else {
+            panic!("{wire}: {:?}", typed.outcome)
+        };
+        assert_eq!(text, "There is one file, a.txt.");
+        assert!(reason.contains("not JSON"), "{reason}");
+        assert_eq!(prose.requests().len(), 2, "{wire}: one repair round");
+    }
+}
