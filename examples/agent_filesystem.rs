@@ -10,6 +10,7 @@
 //! cargo run -p examples --example agent_filesystem -- ... --stream DIR "PROMPT"                               # streamed text to stdout as it arrives
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --resume RUN_ID --decision DECISION_ID --approve --record   # records the decision and exits; a worker runs it
 //! cargo run -p examples --example agent_filesystem -- [--store URL] [--mode M] [--allow NAME]... --worker DIR   # a worker on the store until Ctrl-C
+//! cargo run -p examples --example agent_filesystem -- ... --output-schema FILE DIR "PROMPT"                   # the answer as one line of JSON matching the JSON Schema in FILE, or exit 1 saying why not
 //! cargo run -p examples --example agent_filesystem -- [--store URL] --status RUN_ID                              # prints status=<running|suspended|finished|failed|cancelled> (suspended: and a `pending run=… tool=… decision=…` line per call)
 //! ```
 //!
@@ -37,7 +38,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use mcp_agent::{
-    Agent, Decision, Mode, Model, Outcome, RunOptions, RunStatus, RunStore, WorkerOptions,
+    Agent, Decision, Mode, Model, Outcome, OutputSpec, RunOptions, RunStatus, RunStore,
+    WorkerOptions,
 };
 use mcp_runtime::Mcp;
 
@@ -60,6 +62,8 @@ struct Args {
     prompt: Option<String>,
     /// `--tenant NAME`: the tenant a new run belongs to.
     tenant: Option<String>,
+    /// `--output-schema FILE`: the answer must be JSON matching this schema.
+    output_schema: Option<String>,
 }
 
 struct Resume {
@@ -84,6 +88,7 @@ fn parse() -> Result<Args, String> {
         dir: None,
         prompt: None,
         tenant: None,
+        output_schema: None,
     };
     let mut approve: Option<bool> = None;
     let mut resume: Option<String> = None;
@@ -104,6 +109,7 @@ fn parse() -> Result<Args, String> {
             "--continue" => a.follow = Some(value("--continue")?),
             "--stream" => a.stream = true,
             "--tenant" => a.tenant = Some(value("--tenant")?),
+            "--output-schema" => a.output_schema = Some(value("--output-schema")?),
             "--worker" => a.worker = true,
             "--status" => a.status = Some(value("--status")?),
             "--record" => record = true,
@@ -164,6 +170,12 @@ fn parse() -> Result<Args, String> {
     }
     if a.follow.is_some() && a.resume.is_some() {
         return Err("--continue and --resume do not go together".into());
+    }
+    if a.output_schema.is_some() && (a.resume.is_some() || a.worker || a.status.is_some()) {
+        return Err("--output-schema goes with a new run or --continue".into());
+    }
+    if a.output_schema.is_some() && a.stream {
+        return Err("--output-schema prints one line of JSON: it does not go with --stream".into());
     }
     if a.tenant.is_some() && (a.follow.is_some() || a.resume.is_some()) {
         return Err("--tenant goes with a new run (a run keeps the tenant it started with)".into());
@@ -292,17 +304,31 @@ async fn main_inner() -> Result<(), String> {
         agent.close().await.map_err(|e| e.to_string())?;
         return done.map_err(|e| e.to_string());
     }
+    // `--output-schema FILE`: a typed answer (JSON matching the schema in FILE).
+    let output = match &args.output_schema {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+            let schema: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| format!("{file}: not JSON: {e}"))?;
+            Some(OutputSpec::new("answer", schema).map_err(|e| format!("{file}: {e}"))?)
+        }
+        None => None,
+    };
     let outcome = match (&args.resume, &args.prompt) {
         (Some(r), _) => agent.resume(&r.run, &r.decision, decision_of(r)).await,
-        (None, Some(prompt)) => match &args.follow {
-            Some(run) => agent.follow_up(run, prompt).await,
-            None => match &args.tenant {
-                Some(t) => {
-                    let options = RunOptions::new().tenant(t.clone());
-                    agent.run_with_options(prompt, options).await
+        (None, Some(prompt)) => match (&args.follow, output) {
+            (Some(run), None) => agent.follow_up(run, prompt).await,
+            (Some(run), Some(spec)) => agent.follow_up_shaped(run, prompt, spec).await,
+            (None, output) => {
+                let mut options = RunOptions::new();
+                if let Some(t) = &args.tenant {
+                    options = options.tenant(t.clone());
                 }
-                None => agent.run(prompt).await,
-            },
+                if let Some(spec) = output {
+                    options = options.output(spec);
+                }
+                agent.run_with_options(prompt, options).await
+            }
         },
         _ => unreachable!("parse gives a prompt or a run"),
     }
@@ -357,6 +383,11 @@ async fn main_inner() -> Result<(), String> {
         Outcome::StepLimit { run_id, .. } => {
             println!("run {run_id} stopped at the step limit");
             eprintln!("run={run_id}");
+        }
+        Outcome::InvalidOutput { run_id, reason, .. } => {
+            eprintln!("run={run_id}");
+            agent.close().await.map_err(|e| e.to_string())?;
+            return Err(format!("the answer does not match the output schema: {reason}"));
         }
         other => println!("{other:?}"),
     }

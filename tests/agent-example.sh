@@ -55,7 +55,12 @@ cat >"$work/script.json" <<JSON
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/worker.txt", "content": "by the worker"}}]},
  {"echo_tools": true},
  {"tool_calls": [{"name": "write_file", "arguments": {"path": "$work/files/inbox.txt", "content": "from the inbox"}}]},
- {"echo_tools": true}]
+ {"echo_tools": true},
+ {"tool_calls": [{"name": "list_directory", "arguments": {"path": "$work/files"}}]},
+ {"text": "{\"files\": 3}"},
+ {"text": "\`\`\`json\n{\"files\": [\"allowed.txt\"]}\n\`\`\`"},
+ {"text": "There are a few files."},
+ {"text": "Still prose."}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
 model_pid=$!
@@ -207,9 +212,25 @@ for _ in $(seq 1 1200); do [[ -e "$work/files/inbox.txt" ]] && break; sleep 0.1;
 kill -INT "$inbox_pid"; wait "$inbox_pid" || fail "agent_inbox did not stop cleanly: $(cat "$work/inbox.err")"
 inbox_pid=""
 
+# --output-schema: the answer is one line of JSON matching the schema (a wrong answer
+# repaired once, tools working meanwhile), or the run exits 1 saying why not.
+cat >"$work/listing.json" <<'JSON'
+{"type": "object", "properties": {"files": {"type": "array", "items": {"type": "string"}}},
+ "required": ["files"], "additionalProperties": false}
+JSON
+out="$(run --output-schema "$work/listing.json" "$work/files" "list the files as JSON" 2>"$work/err")" || fail "--output-schema: $(cat "$work/err")"
+[[ "$out" == '{"files":["allowed.txt"]}' ]] || fail "--output-schema printed: $out"
+if out="$(run --output-schema "$work/listing.json" "$work/files" "list them again" 2>"$work/err")"; then
+  fail "--output-schema: prose was taken as the answer: $out"
+fi
+grep -q 'does not match the output schema: the answer is not JSON' "$work/err" || fail "--output-schema: the failure does not say why: $(cat "$work/err")"
+echo '{"$ref": "https://127.0.0.1:9/s.json"}' >"$work/far.json"
+if err="$(run --output-schema "$work/far.json" "$work/files" "x" 2>&1)"; then fail "--output-schema took a schema that refers outside itself"; fi
+grep -q 'does not point into the schema itself' <<<"$err" || fail "--output-schema: the refusal does not say why: $err"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, agent_inbox, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, agent_inbox, --output-schema, missing model: ok"

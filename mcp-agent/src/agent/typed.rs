@@ -333,6 +333,21 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// [`follow_up`](Self::follow_up) whose answer is held to `spec` (from then on in
+    /// this run, until a follow-up says otherwise): for a schema that is data (a
+    /// file, a request), not a Rust type.
+    pub async fn follow_up_shaped(
+        &self,
+        run_id: &str,
+        input: impl Into<Input>,
+        spec: OutputSpec,
+    ) -> Result<Outcome> {
+        self.follow_up_as(run_id, input.into(), Some(Some(spec)))
+            .await
+    }
+}
+
 impl Conversation {
     /// Sends `input` as [`send`](Self::send) does, this answer held to `T`'s schema
     /// (each send says its own: a plain `send` after it answers in text).
