@@ -387,7 +387,9 @@ async fn main_inner() -> Result<(), String> {
         Outcome::InvalidOutput { run_id, reason, .. } => {
             eprintln!("run={run_id}");
             agent.close().await.map_err(|e| e.to_string())?;
-            return Err(format!("the answer does not match the output schema: {reason}"));
+            return Err(format!(
+                "the answer does not match the output schema: {reason}"
+            ));
         }
         other => println!("{other:?}"),
     }

@@ -276,6 +276,37 @@ pub fn uri_template(data: &[u8]) {
     });
 }
 
+/// A JSON Schema and a value (schema NUL value): a hostile schema is refused or
+/// checked within bounds; `is_valid` and `check` agree; a check reports at most
+/// `MAX_VIOLATIONS`, each clipped.
+pub fn schema(data: &[u8]) {
+    use mcp_runtime::schema::{Schema, MAX_VIOLATIONS};
+    let Some(t) = text(data) else { return };
+    let (schema, value) = t.split_once('\0').unwrap_or((t, "null"));
+    let (Ok(schema), Ok(value)) = (
+        serde_json::from_str::<serde_json::Value>(schema),
+        serde_json::from_str::<serde_json::Value>(value),
+    ) else {
+        return;
+    };
+    bounded(data.len(), || {
+        let Ok(compiled) = Schema::new(&schema) else {
+            return;
+        };
+        let valid = compiled.is_valid(&value);
+        match compiled.check(&value) {
+            Ok(()) => assert!(valid, "check passed what is_valid refused"),
+            Err(v) => {
+                assert!(!valid, "check refused what is_valid passed");
+                assert!(!v.is_empty() && v.len() <= MAX_VIOLATIONS);
+                for one in &v {
+                    assert!(one.message.len() <= 310 && one.path.len() <= 310);
+                }
+            }
+        }
+    });
+}
+
 /// A Chat Completions answer.
 pub fn openai_answer(data: &[u8]) {
     bounded(data.len(), || {
@@ -331,4 +362,5 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("anthropic_answer", anthropic_answer),
     ("anthropic_stream", anthropic_stream),
     ("stored_run", stored_run),
+    ("schema", schema),
 ];
