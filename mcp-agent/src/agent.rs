@@ -31,6 +31,7 @@ mod decision;
 mod detail;
 mod events;
 mod handle;
+mod hooks;
 mod host;
 mod ids;
 mod inbox;
@@ -81,6 +82,7 @@ pub use decision::{
 pub use detail::RunDetail;
 pub use events::Event;
 pub use handle::{Agent, MAX_PROGRESS_KEPT};
+pub use hooks::{AnswerCheck, BeforeCall, CallInfo, CallResult, MAX_ANSWER_RETRIES};
 pub use live::{RunEvent, RunEvents, RunHandle};
 pub use options::{Budget, BudgetLimit, Principal, RunOptions};
 pub use retry_policy::RetryPolicy;

@@ -53,11 +53,11 @@ pub mod web;
 mod wire;
 
 pub use agent::{
-    Agent, AgentBuilder, Allowance, Always, Binding, Budget, BudgetLimit, Conversation, Decision,
-    DecisionAsk, DecisionKind, Event, Expiry, InboxPage, InputAsk, Outcome, OutputSpec, Pending,
-    PendingWait, Pin, Principal, RetryPolicy, RunDetail, RunEvent, RunEvents, RunHandle,
-    RunOptions, SkillApproval, TypedOutcome, Worker, WorkerOptions, DEFAULT_REPAIRS,
-    MAX_PROGRESS_KEPT,
+    Agent, AgentBuilder, Allowance, Always, AnswerCheck, BeforeCall, Binding, Budget, BudgetLimit,
+    CallInfo, CallResult, Conversation, Decision, DecisionAsk, DecisionKind, Event, Expiry,
+    InboxPage, InputAsk, Outcome, OutputSpec, Pending, PendingWait, Pin, Principal, RetryPolicy,
+    RunDetail, RunEvent, RunEvents, RunHandle, RunOptions, SkillApproval, TypedOutcome, Worker,
+    WorkerOptions, DEFAULT_REPAIRS, MAX_ANSWER_RETRIES, MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};

@@ -16,6 +16,7 @@ use super::callbacks::{Callbacks, ContextFn};
 use super::decision::{AuthorizeFn, DecisionAsk, Expiry, InputAsk, InputFn};
 use super::events::{Event, EventFn};
 use super::handle::{Agent, AgentInner};
+use super::hooks::{AnswerCheck, BeforeCall, CallInfo, CallResult};
 use super::host::{Host, Servers};
 use super::integrity::IntegrityKey;
 use super::policy::{AgentPolicy, Limits, Reach};
@@ -39,6 +40,7 @@ pub struct AgentBuilder {
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
     authorize: Option<AuthorizeFn>,
+    hooks: super::hooks::Hooks,
     trace_content: bool,
     defer: Vec<(String, Deferral)>,
     skills: bool,
@@ -196,6 +198,45 @@ impl AgentBuilder {
     /// spans either way.
     pub fn trace_content(mut self, on: bool) -> Self {
         self.trace_content = on;
+        self
+    }
+    /// Called with each call the gate let through (a person's approval included),
+    /// before it is sent: [`BeforeCall::Continue`] sends it;
+    /// [`BeforeCall::Rewrite`] replaces its arguments — checked against the tool's
+    /// schema and put through the gate again, so a person who must approve sees the
+    /// rewritten call; [`BeforeCall::Refuse`] does not send it, and the model reads
+    /// the reason. Called once per call (a rewritten call is not hooked again). A hook
+    /// that panics refuses its call; the run goes on.
+    pub fn before_call(
+        mut self,
+        f: impl Fn(CallInfo<'_>) -> BeforeCall + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.before = Some(Arc::new(f));
+        self
+    }
+    /// Called with each tool result before the model reads it (and before the run
+    /// keeps it): what it returns is what the model reads and the store keeps — to
+    /// redact, cut or transform. Images of the result are kept as they are. A hook
+    /// that panics withholds the result (the model reads that it failed).
+    pub fn after_call(
+        mut self,
+        f: impl Fn(CallInfo<'_>, CallResult) -> CallResult + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.after = Some(Arc::new(f));
+        self
+    }
+    /// Called with the run's id and its final answer (a typed run's, once it matched
+    /// its schema): [`AnswerCheck::Accept`] finishes the run;
+    /// [`AnswerCheck::Retry`] sends the model back with the reason (at most
+    /// [`MAX_ANSWER_RETRIES`](crate::MAX_ANSWER_RETRIES) times in a row);
+    /// [`AnswerCheck::Fail`] finishes it with
+    /// [`Outcome::InvalidOutput`](crate::Outcome::InvalidOutput). A hook that panics
+    /// fails the answer.
+    pub fn check_answer(
+        mut self,
+        f: impl Fn(&str, &str) -> AnswerCheck + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.answer = Some(Arc::new(f));
         self
     }
     /// Called with each event of every run (the run's id, the event).
@@ -388,12 +429,16 @@ impl AgentBuilder {
                     self.on_expiry,
                 ),
                 servers: Attached::new(self.servers, host, self.required, self.defer),
-                callbacks: Arc::new(Callbacks::new(
-                    self.on_event,
-                    self.on_input,
-                    self.on_context,
-                    self.authorize,
-                )),
+                callbacks: Arc::new({
+                    let mut callbacks = Callbacks::new(
+                        self.on_event,
+                        self.on_input,
+                        self.on_context,
+                        self.authorize,
+                    );
+                    callbacks.hooks = self.hooks;
+                    callbacks
+                }),
                 skills: SkillRegistry::new(self.skills, self.skill_approvals),
                 vault: Vault::default(),
                 retry: self.retry,
@@ -418,6 +463,7 @@ impl Agent {
             on_event: Vec::new(),
             on_input: Vec::new(),
             authorize: None,
+            hooks: Default::default(),
             on_context: None,
             trace_content: false,
             defer: Vec::new(),

@@ -218,6 +218,21 @@ impl Agent {
             state.ran += 1;
             out[*slot] = Some(match end {
                 CallEnd::Done(content, parts, is_error) => {
+                    let info = super::hooks::CallInfo {
+                        run_id: &state.id,
+                        server: &tool.facts.server,
+                        tool: &call.name,
+                        arguments: &call.arguments,
+                    };
+                    let (result, hooked) = self
+                        .inner
+                        .callbacks
+                        .hooks
+                        .after(info, super::hooks::CallResult::new(content, is_error));
+                    let (content, is_error) = (result.text, result.is_error);
+                    if let Some(event) = hooked {
+                        self.event(state, event);
+                    }
                     self.event(
                         state,
                         Event::AfterToolResult {

@@ -21,6 +21,8 @@ pub(super) struct Callbacks {
     on_input: Vec<InputFn>,
     on_context: Option<ContextFn>,
     authorize: Option<AuthorizeFn>,
+    /// The hooks on calls and answers.
+    pub(super) hooks: super::hooks::Hooks,
 }
 
 impl Callbacks {
@@ -36,6 +38,7 @@ impl Callbacks {
             on_input,
             on_context,
             authorize,
+            hooks: Default::default(),
         }
     }
 

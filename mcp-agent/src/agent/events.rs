@@ -408,6 +408,21 @@ pub enum Event {
         /// The model is asked again.
         repair: bool,
     },
+    /// An application hook's word (`before_call`: `continue`, `rewrite`, `refuse`;
+    /// `after_call`: `unchanged`, `changed`, `panicked`; `check_answer`: `accept`,
+    /// `retry`, `fail`).
+    Hook {
+        /// Which hook.
+        hook: String,
+        /// The tool, for a call's hooks.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        /// What it said.
+        outcome: String,
+        /// Its reason, when it gave one (at most 1000 characters kept).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// The run ended.
     RunFinished,
     /// A piece of the text the model streams as it answers. Delivered live only — to

@@ -85,6 +85,7 @@ impl Agent {
             started_at: super::clock::now_ms(),
             model_calls: 0,
             output_repairs: 0,
+            answer_retries: 0,
             tool_calls: 0,
             seq: 0,
             saved_as: None,
@@ -144,6 +145,7 @@ impl Agent {
         state.messages.extend(input.messages);
         state.steps = 0;
         state.output_repairs = 0;
+        state.answer_retries = 0;
         if let Some(output) = output {
             state.options.output = output;
         }
@@ -296,6 +298,11 @@ impl Agent {
             self.gate_turn(state, &tools, &mut skills).await?;
             if state.pending.iter().any(|c| c.at.awaits_person()) {
                 return self.suspend(state).await;
+            }
+            // The application's `before_call` hook: a rewritten call goes through the
+            // schema and the gate again.
+            if self.hook_calls(state, &tools) {
+                continue;
             }
             if state.pending.iter().any(|c| {
                 matches!(
@@ -470,6 +477,38 @@ impl Agent {
                         }
                     },
                 };
+                if let Some((said, event)) = self.inner.callbacks.hooks.answer(&state.id, &text) {
+                    self.event(state, event);
+                    let reason = match said {
+                        super::hooks::AnswerCheck::Retry(why)
+                            if state.answer_retries < super::hooks::MAX_ANSWER_RETRIES =>
+                        {
+                            // The model reads why, and answers again.
+                            state.answer_retries += 1;
+                            state.messages.push(Message::text(
+                                Role::User,
+                                format!("Your answer was not accepted: {why}. Answer again."),
+                            ));
+                            continue;
+                        }
+                        super::hooks::AnswerCheck::Retry(why) => Some(format!(
+                            "not accepted after {} retries: {why}",
+                            super::hooks::MAX_ANSWER_RETRIES
+                        )),
+                        super::hooks::AnswerCheck::Fail(why) => Some(why),
+                        _ => None,
+                    };
+                    if let Some(reason) = reason {
+                        self.event(state, Event::RunFinished);
+                        self.save(state, RunStatus::Finished).await?;
+                        return Ok(Outcome::InvalidOutput {
+                            run_id: state.id.clone(),
+                            text,
+                            reason: crate::error::clip(&reason, 1000),
+                            usage: state.usage,
+                        });
+                    }
+                }
                 self.event(state, Event::RunFinished);
                 self.save(state, RunStatus::Finished).await?;
                 return Ok(Outcome::Finished {
@@ -488,6 +527,7 @@ impl Agent {
                         at: CallState::New,
                         key: random_id()?,
                         round: 0,
+                        hooked: false,
                     })
                 })
                 .collect::<Result<_>>()?;

@@ -44,6 +44,9 @@ pub(super) struct PendingCall {
     /// How many times it was sent (a call that paused for input is sent again).
     #[serde(default)]
     pub(super) round: u32,
+    /// The `before_call` hook has had its word (it is not asked again).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) hooked: bool,
 }
 
 impl PendingCall {
@@ -252,6 +255,9 @@ pub(super) struct RunState {
     /// person (a follow-up starts again at 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) output_repairs: u64,
+    /// The times in a row `check_answer` sent the model back.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(super) answer_retries: u64,
     /// The tool calls the run sent (a call sent again with input a server asked for
     /// counts again).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -663,3 +663,57 @@ impl Agent {
         }
     }
 }
+
+impl Agent {
+    /// The `before_call` hook on each call the gate let through and the hook has not
+    /// seen: a refused call ends with the reason as its error result; a rewritten one
+    /// goes back to the gate with its new arguments (true: the caller gates again).
+    pub(super) fn hook_calls(
+        &self,
+        state: &mut RunState,
+        tools: &HashMap<String, AgentTool>,
+    ) -> bool {
+        if self.inner.callbacks.hooks.before.is_none() {
+            return false;
+        }
+        let mut regate = false;
+        let mut i = 0;
+        while i < state.pending.len() {
+            let call = &state.pending[i];
+            let (CallState::Approved { .. }, false, Some(tool)) =
+                (&call.at, call.hooked, tools.get(&call.name))
+            else {
+                i += 1;
+                continue;
+            };
+            let info = super::hooks::CallInfo {
+                run_id: &state.id,
+                server: &tool.facts.server,
+                tool: &call.name,
+                arguments: &call.arguments,
+            };
+            let Some((said, event)) = self.inner.callbacks.hooks.before(info) else {
+                return regate;
+            };
+            self.event(state, event);
+            state.pending[i].hooked = true;
+            match said {
+                super::hooks::BeforeCall::Refuse(why) => {
+                    let call = state.pending.remove(i);
+                    state
+                        .results
+                        .push(error_result(call.id, crate::error::clip(&why, 1000)));
+                    continue;
+                }
+                super::hooks::BeforeCall::Rewrite(arguments) => {
+                    state.pending[i].arguments = arguments;
+                    state.pending[i].at = CallState::New;
+                    regate = true;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        regate
+    }
+}

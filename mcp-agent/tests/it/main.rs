@@ -259,6 +259,7 @@ mod browser;
 mod decisions;
 mod gate;
 mod gate_props;
+mod hooks;
 mod inbox;
 mod models;
 mod owners;
