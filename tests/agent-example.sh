@@ -60,7 +60,8 @@ cat >"$work/script.json" <<JSON
  {"text": "{\"files\": 3}"},
  {"text": "\`\`\`json\n{\"files\": [\"allowed.txt\"]}\n\`\`\`"},
  {"text": "There are a few files."},
- {"text": "Still prose."}]
+ {"text": "Still prose."},
+ {"text": "answered over the Responses API"}]
 JSON
 .peers/venv/bin/python tests/peers/fake_model.py "$port" "$work/script.json" >"$work/model.log" 2>&1 &
 model_pid=$!
@@ -228,9 +229,15 @@ echo '{"$ref": "https://127.0.0.1:9/s.json"}' >"$work/far.json"
 if err="$(run --output-schema "$work/far.json" "$work/files" "x" 2>&1)"; then fail "--output-schema took a schema that refers outside itself"; fi
 grep -q 'does not point into the schema itself' <<<"$err" || fail "--output-schema: the refusal does not say why: $err"
 
+# AGENT_PROVIDER=openai-responses: the same example over the Responses API.
+out="$(AGENT_PROVIDER=openai-responses AGENT_MODEL=fake OPENAI_BASE_URL="http://127.0.0.1:$port/v1" \
+  cargo run -q --locked -p examples --features postgres --example agent_filesystem -- --store "$store" "$work/files" "say hi" 2>/dev/null)"
+[[ "$out" == "answered over the Responses API" ]] || fail "openai-responses: $out"
+grep -q '"path": "/v1/responses"' <(curl -sS "http://127.0.0.1:$port/_requests") || fail "openai-responses: nothing reached /v1/responses"
+
 # No model configured: says which variable.
 if err="$(cargo run -q --locked -p examples --features postgres --example agent_filesystem -- "$work/files" hi 2>&1)"; then
   fail "ran without AGENT_MODEL"
 fi
 grep -q AGENT_MODEL <<<"$err" || fail "the error does not name AGENT_MODEL: $err"
-echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, agent_inbox, --output-schema, missing model: ok"
+echo "agent example: read_only denial, suspend/resume across processes (SQLite and PostgreSQL), decisions by id (a replay and an unknown id refused), a denial with a message, the policy kept with the run, --allow, --continue, --stream, agent_chat, --tenant, --record and --worker, agent_inbox, --output-schema, openai-responses, missing model: ok"

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_agent::{ChatCompletions, Messages, Model, RunStore, SqliteRunStore};
+use mcp_agent::{ChatCompletions, Messages, Model, Responses, RunStore, SqliteRunStore};
 
 /// Whether `url` names a PostgreSQL database (`postgres://…`, `postgresql://…`).
 pub fn is_postgres(url: &str) -> bool {
@@ -31,20 +31,32 @@ pub async fn run_store(url: &str) -> Result<Arc<dyn RunStore>, String> {
     Ok(Arc::new(s))
 }
 
-/// The model `AGENT_PROVIDER` (`openai`, the default, or `anthropic`) and `AGENT_MODEL`
-/// name, at `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` with `OPENAI_API_KEY` /
+/// The model `AGENT_PROVIDER` (`openai`, the default — Chat Completions —,
+/// `openai-responses` — the Responses API — or `anthropic`) and `AGENT_MODEL` name, at
+/// `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` with `OPENAI_API_KEY` /
 /// `ANTHROPIC_API_KEY` when set; `on_text` gets its text as it streams, when given.
 pub fn model_from_env(on_text: Option<fn(&str)>) -> Result<Box<dyn Model>, String> {
     let id = std::env::var("AGENT_MODEL")
         .map_err(|_| "set AGENT_MODEL to the model's id (there is no default model)".to_owned())?;
+    let openai_base = || {
+        std::env::var("OPENAI_BASE_URL").unwrap_or_else(|_| "https://api.openai.com/v1".to_owned())
+    };
     match std::env::var("AGENT_PROVIDER")
         .as_deref()
         .unwrap_or("openai")
     {
         "openai" => {
-            let base = std::env::var("OPENAI_BASE_URL")
-                .unwrap_or_else(|_| "https://api.openai.com/v1".to_owned());
-            let mut m = ChatCompletions::new(base, id).map_err(|e| e.to_string())?;
+            let mut m = ChatCompletions::new(openai_base(), id).map_err(|e| e.to_string())?;
+            if let Ok(key) = std::env::var("OPENAI_API_KEY") {
+                m = m.api_key(key);
+            }
+            if let Some(f) = on_text {
+                m = m.on_text(f);
+            }
+            Ok(Box::new(m))
+        }
+        "openai-responses" => {
+            let mut m = Responses::new(openai_base(), id).map_err(|e| e.to_string())?;
             if let Ok(key) = std::env::var("OPENAI_API_KEY") {
                 m = m.api_key(key);
             }
@@ -65,6 +77,8 @@ pub fn model_from_env(on_text: Option<fn(&str)>) -> Result<Box<dyn Model>, Strin
             }
             Ok(Box::new(m))
         }
-        other => Err(format!("AGENT_PROVIDER={other}: use openai or anthropic")),
+        other => Err(format!(
+            "AGENT_PROVIDER={other}: use openai, openai-responses or anthropic"
+        )),
     }
 }

@@ -321,6 +321,20 @@ pub fn openai_stream(data: &[u8]) {
     });
 }
 
+/// A Responses answer.
+pub fn responses_answer(data: &[u8]) {
+    bounded(data.len(), || {
+        let _ = mcp_agent::fuzzing::responses_answer(data);
+    });
+}
+
+/// A streamed Responses answer (argument deltas, the final response).
+pub fn responses_stream(data: &[u8]) {
+    bounded(data.len(), || {
+        let _ = mcp_agent::fuzzing::responses_stream(data);
+    });
+}
+
 /// An Anthropic Messages answer.
 pub fn anthropic_answer(data: &[u8]) {
     bounded(data.len(), || {
@@ -359,6 +373,8 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("uri_template", uri_template),
     ("openai_answer", openai_answer),
     ("openai_stream", openai_stream),
+    ("responses_answer", responses_answer),
+    ("responses_stream", responses_stream),
     ("anthropic_answer", anthropic_answer),
     ("anthropic_stream", anthropic_stream),
     ("stored_run", stored_run),

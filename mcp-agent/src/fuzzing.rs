@@ -5,6 +5,7 @@
 use crate::model::ChatResponse;
 use crate::wire::anthropic::Messages;
 use crate::wire::openai::ChatCompletions;
+use crate::wire::responses::Responses;
 use crate::wire::skeleton::{fuzz_stream, Wire};
 use crate::ModelError;
 
@@ -17,6 +18,17 @@ pub fn openai_answer(body: &[u8]) -> Result<ChatResponse, String> {
 /// A streamed Chat Completions answer (an event stream of `chat.completion.chunk`s).
 pub fn openai_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
     fuzz_stream::<ChatCompletions>(body)
+}
+
+/// A Responses answer (a `response` object).
+pub fn responses_answer(body: &[u8]) -> Result<ChatResponse, String> {
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    Responses::answer(&v).map_err(|e| e.to_string())
+}
+
+/// A streamed Responses answer (its semantic events).
+pub fn responses_stream(body: &[u8]) -> Result<ChatResponse, ModelError> {
+    fuzz_stream::<Responses>(body)
 }
 
 /// An Anthropic Messages answer (JSON).

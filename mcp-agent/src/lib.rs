@@ -77,7 +77,7 @@ pub use store::{
     RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT, EVENTS_POLL, MAX_EVENTS_PAGE,
 };
 // The model wires: each module at the root, and its type (the list is in `wire`).
-pub use wire::{anthropic, openai, ChatCompletions, Messages};
+pub use wire::{anthropic, openai, responses, ChatCompletions, Messages, Responses};
 
 /// The Rust blocks of the README and the guides, compiled (and run, unless `no_run`)
 /// as doc tests, so they cannot drift from the API.

@@ -15,9 +15,11 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod responses;
 
 pub use anthropic::Messages;
 pub use openai::ChatCompletions;
+pub use responses::Responses;
 
 pub(crate) mod endpoint;
 pub(crate) mod errors;

@@ -1,6 +1,6 @@
 """A scripted model behind the OpenAI-compatible Chat Completions wire
-(POST /v1/chat/completions) and the Anthropic Messages wire (POST /v1/messages), for
-the agent's tests. Python stdlib only; binds 127.0.0.1.
+(POST /v1/chat/completions), the OpenAI Responses wire (POST /v1/responses) and the
+Anthropic Messages wire (POST /v1/messages), for the agent's tests. Python stdlib only; binds 127.0.0.1.
 
 Usage: fake_model.py PORT SCRIPT.json
 
@@ -24,6 +24,16 @@ SCRIPT is a JSON list of turns; the Nth POST /v1/chat/completions gets the Nth t
   {"text": "...", "finish": "length"}  an answer cut at the output limit (Chat
                               Completions `finish_reason: length`; Messages
                               `stop_reason: max_tokens`)
+  {"text": "...", "reasoning": "SECRET"}   (Responses) the answer comes after a reasoning
+                              item whose `encrypted_content` is SECRET (a client must send
+                              it back, verbatim, in its next request's `input`)
+Responses answers are `response` objects (`output` items: `message` with `output_text`,
+`function_call` with `call_id` and `arguments` as a JSON string); streamed, semantic
+events (`response.created`, `response.output_item.added`, `response.output_text.delta`,
+`response.function_call_arguments.delta`, `response.output_item.done`,
+`response.completed` carrying the whole response; no `[DONE]`); `finish: length` is
+`status: incomplete` with `incomplete_details.reason: max_output_tokens`; usage
+`input_tokens` 100 + N, `output_tokens` 10, 40 cached, 3 reasoning.
 A turn may add "after_tools": TURN: a request whose last message is a tool result gets
 TURN instead (one turn serves many runs: call a tool, then answer). In a turn's tool-call
 arguments, every "{prompt}" in a string is replaced by the request's first user message.
@@ -72,7 +82,7 @@ def fail_every() -> int:
 
 
 def first_user_text(body: dict) -> str:
-    for m in body.get("messages") or []:
+    for m in body.get("messages") or body.get("input") or []:
         if m.get("role") == "user":
             c = m.get("content")
             if isinstance(c, str):
@@ -95,11 +105,11 @@ def fill(value, prompt: str):
 
 def after_tools(body: dict) -> bool:
     """Whether the request's last message is a tool result (either wire)."""
-    msgs = body.get("messages") or []
+    msgs = body.get("messages") or body.get("input") or []
     if not msgs:
         return False
     last = msgs[-1]
-    if last.get("role") == "tool":
+    if last.get("role") == "tool" or last.get("type") == "function_call_output":
         return True
     c = last.get("content")
     return isinstance(c, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in c)
@@ -283,6 +293,9 @@ def main() -> None:
             if path.endswith("/messages"):
                 self.messages(n, body, turn)
                 return
+            if path.endswith("/responses"):
+                self.responses_wire(n, body, turn)
+                return
             if not path.endswith("/chat/completions"):
                 self.reply(404, {"error": {"message": "not found"}})
                 return
@@ -346,6 +359,71 @@ def main() -> None:
             self.reply(200, {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body.get("model"),
                              "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                              "usage": chat_usage(n)})
+
+        def responses_wire(self, n: int, body: dict, turn: dict) -> None:
+            """The OpenAI Responses wire."""
+            if "status" in turn:
+                self.reply(turn["status"], {"error": {"message": turn.get("error", "error"),
+                                                      "type": "invalid_request_error", "code": turn.get("code")}},
+                           turn.get("retry_after"))
+                return
+            output = []
+            if "reasoning" in turn:
+                output.append({"type": "reasoning", "id": f"rs_{n}", "summary": [],
+                               "encrypted_content": turn["reasoning"]})
+            if "tool_calls" in turn:
+                for i, c in enumerate(turn["tool_calls"]):
+                    output.append({"type": "function_call", "id": f"fc_{n}_{i}", "call_id": f"call_{n}_{i}",
+                                   "name": c["name"], "arguments": arguments_text(c), "status": "completed"})
+            else:
+                if turn.get("echo_tools"):
+                    items = body.get("input") or []
+                    names = {i.get("call_id"): i.get("name") for i in items if i.get("type") == "function_call"}
+                    lines = []
+                    for i in reversed(items):
+                        if i.get("type") != "function_call_output":
+                            if i.get("role") == "user":
+                                continue  # the images of the results follow them
+                            break
+                        lines.append(f"{names.get(i.get('call_id'), '?')}: {i.get('output')}")
+                    text = "\n".join(reversed(lines))
+                else:
+                    text = turn.get("text", "")
+                output.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
+                               "content": [{"type": "output_text", "text": text, "annotations": []}]})
+            response = {"id": f"resp_{n}", "object": "response", "model": body.get("model"), "status": "completed",
+                        "output": output,
+                        "usage": {"input_tokens": 100 + n, "output_tokens": 10, "total_tokens": 110 + n,
+                                  "input_tokens_details": {"cached_tokens": 40},
+                                  "output_tokens_details": {"reasoning_tokens": 3}}}
+            if turn.get("finish") == "length":
+                response["status"] = "incomplete"
+                response["incomplete_details"] = {"reason": "max_output_tokens"}
+            if not body.get("stream"):
+                self.reply(200, response)
+                return
+            events = [("response.created", {"type": "response.created",
+                                            "response": {"id": f"resp_{n}", "status": "in_progress"}})]
+            for item in output:
+                added = dict(item)
+                if item["type"] == "function_call":
+                    added["arguments"] = ""
+                if item["type"] == "message":
+                    added["content"] = []
+                events.append(("response.output_item.added", {"type": "response.output_item.added", "item": added}))
+                if item["type"] == "message":
+                    for piece in pieces(item["content"][0]["text"]):
+                        events.append(("response.output_text.delta",
+                                       {"type": "response.output_text.delta", "item_id": item["id"], "delta": piece}))
+                if item["type"] == "function_call":
+                    for piece in pieces(item["arguments"]):
+                        events.append(("response.function_call_arguments.delta",
+                                       {"type": "response.function_call_arguments.delta", "item_id": item["id"],
+                                        "delta": piece}))
+                events.append(("response.output_item.done", {"type": "response.output_item.done", "item": item}))
+            last = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+            events.append((last, {"type": last, "response": response}))
+            self.stream(events)
 
         def messages(self, n: int, body: dict, turn: dict) -> None:
             """The Anthropic Messages wire."""

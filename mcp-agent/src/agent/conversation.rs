@@ -62,7 +62,7 @@ impl Conversation {
     pub(super) async fn send_as(
         &mut self,
         input: Input,
-        output: Option<super::typed::OutputSpec>,
+        output: Option<super::output::OutputSpec>,
     ) -> Result<Outcome> {
         let outcome = match &self.run {
             None => {

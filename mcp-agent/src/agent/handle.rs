@@ -50,7 +50,7 @@ pub(super) struct AgentInner {
     /// How model calls that failed for a while are tried again.
     pub(super) retry: RetryPolicy,
     /// The tools' input schemas, compiled.
-    pub(super) schemas: super::schemas::Schemas,
+    pub(super) schemas: super::schema_cache::Schemas,
 }
 
 impl fmt::Debug for Agent {

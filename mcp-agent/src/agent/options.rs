@@ -160,7 +160,7 @@ pub struct RunOptions {
     pub budget: Budget,
     /// The shape its final answer must take (a typed run): JSON matching a schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<super::typed::OutputSpec>,
+    pub output: Option<super::output::OutputSpec>,
 }
 
 impl RunOptions {
@@ -197,7 +197,7 @@ impl RunOptions {
     /// rounds, ending in [`Outcome::InvalidOutput`](crate::Outcome::InvalidOutput)
     /// when the model cannot give one ([`Agent::run_typed`](crate::Agent::run_typed)
     /// sets it from a Rust type).
-    pub fn output(mut self, spec: super::typed::OutputSpec) -> RunOptions {
+    pub fn output(mut self, spec: super::output::OutputSpec) -> RunOptions {
         self.output = Some(spec);
         self
     }

@@ -121,7 +121,7 @@ impl Agent {
         &self,
         run_id: &str,
         input: Input,
-        output: Option<Option<super::typed::OutputSpec>>,
+        output: Option<Option<super::output::OutputSpec>>,
     ) -> Result<Outcome> {
         if let Some(Some(spec)) = &output {
             spec.checked()?;
@@ -446,76 +446,10 @@ impl Agent {
             }
             let calls = sendable;
             if calls.is_empty() && state.results.is_empty() {
-                let text = match state.options.output.clone() {
-                    None => text,
-                    Some(spec) => match spec.read(&text) {
-                        Ok(json) => json,
-                        Err(reason) => {
-                            let repair = state.output_repairs < spec.repair_rounds();
-                            let event = Event::OutputInvalid {
-                                reason: reason.clone(),
-                                repair,
-                            };
-                            self.event(state, event);
-                            if repair {
-                                // The model reads what is wrong, and answers again.
-                                state.output_repairs += 1;
-                                state.messages.push(Message::text(
-                                    Role::User,
-                                    format!("Your final answer does not match the required output `{}`: {reason}. Answer again with only a JSON value that matches it.", spec.name()),
-                                ));
-                                continue;
-                            }
-                            self.event(state, Event::RunFinished);
-                            self.save(state, RunStatus::Finished).await?;
-                            return Ok(Outcome::InvalidOutput {
-                                run_id: state.id.clone(),
-                                text,
-                                reason,
-                                usage: state.usage,
-                            });
-                        }
-                    },
-                };
-                if let Some((said, event)) = self.inner.callbacks.hooks.answer(&state.id, &text) {
-                    self.event(state, event);
-                    let reason = match said {
-                        super::hooks::AnswerCheck::Retry(why)
-                            if state.answer_retries < super::hooks::MAX_ANSWER_RETRIES =>
-                        {
-                            // The model reads why, and answers again.
-                            state.answer_retries += 1;
-                            state.messages.push(Message::text(
-                                Role::User,
-                                format!("Your answer was not accepted: {why}. Answer again."),
-                            ));
-                            continue;
-                        }
-                        super::hooks::AnswerCheck::Retry(why) => Some(format!(
-                            "not accepted after {} retries: {why}",
-                            super::hooks::MAX_ANSWER_RETRIES
-                        )),
-                        super::hooks::AnswerCheck::Fail(why) => Some(why),
-                        _ => None,
-                    };
-                    if let Some(reason) = reason {
-                        self.event(state, Event::RunFinished);
-                        self.save(state, RunStatus::Finished).await?;
-                        return Ok(Outcome::InvalidOutput {
-                            run_id: state.id.clone(),
-                            text,
-                            reason: crate::error::clip(&reason, 1000),
-                            usage: state.usage,
-                        });
-                    }
+                match self.final_answer(state, text).await? {
+                    None => continue,
+                    Some(outcome) => return Ok(outcome),
                 }
-                self.event(state, Event::RunFinished);
-                self.save(state, RunStatus::Finished).await?;
-                return Ok(Outcome::Finished {
-                    run_id: state.id.clone(),
-                    text,
-                    usage: state.usage,
-                });
             }
             state.pending = calls
                 .into_iter()

@@ -1,4 +1,4 @@
-//! The application's hooks through the agent loop, on both built-in wires, against a
+//! The application's hooks through the agent loop, on every built-in wire, against a
 //! real server-filesystem: `before_call` refuses a call and rewrites another (the
 //! rewrite is put to the person again, bound to what they now see), `after_call`
 //! redacts a result before the model or the store sees it, a hook that panics fails
@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use mcp_agent::{
     Agent, AnswerCheck, BeforeCall, CallResult, ChatCompletions, Decision, Event, Messages, Mode,
-    Outcome,
+    Outcome, Responses,
 };
 use serde_json::json;
 
@@ -17,7 +17,7 @@ use crate::{filesystem, scratch, ModelServer};
 
 #[tokio::test]
 async fn hooks_refuse_rewrite_redact_and_check_the_answer() {
-    for wire in ["chat", "messages"] {
+    for wire in ["chat", "messages", "responses"] {
         let dir = scratch(&format!("hooks-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(files.join("secret")).unwrap();
@@ -37,10 +37,10 @@ async fn hooks_refuse_rewrite_redact_and_check_the_answer() {
                 {"text": "the final answer"}
             ]),
         );
-        let model: Box<dyn mcp_agent::Model> = if wire == "chat" {
-            Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap())
-        } else {
-            Box::new(Messages::new(scripted.url(), "fake").unwrap())
+        let model: Box<dyn mcp_agent::Model> = match wire {
+            "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
+            "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
+            _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
         };
         let answers = Arc::new(AtomicUsize::new(0));
         let seen = answers.clone();

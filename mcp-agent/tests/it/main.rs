@@ -266,6 +266,7 @@ mod owners;
 mod provider;
 mod real_llm;
 mod recovery;
+mod responses;
 mod retries;
 mod rollback;
 mod schemas;

@@ -3,7 +3,7 @@
 //! checked against its `outputSchema`, hostile schemas bounded — on both built-in
 //! wires, against a real server (server-filesystem) and a deliberately odd one.
 
-use mcp_agent::{Agent, ChatCompletions, Event, Messages, Mode, Outcome};
+use mcp_agent::{Agent, ChatCompletions, Event, Messages, Mode, Outcome, Responses};
 use mcp_runtime::Mcp;
 use serde_json::{json, Value};
 
@@ -31,7 +31,7 @@ fn results_sent(request: &Value) -> String {
 
 #[tokio::test]
 async fn arguments_are_checked_before_the_gate_and_output_after_the_call() {
-    for wire in ["chat", "messages"] {
+    for wire in ["chat", "messages", "responses"] {
         let dir = scratch(&format!("schemas-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(&files).unwrap();
@@ -52,10 +52,10 @@ async fn arguments_are_checked_before_the_gate_and_output_after_the_call() {
                 {"echo_tools": true}
             ]),
         );
-        let model: Box<dyn mcp_agent::Model> = if wire == "chat" {
-            Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap())
-        } else {
-            Box::new(Messages::new(scripted.url(), "fake").unwrap())
+        let model: Box<dyn mcp_agent::Model> = match wire {
+            "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
+            "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
+            _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
         };
         let agent = Agent::builder()
             .model(model)

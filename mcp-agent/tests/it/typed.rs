@@ -1,10 +1,10 @@
-//! Typed answers through the agent loop, on both built-in wires: the schema asked of
-//! the model natively (Chat Completions `response_format`, Anthropic Messages a tool
-//! it must call), tools working during the run (a real server-filesystem), a wrong
+//! Typed answers through the agent loop, on every built-in wire: the schema asked of
+//! the model natively (Chat Completions `response_format`, Responses `text.format`,
+//! Anthropic Messages a tool it must call), tools working during the run (a real server-filesystem), a wrong
 //! answer repaired once by telling the model what is wrong, and a model that never
 //! gives one ending in `Outcome::InvalidOutput` with its raw text.
 
-use mcp_agent::{Agent, ChatCompletions, Event, Messages, Outcome, OUTPUT_TOOL};
+use mcp_agent::{Agent, ChatCompletions, Event, Messages, Outcome, Responses, OUTPUT_TOOL};
 use serde_json::{json, Value};
 
 use crate::{filesystem, scratch, ModelServer};
@@ -17,16 +17,16 @@ struct Listing {
 }
 
 fn model(wire: &str, scripted: &ModelServer) -> Box<dyn mcp_agent::Model> {
-    if wire == "chat" {
-        Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap())
-    } else {
-        Box::new(Messages::new(scripted.url(), "fake").unwrap())
+    match wire {
+        "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
+        "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
+        _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
     }
 }
 
 /// A final answer, as each wire carries a typed one.
 fn answer(wire: &str, value: Value) -> Value {
-    if wire == "chat" {
+    if wire != "messages" {
         json!({"text": value.to_string()})
     } else {
         json!({"tool_calls": [{"name": OUTPUT_TOOL, "arguments": value}]})
@@ -35,7 +35,7 @@ fn answer(wire: &str, value: Value) -> Value {
 
 #[tokio::test]
 async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
-    for wire in ["chat", "messages"] {
+    for wire in ["chat", "messages", "responses"] {
         let dir = scratch(&format!("typed-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(&files).unwrap();
@@ -80,6 +80,11 @@ async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
                 format["json_schema"]["schema"]["properties"]["files"]["type"],
                 "array"
             );
+        } else if wire == "responses" {
+            let format = &first["text"]["format"];
+            assert_eq!(format["type"], "json_schema", "{first}");
+            assert_eq!(format["name"], "Listing");
+            assert_eq!(format["strict"], true);
         } else {
             let tools = first["tools"].as_array().unwrap();
             let output = tools.iter().find(|t| t["name"] == OUTPUT_TOOL).unwrap();
