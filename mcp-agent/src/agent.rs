@@ -27,6 +27,8 @@ mod builder;
 mod call;
 mod callbacks;
 mod clock;
+mod compact;
+mod compaction;
 mod conversation;
 mod decision;
 mod detail;
@@ -77,6 +79,7 @@ mod tests;
 
 pub use allowances::Pin;
 pub use builder::AgentBuilder;
+pub use compaction::Compaction;
 pub use conversation::Conversation;
 pub use decision::{
     Allowance, Always, Binding, Decision, DecisionAsk, DecisionKind, Expiry, InboxPage, InputAsk,

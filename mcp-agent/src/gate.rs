@@ -22,7 +22,20 @@ use std::sync::Arc;
 use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
-type AskFn = Arc<dyn Fn(&str, &str, &Value) -> BoxFuture<'static, bool> + Send + Sync>;
+type AskFn = Arc<dyn Fn(&str, &str, &Value) -> BoxFuture<'static, Asked> + Send + Sync>;
+
+/// What a [`Mode::Ask`] callback decides of a call: the whole of a person's decision.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Asked {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model reads the message, when there is one.
+    Deny(Option<String>),
+    /// Run it with these arguments instead (checked against the tool's schema first;
+    /// the model's arguments are not sent).
+    Edit(Value),
+}
 
 /// How an agent treats MCP tool calls.
 #[derive(Clone, Default)]
@@ -46,6 +59,26 @@ impl Mode {
     where
         F: Fn(&str, &str, &Value) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = bool> + Send + 'static,
+    {
+        let decide = Arc::new(decide);
+        Mode::Ask(Arc::new(move |s, t, a| {
+            let yes = decide(s, t, a);
+            Box::pin(async move {
+                if yes.await {
+                    Asked::Allow
+                } else {
+                    Asked::Deny(None)
+                }
+            })
+        }))
+    }
+
+    /// [`Mode::Ask`] with a callback that decides as a person would: allow, deny with
+    /// a message for the model, or edit the arguments ([`Asked`]).
+    pub fn ask_decision<F, Fut>(decide: F) -> Mode
+    where
+        F: Fn(&str, &str, &Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Asked> + Send + 'static,
     {
         Mode::Ask(Arc::new(move |s, t, a| Box::pin(decide(s, t, a))))
     }
@@ -129,7 +162,7 @@ pub struct ToolFacts {
 }
 
 /// The gate's answer for one call.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Run it.
     Allow,
@@ -137,6 +170,9 @@ pub enum Verdict {
     Deny(String),
     /// A person must decide: the run suspends.
     Suspend,
+    /// Run it with these arguments instead: a [`Mode::ask_decision`] callback edited
+    /// them.
+    AllowEdited(Value),
 }
 
 /// The permission mode and the allow-list.
@@ -225,13 +261,12 @@ impl Gate {
             Mode::Approve if listed => Verdict::Allow,
             Mode::Approve => Verdict::Suspend,
             Mode::Ask(_) if listed && !tool.requires_approval => Verdict::Allow,
-            Mode::Ask(decide) => {
-                if decide(&tool.server, &tool.name, arguments).await {
-                    Verdict::Allow
-                } else {
-                    Verdict::Deny(format!("`{name}` was not allowed"))
-                }
-            }
+            Mode::Ask(decide) => match decide(&tool.server, &tool.name, arguments).await {
+                Asked::Allow => Verdict::Allow,
+                Asked::Deny(None) => Verdict::Deny(format!("`{name}` was not allowed")),
+                Asked::Deny(Some(why)) => Verdict::Deny(format!("`{name}` was not allowed: {why}")),
+                Asked::Edit(arguments) => Verdict::AllowEdited(arguments),
+            },
         }
     }
 
@@ -258,13 +293,17 @@ impl Gate {
         match &self.mode {
             Mode::Auto => Verdict::Allow,
             Mode::Approve => Verdict::Suspend,
-            Mode::Ask(decide) => {
-                if decide(server, tool, shown).await {
-                    Verdict::Allow
-                } else {
-                    Verdict::Deny(format!("loading skill `{skill}` was not allowed"))
-                }
-            }
+            Mode::Ask(decide) => match decide(server, tool, shown).await {
+                Asked::Allow => Verdict::Allow,
+                Asked::Deny(why) => Verdict::Deny(match why {
+                    Some(why) => format!("loading skill `{skill}` was not allowed: {why}"),
+                    None => format!("loading skill `{skill}` was not allowed"),
+                }),
+                // There is nothing to edit in loading a skill.
+                Asked::Edit(_) => Verdict::Deny(format!(
+                    "loading skill `{skill}` was not allowed (an edit is no decision on a skill)"
+                )),
+            },
             Mode::ReadOnly => Verdict::Deny(format!(
                 "skill `{skill}` is not approved (read-only mode loads only skills approved with AgentBuilder::approve_skill, for their current files)"
             )),
@@ -337,6 +376,7 @@ mod tests {
                             Verdict::Allow => "allow",
                             Verdict::Deny(_) => "deny",
                             Verdict::Suspend => "suspend",
+                            Verdict::AllowEdited(_) => "allow edited",
                         };
                         assert_eq!(
                             got_name, want,
@@ -435,6 +475,7 @@ mod tests {
                 Verdict::Allow => "allow",
                 Verdict::Deny(_) => "deny",
                 Verdict::Suspend => "suspend",
+                Verdict::AllowEdited(_) => "allow edited",
             };
             assert_eq!(got, want, "{name}");
             assert_eq!(gate.loads_skills(), name != "read_only", "{name}");

@@ -54,15 +54,15 @@ mod wire;
 
 pub use agent::{
     Agent, AgentBuilder, Allowance, Always, AnswerCheck, BeforeCall, Binding, Budget, BudgetLimit,
-    CallInfo, CallResult, Conversation, Decision, DecisionAsk, DecisionKind, Event, Expiry,
-    InboxPage, InputAsk, Outcome, OutputSpec, Pending, PendingWait, Pin, Principal, RetryPolicy,
-    RunDetail, RunEvent, RunEvents, RunHandle, RunOptions, SkillApproval, TypedOutcome, Worker,
-    WorkerOptions, DEFAULT_REPAIRS, MAX_ANSWER_RETRIES, MAX_PROGRESS_KEPT,
+    CallInfo, CallResult, Compaction, Conversation, Decision, DecisionAsk, DecisionKind, Event,
+    Expiry, InboxPage, InputAsk, Outcome, OutputSpec, Pending, PendingWait, Pin, Principal,
+    RetryPolicy, RunDetail, RunEvent, RunEvents, RunHandle, RunOptions, SkillApproval,
+    TypedOutcome, Worker, WorkerOptions, DEFAULT_REPAIRS, MAX_ANSWER_RETRIES, MAX_PROGRESS_KEPT,
 };
 pub use content::{trim_to, Input, DEFAULT_MAX_RESULT_SIZE, MAX_IMAGE_SIZE};
 pub use error::{Error, Result};
 pub use function::FunctionTool;
-pub use gate::{Gate, Mode, ParseModeError, Verdict};
+pub use gate::{Asked, Gate, Mode, ParseModeError, Verdict};
 pub use mcp_runtime as runtime;
 /// Attaches a server in one line, checked at compile time (see [`attach`](mcp_runtime_macros::attach)):
 /// `mcp!(fs, command("npx", "-y", "@modelcontextprotocol/server-filesystem", "/data"))`.

@@ -41,6 +41,7 @@ pub struct AgentBuilder {
     on_context: Option<ContextFn>,
     authorize: Option<AuthorizeFn>,
     hooks: super::hooks::Hooks,
+    compaction: Option<super::compaction::Compaction>,
     trace_content: bool,
     defer: Vec<(String, Deferral)>,
     skills: bool,
@@ -237,6 +238,17 @@ impl AgentBuilder {
         f: impl Fn(&str, &str) -> AnswerCheck + Send + Sync + 'static,
     ) -> Self {
         self.hooks.answer = Some(Arc::new(f));
+        self
+    }
+    /// Compacts long transcripts: past the setting's token estimate, the older part
+    /// of a run's transcript is summarised (by the model, or the application's
+    /// function) into one message before the next model call — a tool call never
+    /// separated from its result, the system prompt and the turn being worked on kept
+    /// — and the run's log keeps what was compacted ([`Event::Compacted`]). Off by
+    /// default (the whole transcript is sent; [`on_context`](Self::on_context) trims
+    /// only what one request sends).
+    pub fn compaction(mut self, compaction: super::compaction::Compaction) -> Self {
+        self.compaction = Some(compaction);
         self
     }
     /// Called with each event of every run (the run's id, the event).
@@ -443,6 +455,7 @@ impl AgentBuilder {
                 vault: Vault::default(),
                 retry: self.retry,
                 schemas: Default::default(),
+                compaction: self.compaction,
             }),
         })
     }
@@ -464,6 +477,7 @@ impl Agent {
             on_input: Vec::new(),
             authorize: None,
             hooks: Default::default(),
+            compaction: None,
             on_context: None,
             trace_content: false,
             defer: Vec::new(),

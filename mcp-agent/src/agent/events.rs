@@ -423,6 +423,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// The older part of the transcript was summarised into one message
+    /// ([`Compaction`](crate::Compaction)): what was compacted is kept here.
+    Compacted {
+        /// The messages the summary replaced, as they were.
+        messages: Vec<crate::model::Message>,
+        /// The summary that replaced them.
+        summary: String,
+        /// The transcript's estimate (tokens) before.
+        estimate_before: u64,
+        /// After.
+        estimate_after: u64,
+    },
     /// The run ended.
     RunFinished,
     /// A piece of the text the model streams as it answers. Delivered live only — to

@@ -51,6 +51,8 @@ pub(super) struct AgentInner {
     pub(super) retry: RetryPolicy,
     /// The tools' input schemas, compiled.
     pub(super) schemas: super::schema_cache::Schemas,
+    /// When and how long transcripts are compacted.
+    pub(super) compaction: Option<super::compaction::Compaction>,
 }
 
 impl fmt::Debug for Agent {

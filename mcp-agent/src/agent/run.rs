@@ -343,6 +343,7 @@ impl Agent {
                 return self.budget_exceeded(state, spent).await;
             }
             state.steps += 1;
+            self.compact(state).await?;
             let mut offered = self.offered(&tools, state);
             offered.extend(self.skill_tools(&skills, &tools, state));
             let mut messages = state.messages.clone();

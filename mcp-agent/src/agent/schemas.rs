@@ -49,7 +49,7 @@ impl Agent {
         );
         Some(if edited {
             format!(
-                "the arguments a person edited for `{}` do not match its input schema, so it was not sent: {violations}",
+                "the edited arguments for `{}` (a person's or the ask callback's) do not match its input schema, so it was not sent: {violations}",
                 tool.spec.name
             )
         } else {

@@ -228,7 +228,12 @@ impl Agent {
             .skill_approval(state, &call, &server_name, &skill.entry, &shown)
             .await;
         match verdict {
-            Verdict::Deny(reason) => {
+            verdict @ (Verdict::Deny(_) | Verdict::AllowEdited(_)) => {
+                let reason = match verdict {
+                    Verdict::Deny(reason) => reason,
+                    // (`decide_skill` never edits: an edit is no decision on a skill.)
+                    _ => "loading the skill was not allowed".to_owned(),
+                };
                 self.event(
                     state,
                     Event::Denied {

@@ -391,7 +391,8 @@ impl Agent {
                     resent = match self.verdict(&gate, &call, Some(tool), state).await {
                         Verdict::Allow => true,
                         Verdict::Suspend => approved,
-                        Verdict::Deny(_) => false,
+                        // Other arguments than were sent: not the same call.
+                        Verdict::Deny(_) | Verdict::AllowEdited(_) => false,
                     };
                 }
             }
@@ -458,6 +459,10 @@ impl Agent {
                                     call.name
                                 )),
                                 Verdict::Deny(reason) => Some(reason),
+                                Verdict::AllowEdited(_) => Some(format!(
+                                    "the ask callback would send `{}` with other arguments than were answered for",
+                                    call.name
+                                )),
                             }
                         }
                     }
@@ -562,6 +567,21 @@ impl Agent {
                             continue;
                         }
                         Verdict::Suspend => self.ask_approval(state, i, tool)?,
+                        // The ask callback edited the arguments: checked against the
+                        // schema like a person's edit, then sent.
+                        Verdict::AllowEdited(arguments) => {
+                            if let Some(t) = tool {
+                                if let Some(why) =
+                                    self.invalid_arguments(state, t, &arguments, true)
+                                {
+                                    let call = state.pending.remove(i);
+                                    state.results.push(error_result(call.id, why));
+                                    continue;
+                                }
+                            }
+                            state.pending[i].arguments = arguments;
+                            state.pending[i].at = CallState::Approved { person: None };
+                        }
                     }
                 }
                 CallState::Denied { message, .. } => {

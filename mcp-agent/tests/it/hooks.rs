@@ -177,3 +177,76 @@ async fn hooks_refuse_rewrite_redact_and_check_the_answer() {
         agent.close().await.unwrap();
     }
 }
+
+/// `Mode::ask_decision`: the callback decides as a person would — allow, deny with a
+/// message the model reads, or edit the arguments (checked against the schema: an edit
+/// that breaks it is not sent).
+#[tokio::test]
+async fn an_ask_callback_denies_with_a_message_and_edits() {
+    use mcp_agent::Asked;
+    let dir = scratch("ask-decision");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("notes.txt"), "n").unwrap();
+    let files = files.canonicalize().unwrap();
+    let path = |p: &str| files.join(p).display().to_string();
+    let scripted = ModelServer::scripted(
+        &dir,
+        json!([
+            {"tool_calls": [
+                {"name": "write_file", "arguments": {"path": path("a.txt"), "content": "the model's"}},
+                {"name": "write_file", "arguments": {"path": path("b.txt"), "content": "the model's"}},
+                {"name": "list_directory", "arguments": {"path": path("")}},
+                {"name": "read_text_file", "arguments": {"path": path("notes.txt")}}
+            ]},
+            {"echo_tools": true}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(ChatCompletions::new(scripted.url(), "fake").unwrap())
+        .server(filesystem(&files))
+        .mode(Mode::ask_decision(|_server, tool, arguments| {
+            let (tool, arguments) = (tool.to_owned(), arguments.clone());
+            async move {
+                match tool.as_str() {
+                    "write_file"
+                        if arguments["path"]
+                            .as_str()
+                            .is_some_and(|p| p.ends_with("a.txt")) =>
+                    {
+                        let mut edited = arguments.clone();
+                        edited["content"] = json!("the callback's");
+                        Asked::Edit(edited)
+                    }
+                    // An edit that breaks the schema (no `content`).
+                    "write_file" => Asked::Edit(json!({"path": arguments["path"]})),
+                    "list_directory" => Asked::Deny(Some("listing is not for today".into())),
+                    _ => Asked::Allow,
+                }
+            }
+        }))
+        .build()
+        .unwrap();
+    let Outcome::Finished { text, run_id, .. } = agent.run("go").await.unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        std::fs::read_to_string(files.join("a.txt")).unwrap(),
+        "the callback's"
+    );
+    assert!(
+        !files.join("b.txt").exists(),
+        "an edit that breaks the schema was sent"
+    );
+    assert!(
+        text.contains("`list_directory` was not allowed: listing is not for today"),
+        "{text}"
+    );
+    assert!(text.contains("do not match its input schema"), "{text}");
+    assert!(text.contains("read_text_file: n"), "{text}");
+    let events = agent.events(&run_id).await.unwrap();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, Event::ArgumentsInvalid { edited: true, .. })));
+    agent.close().await.unwrap();
+}

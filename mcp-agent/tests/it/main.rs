@@ -256,6 +256,7 @@ mod applications;
 mod batch;
 mod bindings;
 mod browser;
+mod compaction;
 mod decisions;
 mod gate;
 mod gate_props;
