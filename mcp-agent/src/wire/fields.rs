@@ -4,6 +4,25 @@
 use serde_json::{json, Value};
 
 /// A number from a provider's usage object (absent: 0).
+/// A tool result's text for a wire with no error flag (both OpenAI wires): the model
+/// reads that the tool failed in the text (a denial's `{"error": …}` says so already).
+pub(crate) fn result_text(content: &str, is_error: bool) -> String {
+    if is_error && !content.trim_start().starts_with("{\"error\"") {
+        format!("[the tool failed] {content}")
+    } else {
+        content.to_owned()
+    }
+}
+
+/// The `authorization: Bearer …` credential of both OpenAI wires, when a key is set.
+pub(crate) fn bearer(
+    endpoint: &super::endpoint::Endpoint,
+) -> Option<(&'static str, std::borrow::Cow<'_, mcp_runtime::Secret>)> {
+    let key = endpoint.api_key.as_ref()?;
+    let bearer = mcp_runtime::Secret::new(format!("Bearer {}", key.expose()));
+    Some(("authorization", std::borrow::Cow::Owned(bearer)))
+}
+
 pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::endpoint::{settings, Endpoint};
 use super::errors::{not_pdf, stream_failed, unsupported, ErrorReply};
-use super::fields::{arguments_from_text, count, string};
+use super::fields::{arguments_from_text, bearer, count, result_text, string};
 use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
@@ -74,14 +74,7 @@ impl Wire for ChatCompletions {
                             is_error,
                         } = b
                         {
-                            // This wire has no error flag: the model reads it in the text
-                            // (a denial's `{"error": …}` says so already).
-                            let content =
-                                if *is_error && !content.trim_start().starts_with("{\"error\"") {
-                                    format!("[the tool failed] {content}")
-                                } else {
-                                    content.clone()
-                                };
+                            let content = result_text(content, *is_error);
                             messages.push(
                                 json!({"role": "tool", "tool_call_id": id, "content": content}),
                             );
@@ -251,9 +244,7 @@ impl Wire for ChatCompletions {
     }
 
     fn credential(&self) -> Option<(&'static str, Cow<'_, Secret>)> {
-        let key = self.endpoint.api_key.as_ref()?;
-        let bearer = Secret::new(format!("Bearer {}", key.expose()));
-        Some(("authorization", Cow::Owned(bearer)))
+        bearer(&self.endpoint)
     }
 
     fn too_long(reply: &ErrorReply<'_>) -> bool {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::endpoint::{settings, Endpoint};
 use super::errors::{not_pdf, stream_failed, unsupported, ErrorReply};
-use super::fields::{arguments_from_text, count, string};
+use super::fields::{arguments_from_text, bearer, count, result_text, string};
 use super::skeleton::{complete, OnText, Stream, Wire};
 use crate::model::{
     Block, ChatRequest, ChatResponse, Message, Model, ModelError, Role, Stop, ToolChoice, Usage,
@@ -135,12 +135,7 @@ impl Wire for Responses {
                         else {
                             continue;
                         };
-                        let output = if *is_error && !content.trim_start().starts_with("{\"error\"")
-                        {
-                            format!("[the tool failed] {content}")
-                        } else {
-                            content.clone()
-                        };
+                        let output = result_text(content, *is_error);
                         input.push(
                             json!({"type": "function_call_output", "call_id": id, "output": output}),
                         );
@@ -302,9 +297,7 @@ impl Wire for Responses {
     }
 
     fn credential(&self) -> Option<(&'static str, Cow<'_, Secret>)> {
-        let key = self.endpoint.api_key.as_ref()?;
-        let bearer = Secret::new(format!("Bearer {}", key.expose()));
-        Some(("authorization", Cow::Owned(bearer)))
+        bearer(&self.endpoint)
     }
 
     fn too_long(reply: &ErrorReply<'_>) -> bool {

@@ -249,18 +249,7 @@ async fn the_inbox_in_a_real_browser() {
             "after_tools": {"echo_tools": true}
         }]),
     );
-    let hostile = Mcp::builder("hostile")
-        .command([
-            mcp_test_support::python().display().to_string(),
-            crate::repo_root()
-                .join("tests/peers/hostile.py")
-                .display()
-                .to_string(),
-            "stdio".into(),
-            "html-text".into(),
-        ])
-        .build()
-        .unwrap();
+    let hostile = crate::hostile("html-text");
     let store: std::sync::Arc<dyn RunStore> =
         std::sync::Arc::new(SqliteRunStore::open(dir.join("runs.sqlite3")).unwrap());
     let agent = Agent::builder()

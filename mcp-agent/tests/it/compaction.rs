@@ -4,10 +4,10 @@
 //! with its result, the new turn is kept, and the run's log keeps what was compacted.
 
 use mcp_agent::model::{Block, Role};
-use mcp_agent::{Agent, ChatCompletions, Compaction, Event, Messages, Outcome, Responses};
+use mcp_agent::{Agent, Compaction, Event, Outcome};
 use serde_json::json;
 
-use crate::{filesystem, scratch, ModelServer};
+use crate::{filesystem, scratch, wire_model, ModelServer};
 
 #[tokio::test]
 async fn long_conversations_are_compacted_keeping_calls_with_results() {
@@ -29,11 +29,7 @@ async fn long_conversations_are_compacted_keeping_calls_with_results() {
         }
         script.push(json!({"text": "the second answer"}));
         let scripted = ModelServer::scripted(&dir, json!(script));
-        let model: Box<dyn mcp_agent::Model> = match wire {
-            "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
-            "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
-            _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
-        };
+        let model = wire_model(wire, &scripted);
         let mut compaction = Compaction::at_tokens(60).keep_recent(20);
         if !by_model {
             compaction = compaction.summarize_with(|old| {

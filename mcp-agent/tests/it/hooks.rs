@@ -8,16 +8,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use mcp_agent::{
-    Agent, AnswerCheck, BeforeCall, CallResult, ChatCompletions, Decision, Event, Messages, Mode,
-    Outcome, Responses,
+    Agent, AnswerCheck, BeforeCall, CallResult, ChatCompletions, Decision, Event, Mode, Outcome,
 };
 use serde_json::json;
 
-use crate::{filesystem, scratch, ModelServer};
+use crate::{filesystem, scratch, wire_model, ModelServer, WIRES};
 
 #[tokio::test]
 async fn hooks_refuse_rewrite_redact_and_check_the_answer() {
-    for wire in ["chat", "messages", "responses"] {
+    for wire in WIRES {
         let dir = scratch(&format!("hooks-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(files.join("secret")).unwrap();
@@ -37,11 +36,7 @@ async fn hooks_refuse_rewrite_redact_and_check_the_answer() {
                 {"text": "the final answer"}
             ]),
         );
-        let model: Box<dyn mcp_agent::Model> = match wire {
-            "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
-            "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
-            _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
-        };
+        let model = wire_model(wire, &scripted);
         let answers = Arc::new(AtomicUsize::new(0));
         let seen = answers.clone();
         let agent = Agent::builder()

@@ -3,26 +3,10 @@
 //! checked against its `outputSchema`, hostile schemas bounded — on both built-in
 //! wires, against a real server (server-filesystem) and a deliberately odd one.
 
-use mcp_agent::{Agent, ChatCompletions, Event, Messages, Mode, Outcome, Responses};
-use mcp_runtime::Mcp;
+use mcp_agent::{Agent, Event, Mode, Outcome};
 use serde_json::{json, Value};
 
-use crate::{filesystem, scratch, ModelServer};
-
-fn schemas_server() -> Mcp {
-    Mcp::builder("odd")
-        .command([
-            mcp_test_support::python().display().to_string(),
-            crate::repo_root()
-                .join("tests/peers/hostile.py")
-                .display()
-                .to_string(),
-            "stdio".into(),
-            "schemas".into(),
-        ])
-        .build()
-        .unwrap()
-}
+use crate::{filesystem, hostile, scratch, wire_model, ModelServer, WIRES};
 
 /// What the model was sent in a request, as one string.
 fn results_sent(request: &Value) -> String {
@@ -31,7 +15,7 @@ fn results_sent(request: &Value) -> String {
 
 #[tokio::test]
 async fn arguments_are_checked_before_the_gate_and_output_after_the_call() {
-    for wire in ["chat", "messages", "responses"] {
+    for wire in WIRES {
         let dir = scratch(&format!("schemas-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(&files).unwrap();
@@ -52,15 +36,11 @@ async fn arguments_are_checked_before_the_gate_and_output_after_the_call() {
                 {"echo_tools": true}
             ]),
         );
-        let model: Box<dyn mcp_agent::Model> = match wire {
-            "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
-            "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
-            _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
-        };
+        let model = wire_model(wire, &scripted);
         let agent = Agent::builder()
             .model(model)
             .server(filesystem(&files))
-            .server(schemas_server())
+            .server(hostile("schemas"))
             // `write_file` needs a person; the odd server's tools run alone.
             .mode(Mode::Approve)
             .allow(["strict", "sum_bad", "sum_ok", "bomb", "far"])

@@ -101,6 +101,35 @@ pub(crate) fn filesystem(dir: &Path) -> Mcp {
         .unwrap()
 }
 
+/// A deliberately misbehaving server (tests/peers/hostile.py) in stdio `mode`.
+pub(crate) fn hostile(mode: &str) -> Mcp {
+    Mcp::builder("hostile")
+        .command([
+            mcp_test_support::python().display().to_string(),
+            crate::repo_root()
+                .join("tests/peers/hostile.py")
+                .display()
+                .to_string(),
+            "stdio".into(),
+            mode.into(),
+        ])
+        .build()
+        .unwrap()
+}
+
+/// The built-in wires, by the names the tests loop over.
+pub(crate) const WIRES: [&str; 3] = ["chat", "messages", "responses"];
+
+/// The scripted model behind `wire` (one of [`WIRES`]).
+pub(crate) fn wire_model(wire: &str, scripted: &ModelServer) -> Box<dyn mcp_agent::Model> {
+    match wire {
+        "chat" => Box::new(mcp_agent::ChatCompletions::new(scripted.url(), "fake").unwrap()),
+        "responses" => Box::new(mcp_agent::Responses::new(scripted.url(), "fake").unwrap()),
+        "messages" => Box::new(mcp_agent::Messages::new(scripted.url(), "fake").unwrap()),
+        other => panic!("no wire `{other}`"),
+    }
+}
+
 pub(crate) fn offered(request: &Value) -> Vec<String> {
     request["body"]["tools"]
         .as_array()

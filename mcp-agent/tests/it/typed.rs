@@ -4,24 +4,16 @@
 //! answer repaired once by telling the model what is wrong, and a model that never
 //! gives one ending in `Outcome::InvalidOutput` with its raw text.
 
-use mcp_agent::{Agent, ChatCompletions, Event, Messages, Outcome, Responses, OUTPUT_TOOL};
+use mcp_agent::{Agent, Event, Outcome, OUTPUT_TOOL};
 use serde_json::{json, Value};
 
-use crate::{filesystem, scratch, ModelServer};
+use crate::{filesystem, scratch, wire_model, ModelServer, WIRES};
 
 #[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Listing {
     /// The files found.
     files: Vec<String>,
-}
-
-fn model(wire: &str, scripted: &ModelServer) -> Box<dyn mcp_agent::Model> {
-    match wire {
-        "chat" => Box::new(ChatCompletions::new(scripted.url(), "fake").unwrap()),
-        "responses" => Box::new(Responses::new(scripted.url(), "fake").unwrap()),
-        _ => Box::new(Messages::new(scripted.url(), "fake").unwrap()),
-    }
 }
 
 /// A final answer, as each wire carries a typed one.
@@ -35,7 +27,7 @@ fn answer(wire: &str, value: Value) -> Value {
 
 #[tokio::test]
 async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
-    for wire in ["chat", "messages", "responses"] {
+    for wire in WIRES {
         let dir = scratch(&format!("typed-{wire}"));
         let files = dir.join("files");
         std::fs::create_dir_all(&files).unwrap();
@@ -50,7 +42,7 @@ async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
             ]),
         );
         let agent = Agent::builder()
-            .model(model(wire, &scripted))
+            .model(wire_model(wire, &scripted))
             .server(filesystem(&files))
             .allow(["list_directory"])
             .build()
@@ -117,7 +109,10 @@ async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
         std::fs::create_dir_all(&prose_dir).unwrap();
         let prose =
             ModelServer::scripted(&prose_dir, json!([{"text": "There is one file, a.txt."}]));
-        let agent = Agent::builder().model(model(wire, &prose)).build().unwrap();
+        let agent = Agent::builder()
+            .model(wire_model(wire, &prose))
+            .build()
+            .unwrap();
         let typed = agent.run_typed::<Listing>("list the files").await.unwrap();
         assert!(typed.value.is_none());
         let Outcome::InvalidOutput { text, reason, .. } = &typed.outcome else {
