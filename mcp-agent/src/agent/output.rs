@@ -116,8 +116,10 @@ impl OutputSpec {
     pub(super) fn format(&self) -> OutputFormat {
         let schema = if self.wrapped() {
             let mut inner = self.schema.clone();
-            // Definitions stay at the root, where the references point.
+            // Definitions stay at the root, where the references point; so does the
+            // dialect.
             let defs = inner.as_object_mut().and_then(|m| m.remove("$defs"));
+            let dialect = inner.as_object_mut().and_then(|m| m.remove("$schema"));
             let mut outer = json!({
                 "type": "object",
                 "properties": {"value": inner},
@@ -126,6 +128,9 @@ impl OutputSpec {
             });
             if let Some(defs) = defs {
                 outer["$defs"] = defs;
+            }
+            if let Some(dialect) = dialect {
+                outer["$schema"] = dialect;
             }
             outer
         } else {
@@ -258,6 +263,12 @@ mod tests {
         assert_eq!(f.schema["properties"]["value"]["type"], "array");
         assert_eq!(list.read(r#"{"value": ["a"]}"#).unwrap(), r#"["a"]"#);
         assert_eq!(list.read(r#"["b"]"#).unwrap(), r#"["b"]"#);
+        let of = OutputSpec::of::<Vec<u32>>().unwrap();
+        let f = of.format();
+        assert!(f.schema["properties"]["value"].get("$schema").is_none());
+        assert!(f.schema.get("$schema").is_some(), "{}", f.schema);
+        assert_eq!(of.read(r#"{"value": [1, 2]}"#).unwrap(), "[1,2]");
+        assert!(of.read(r#"{"value": [-1]}"#).is_err());
         let loose = OutputSpec::new(
             "loose",
             json!({"type": "object", "properties": {"a": {"type": "string"}}}),

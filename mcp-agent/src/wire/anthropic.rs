@@ -219,8 +219,11 @@ impl Wire for Messages {
             }
             body["tools"] = Value::Array(tools);
             let mut choice = match st.tool_choice_for(request) {
-                // A typed answer: some tool, the answer's at the latest.
-                _ if request.output.is_some() => json!({"type": "any"}),
+                // A typed answer: some tool, the answer's at the latest (extended
+                // thinking takes only `auto`: the agent's check holds the answer then).
+                _ if request.output.is_some() && self.thinking.is_none() => {
+                    json!({"type": "any"})
+                }
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Required => json!({"type": "any"}),
                 ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
