@@ -123,3 +123,79 @@ async fn a_typed_run_answers_in_its_schema_or_says_why_not() {
         assert_eq!(prose.requests().len(), 2, "{wire}: one repair round");
     }
 }
+
+/// A typed run that waits for a person keeps its schema: another agent on the same
+/// store (as another process would) resumes it, and the answer is held to the schema
+/// there too — a wrong one repaired, the right one read as `T`.
+async fn a_resumed_typed_run_is_held_to_its_schema(store_url: &str) {
+    let tag = if store_url.starts_with("postgres://") {
+        "pg"
+    } else {
+        "sqlite"
+    };
+    let dir = scratch(&format!("typed-resumed-{tag}"));
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let files = files.canonicalize().unwrap();
+    let scripted = ModelServer::scripted(
+        &dir,
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": files.join("a.txt").display().to_string(), "content": "A"}}]},
+            {"text": "I wrote a.txt"},
+            {"text": "{\"files\": [\"a.txt\"]}"}
+        ]),
+    );
+    let build = |store| {
+        Agent::builder()
+            .model(wire_model("chat", &scripted))
+            .server(filesystem(&files))
+            .mode(mcp_agent::Mode::Approve)
+            .store(store)
+            .build()
+            .unwrap()
+    };
+    let first = build(crate::store_for(&dir, store_url).await);
+    let typed = first
+        .run_typed::<Listing>("write a.txt, then list")
+        .await
+        .unwrap();
+    let Outcome::ApprovalRequired {
+        run_id, decision, ..
+    } = typed.outcome
+    else {
+        panic!("{:?}", typed.outcome)
+    };
+    first.close().await.unwrap();
+    let second = build(crate::store_for(&dir, store_url).await);
+    let outcome = second
+        .resume(&run_id, &decision, mcp_agent::Decision::approve("ann"))
+        .await
+        .unwrap();
+    let typed = mcp_agent::TypedOutcome::<Listing>::read(outcome);
+    assert_eq!(
+        typed.value,
+        Some(Listing {
+            files: vec!["a.txt".into()]
+        }),
+        "{:?}",
+        typed.outcome
+    );
+    let requests = scripted.requests();
+    assert_eq!(
+        requests[2]["body"]["response_format"]["json_schema"]["name"], "Listing",
+        "the resumed run still asks for the schema"
+    );
+    assert!(requests[2]["body"].to_string().contains("is not JSON"));
+    second.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_typed_run_is_held_to_its_schema_sqlite() {
+    a_resumed_typed_run_is_held_to_its_schema("sqlite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_typed_run_is_held_to_its_schema_postgres() {
+    let pg = mcp_test_support::Postgres::start();
+    a_resumed_typed_run_is_held_to_its_schema(&pg.url).await;
+}
