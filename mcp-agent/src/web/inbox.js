@@ -289,6 +289,12 @@
       case 'run_failed': return 'failed: ' + (e.error || '');
       case 'run_cancelled': return 'cancelled by ' + e.by;
       case 'run_finished': return 'run finished';
+      case 'arguments_invalid': return e.tool + ': arguments do not match its schema, not sent: ' + e.violations;
+      case 'schema_unchecked': return e.tool + ': schema not checked: ' + e.reason;
+      case 'output_mismatch': return e.tool + ': structured result does not match its schema: ' + e.reason;
+      case 'output_invalid': return 'the answer does not match the required output' + (e.repair ? ' (asked again)' : '') + ': ' + e.reason;
+      case 'hook': return e.hook + (e.tool ? ' on ' + e.tool : '') + ': ' + e.outcome + (e.reason ? ' (' + e.reason + ')' : '');
+      case 'compacted': return 'compacted ' + e.messages.length + ' messages into a summary';
       default: return String(e.event).replace(/_/g, ' ');
     }
   }
