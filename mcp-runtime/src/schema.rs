@@ -16,6 +16,10 @@
 //!   a `$ref` cycle) is followed only as the value being checked gets deeper;
 //! * **hold memory**: a schema of more than [`MAX_NODES`] values, or more than
 //!   [`MAX_STRING_BYTES`] of strings, is refused;
+//! * **take exponential time on a recursive schema**: a schema that refers back into
+//!   itself along `n` ≥ 2 paths re-enters itself up to `n` more times at each level of
+//!   a value; a value may nest only as deep as keeps `n^depth` under
+//!   [`RECURSION_BUDGET`] (16 levels for two paths), deeper is a violation;
 //! * **spin on a regular expression**: a `pattern` longer than [`MAX_PATTERN`] bytes is
 //!   refused, compiled patterns are size-limited, and backtracking is bounded (a
 //!   pattern that hits the bound fails the check instead of running on).
@@ -46,7 +50,15 @@ const MAX_MESSAGE: usize = 300;
 /// A compiled schema.
 pub struct Schema {
     validator: jsonschema::Validator,
+    /// How deep a value may nest to be checked: a schema that refers back into itself
+    /// along several paths re-enters itself that many more times at every level of
+    /// the value, so a check costs (paths)^(depth). `None`: as deep as parsing allows.
+    max_depth: Option<usize>,
 }
+
+/// The work one check against a recursive schema may take, in (paths)^(depth): the
+/// depth a value may nest is what keeps it under this.
+pub const RECURSION_BUDGET: f64 = 100_000.0;
 
 impl fmt::Debug for Schema {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -116,7 +128,11 @@ pub fn describe(violations: &[Violation]) -> String {
 impl Schema {
     /// Compiles `schema`, within every bound (see the module's documentation).
     pub fn new(schema: &Value) -> Result<Schema, SchemaError> {
-        bounded(schema)?;
+        let backs = bounded(schema)?;
+        // One path back: each level of the value re-enters the schema once.
+        let max_depth = (backs >= 2).then(|| {
+            ((RECURSION_BUDGET.ln() / (backs as f64).ln()).floor() as usize).max(1)
+        });
         let validator = jsonschema::options()
             .with_retriever(NoFetch)
             .with_pattern_options(
@@ -127,17 +143,41 @@ impl Schema {
             )
             .build(schema)
             .map_err(|e| SchemaError::new(e.to_string()))?;
-        Ok(Schema { validator })
+        Ok(Schema {
+            validator,
+            max_depth,
+        })
     }
 
-    /// True when `value` matches.
+    /// True when `value` matches (and nests no deeper than the schema is checked).
     pub fn is_valid(&self, value: &Value) -> bool {
-        self.validator.is_valid(value)
+        self.too_deep(value).is_none() && self.validator.is_valid(value)
+    }
+
+    /// How deep a value checked against this schema may nest (`None`: as deep as JSON
+    /// parsing allows). Deeper values are refused as violations, never checked.
+    pub fn max_depth(&self) -> Option<usize> {
+        self.max_depth
+    }
+
+    /// The violation of a value nested deeper than the schema is checked.
+    fn too_deep(&self, value: &Value) -> Option<Violation> {
+        let max = self.max_depth?;
+        (depth(value, max + 1) > max).then(|| Violation {
+            path: String::new(),
+            keyword: "depth".into(),
+            message: format!(
+                "the value nests deeper than {max} levels, as deep as this recursive schema is checked"
+            ),
+        })
     }
 
     /// Checks `value`: the violations (at most [`MAX_VIOLATIONS`]) when it does not
     /// match.
     pub fn check(&self, value: &Value) -> Result<(), Vec<Violation>> {
+        if let Some(v) = self.too_deep(value) {
+            return Err(vec![v]);
+        }
         if self.validator.is_valid(value) {
             return Ok(());
         }
@@ -208,14 +248,50 @@ const MAP: &[&str] = &[
 ];
 
 /// The bounds checked before compiling: size, depth, pattern length, and the number
-/// of subschemas reached with references followed.
-fn bounded(schema: &Value) -> Result<(), SchemaError> {
+/// of subschemas reached with references followed. Returns the most paths back into
+/// itself found under one reference (0: the schema is not recursive).
+fn bounded(schema: &Value) -> Result<usize, SchemaError> {
     let mut nodes = 0usize;
     let mut bytes = 0usize;
     size(schema, 0, &mut nodes, &mut bytes)?;
-    let mut reached = 0usize;
-    let mut stack: Vec<String> = Vec::new();
-    expand(schema, schema, &mut stack, &mut reached, 0)
+    let mut walk = Walk {
+        reached: 0,
+        stack: Vec::new(),
+        backs: 0,
+        widest: 0,
+    };
+    expand(schema, schema, &mut walk, 0)?;
+    // A reference back at the root (no reference followed above it) counts too.
+    Ok(walk.widest.max(walk.backs.min(1)))
+}
+
+/// How deep `v` nests (a scalar: 0), counted up to `max` (then it stops).
+fn depth(v: &Value, max: usize) -> usize {
+    let mut deepest = 0;
+    let mut todo = vec![(v, 0usize)];
+    while let Some((v, d)) = todo.pop() {
+        deepest = deepest.max(d);
+        if deepest >= max {
+            return deepest;
+        }
+        match v {
+            Value::Array(items) => todo.extend(items.iter().map(|i| (i, d + 1))),
+            Value::Object(map) => todo.extend(map.values().map(|i| (i, d + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Where a walk of a schema's subschemas stands.
+struct Walk {
+    reached: usize,
+    /// The references followed on the way here.
+    stack: Vec<String>,
+    /// The references that led back to one on the way.
+    backs: usize,
+    /// The most of them found under one reference followed.
+    widest: usize,
 }
 
 fn size(v: &Value, depth: usize, nodes: &mut usize, bytes: &mut usize) -> Result<(), SchemaError> {
@@ -255,15 +331,9 @@ fn size(v: &Value, depth: usize, nodes: &mut usize, bytes: &mut usize) -> Result
 
 /// Walks the subschemas of `node` with each local reference followed (a reference to
 /// one already on the way here counted once): more than [`MAX_EXPANDED`] is refused.
-fn expand(
-    root: &Value,
-    node: &Value,
-    stack: &mut Vec<String>,
-    reached: &mut usize,
-    depth: usize,
-) -> Result<(), SchemaError> {
-    *reached += 1;
-    if *reached > MAX_EXPANDED {
+fn expand(root: &Value, node: &Value, walk: &mut Walk, depth: usize) -> Result<(), SchemaError> {
+    walk.reached += 1;
+    if walk.reached > MAX_EXPANDED {
         return Err(SchemaError::new(format!(
             "its references, followed, reach more than {MAX_EXPANDED} subschemas"
         )));
@@ -305,13 +375,18 @@ fn expand(
                 clip(target, 200)
             )));
         };
-        if stack.iter().any(|s| s == target) {
+        if walk.stack.iter().any(|s| s == target) {
+            walk.backs += 1;
             continue;
         }
-        stack.push(target.to_owned());
-        let r = expand(root, resolved, stack, reached, depth + 1);
-        stack.pop();
+        walk.stack.push(target.to_owned());
+        let before = walk.backs;
+        let r = expand(root, resolved, walk, depth + 1);
+        walk.stack.pop();
         r?;
+        // The paths back found under this reference: how many times the schema can
+        // re-enter itself per level of a value.
+        walk.widest = walk.widest.max(walk.backs - before);
     }
     for (key, value) in map {
         let key = key.as_str();
@@ -322,12 +397,12 @@ fn expand(
             ));
         }
         if ONE.contains(&key) && value.is_object() {
-            expand(root, value, stack, reached, depth + 1)?;
+            expand(root, value, walk, depth + 1)?;
         }
         if MANY.contains(&key) {
             if let Value::Array(items) = value {
                 for i in items {
-                    expand(root, i, stack, reached, depth + 1)?;
+                    expand(root, i, walk, depth + 1)?;
                 }
             }
         }
@@ -336,7 +411,7 @@ fn expand(
                 for i in m.values() {
                     // `dependencies` (draft 7) maps to a schema or a list of names.
                     if i.is_object() {
-                        expand(root, i, stack, reached, depth + 1)?;
+                        expand(root, i, walk, depth + 1)?;
                     }
                 }
             }
@@ -476,6 +551,34 @@ mod tests {
         });
         let s = Schema::new(&cyclic).expect("a cycle compiles");
         let _ = s.check(&json!([[[1]]]));
+        // Each level tries two branches that both recurse: listing every error of a
+        // failing value 40 deep would take 2^40 steps; the check says it fails.
+        let two_ways = json!({
+            "$defs": {"a": {"anyOf": [
+                {"type": "array", "items": {"$ref": "#/$defs/a"}},
+                {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/a"}}
+            ]}},
+            "$ref": "#/$defs/a"
+        });
+        let s = Schema::new(&two_ways).expect("compiles");
+        let mut deep = json!("x");
+        for _ in 0..40 {
+            deep = json!([deep]);
+        }
+        assert_eq!(s.max_depth(), Some(16));
+        let v = s.check(&deep).expect_err("too deep to check");
+        assert_eq!(v.len(), 1);
+        assert!(v[0].keyword == "depth" && v[0].message.contains("16 levels"), "{v:?}");
+        assert!(!s.is_valid(&deep));
+        assert!(s.check(&json!([[]])).is_ok());
+        let mut shallow = json!("x");
+        for _ in 0..12 {
+            shallow = json!([shallow]);
+        }
+        assert!(s.check(&shallow).is_err(), "checked: a string is no array");
+        // A linked list refers back once: no depth bound.
+        let list = json!({"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}});
+        assert_eq!(Schema::new(&list).unwrap().max_depth(), None);
         assert!(Schema::new(&json!({"allOf": [{"$ref": "#"}]})).is_ok());
         let long = "a".repeat(MAX_PATTERN + 1);
         assert!(Schema::new(&json!({"pattern": long})).is_err());
