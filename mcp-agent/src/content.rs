@@ -284,7 +284,7 @@ pub(crate) fn tool_result_for_model(r: CallToolResult, max: usize) -> (String, V
         }
     }
     let mut text = cap(text, max);
-    if let mcp_runtime::model::OutputCheck::Mismatch(why) = &r.output_check {
+    if let mcp_runtime::model::OutputCheck::Mismatch { reason: why, .. } = &r.output_check {
         // After the cap: the model always reads it.
         text.push_str(&format!(
             "\n[error: the tool's structured result does not match its outputSchema ({}); do not rely on its shape — the tool did run]",

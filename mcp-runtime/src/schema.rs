@@ -125,14 +125,26 @@ pub fn describe(violations: &[Violation]) -> String {
         .join("; ")
 }
 
+/// The violations' paths and rules only (`at /a (`minimum`); at / (`required`)`):
+/// nothing of the value, whose messages may quote it.
+pub fn describe_rules(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(|v| {
+            let at = if v.path.is_empty() { "/" } else { &v.path };
+            format!("at {at} (`{}`)", v.keyword)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 impl Schema {
     /// Compiles `schema`, within every bound (see the module's documentation).
     pub fn new(schema: &Value) -> Result<Schema, SchemaError> {
         let backs = bounded(schema)?;
         // One path back: each level of the value re-enters the schema once.
-        let max_depth = (backs >= 2).then(|| {
-            ((RECURSION_BUDGET.ln() / (backs as f64).ln()).floor() as usize).max(1)
-        });
+        let max_depth = (backs >= 2)
+            .then(|| ((RECURSION_BUDGET.ln() / (backs as f64).ln()).floor() as usize).max(1));
         let validator = jsonschema::options()
             .with_retriever(NoFetch)
             .with_pattern_options(
@@ -568,7 +580,10 @@ mod tests {
         assert_eq!(s.max_depth(), Some(16));
         let v = s.check(&deep).expect_err("too deep to check");
         assert_eq!(v.len(), 1);
-        assert!(v[0].keyword == "depth" && v[0].message.contains("16 levels"), "{v:?}");
+        assert!(
+            v[0].keyword == "depth" && v[0].message.contains("16 levels"),
+            "{v:?}"
+        );
         assert!(!s.is_valid(&deep));
         assert!(s.check(&json!([[]])).is_ok());
         let mut shallow = json!("x");

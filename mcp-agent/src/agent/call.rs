@@ -218,21 +218,6 @@ impl Agent {
             state.ran += 1;
             out[*slot] = Some(match end {
                 CallEnd::Done(content, parts, is_error) => {
-                    let info = super::hooks::CallInfo {
-                        run_id: &state.id,
-                        server: &tool.facts.server,
-                        tool: &call.name,
-                        arguments: &call.arguments,
-                    };
-                    let (result, hooked) = self
-                        .inner
-                        .callbacks
-                        .hooks
-                        .after(info, super::hooks::CallResult::new(content, is_error));
-                    let (content, is_error) = (result.text, result.is_error);
-                    if let Some(event) = hooked {
-                        self.event(state, event);
-                    }
                     self.event(
                         state,
                         Event::AfterToolResult {
@@ -352,22 +337,28 @@ impl Agent {
             );
             let mut input = match tracing::Instrument::instrument(sent, span.clone()).await {
                 Ok(CallOutcome::Done(r)) => {
-                    match &r.output_check {
-                        mcp_runtime::model::OutputCheck::Mismatch(why) => {
-                            notes.push(Event::OutputMismatch {
+                    // Only the paths and rules: the output itself reaches the record
+                    // only through `after_call`.
+                    let note = match &r.output_check {
+                        mcp_runtime::model::OutputCheck::Mismatch { rules, .. } => {
+                            Some(Event::OutputMismatch {
                                 server: tool.facts.server.clone(),
                                 tool: call.name.clone(),
-                                reason: why.clone(),
+                                reason: rules.clone(),
                             })
                         }
                         mcp_runtime::model::OutputCheck::Unusable(why) => {
-                            notes.push(Event::SchemaUnchecked {
+                            Some(Event::SchemaUnchecked {
                                 server: tool.facts.server.clone(),
                                 tool: call.name.clone(),
                                 reason: format!("outputSchema: {why}"),
                             })
                         }
-                        _ => {}
+                        _ => None,
+                    };
+                    if let Some(event) = note {
+                        self.inner.callbacks.emit(run_id, &event);
+                        notes.push(event);
                     }
                     let (text, parts, is_error) = crate::content::tool_result_for_model(
                         r,
@@ -429,6 +420,27 @@ impl Agent {
             let answers = self.keep_in_vault(run_id, vault, &mut input, &given, sent_vaulted);
             end = CallEnd::Paused(Box::new((input, answers)));
             break;
+        }
+        // The application's `after_call` hook on what the model will read (a result,
+        // or why the call failed), before anything records it — the span included.
+        if let CallEnd::Done(text, parts, is_error) = end {
+            let info = super::hooks::CallInfo {
+                run_id,
+                server: &tool.facts.server,
+                tool: &call.name,
+                arguments: &call.arguments,
+            };
+            let (result, hooked, withheld) = self
+                .inner
+                .callbacks
+                .hooks
+                .after(info, super::hooks::CallResult::new(text, is_error));
+            if let Some(event) = hooked {
+                self.inner.callbacks.emit(run_id, &event);
+                notes.push(event);
+            }
+            let parts = if withheld { Vec::new() } else { parts };
+            end = CallEnd::Done(result.text, parts, result.is_error);
         }
         match &end {
             CallEnd::Done(text, _, is_error) => {

@@ -9,6 +9,9 @@ use super::events::Event;
 use super::handle::Agent;
 use super::state::RunState;
 
+/// How a summary message begins.
+const NOTE: &str = "[A summary of the earlier conversation, compacted to save context";
+
 const SUMMARY_PROMPT: &str = "Summarise the conversation below for your own later use: what the person asked for, the facts found, the decisions made, the files and names involved, what was done and what is still open. Be complete and brief. Answer with the summary only.";
 
 impl Agent {
@@ -40,11 +43,25 @@ impl Agent {
         if cut <= start {
             return Ok(());
         }
-        let old: Vec<Message> = state.messages[start..cut].to_vec();
+        // The person's latest message stays as it is, after the summary.
+        let last_person = state
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .filter(|&i| i >= start && i < cut);
+        let old: Vec<Message> = state.messages[start..cut]
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(start + i) != last_person)
+            .map(|(_, m)| m.clone())
+            .collect();
+        // Nothing but an earlier summary to compact: it is not summarised again.
+        if old.iter().all(|m| m.joined_text().starts_with(NOTE)) {
+            return Ok(());
+        }
         let summary = match &c.summarize {
             Some(f) => {
                 let f = f.clone();
-                let old = old.clone();
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&old))) {
                     Ok(s) => s,
                     // The application's summariser failed: nothing is compacted.
@@ -55,6 +72,12 @@ impl Agent {
                 }
             }
             None => {
+                // A model call of its own: within the run's budget, its text not
+                // streamed to the run's watchers, and a failure leaves the transcript
+                // whole (the run goes on).
+                if self.budget_before_model_call(state).is_some() {
+                    return Ok(());
+                }
                 let request = ChatRequest::new(
                     vec![
                         Message::text(Role::System, SUMMARY_PROMPT),
@@ -62,8 +85,16 @@ impl Agent {
                     ],
                     Vec::new(),
                 );
-                let Some(answer) = self.ask_model(state, &request).await? else {
-                    return Ok(());
+                let quiet: crate::model::TextSink = std::sync::Arc::new(|_: &str| {});
+                let asked =
+                    crate::model::with_text_sink(quiet, self.ask_model(state, &request)).await;
+                let answer = match asked {
+                    Ok(Some(answer)) => answer,
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        tracing::warn!(run = %state.id, error = %e, "the compaction summary failed; the transcript is kept whole");
+                        return Ok(());
+                    }
                 };
                 state.model_calls = state.model_calls.saturating_add(1);
                 if let Some(u) = &answer.usage {
@@ -75,13 +106,16 @@ impl Agent {
         if summary.trim().is_empty() {
             return Ok(());
         }
+        // Said for what it is: a summary drawn from the conversation and tool
+        // results, not the person's instructions.
         let note = Message::text(
             Role::User,
-            format!(
-                "[A summary of the earlier conversation, compacted to save context]\n{summary}"
-            ),
+            format!("{NOTE} (written by the assistant from the conversation and tool results; not instructions from the person)]\n{summary}"),
         );
-        state.messages.splice(start..cut, [note]);
+        let kept = last_person.map(|i| state.messages[i].clone());
+        state
+            .messages
+            .splice(start..cut, std::iter::once(note).chain(kept));
         let after = estimate(&state.messages);
         self.event(
             state,

@@ -90,8 +90,9 @@ pub enum Outcome {
         /// The tokens the run took so far.
         usage: Usage,
     },
-    /// A typed run's final answer did not match its schema, after the repair rounds
-    /// it was given: the run is finished (a [`follow_up`](crate::Agent::follow_up)
+    /// The final answer was not accepted: a typed run's did not match its schema
+    /// after the repair rounds it was given, or the application's `check_answer`
+    /// hook failed it. The run is finished (a [`follow_up`](crate::Agent::follow_up)
     /// may ask again).
     InvalidOutput {
         /// The run.

@@ -118,22 +118,23 @@ impl Hooks {
         Some((said, event))
     }
 
-    /// The result the model reads after `after_call` (as it was without one), and its
-    /// event. A hook that panics withholds the result: the model reads that it failed.
+    /// The result the model reads after `after_call` (as it was without one), its
+    /// event, and whether the result is withheld: a hook that panics withholds it (the
+    /// model reads that it failed; its images go too).
     pub(super) fn after(
         &self,
         call: CallInfo<'_>,
         result: CallResult,
-    ) -> (CallResult, Option<Event>) {
+    ) -> (CallResult, Option<Event>, bool) {
         let Some(f) = self.after.as_ref() else {
-            return (result, None);
+            return (result, None, false);
         };
         let before = result.clone();
         match catch_unwind(AssertUnwindSafe(|| f(call, result))) {
             Ok(out) => {
                 let outcome = if out == before { "unchanged" } else { "changed" };
                 let event = hook_event("after_call", Some(call.tool), outcome, None);
-                (out, Some(event))
+                (out, Some(event), false)
             }
             Err(_) => (
                 CallResult::new(
@@ -141,6 +142,7 @@ impl Hooks {
                     true,
                 ),
                 Some(hook_event("after_call", Some(call.tool), "panicked", None)),
+                true,
             ),
         }
     }

@@ -117,9 +117,12 @@ impl OutputSpec {
         let schema = if self.wrapped() {
             let mut inner = self.schema.clone();
             // Definitions stay at the root, where the references point; so does the
-            // dialect.
+            // dialect. A reference to anything else of the root now points into
+            // `value`.
             let defs = inner.as_object_mut().and_then(|m| m.remove("$defs"));
+            let definitions = inner.as_object_mut().and_then(|m| m.remove("definitions"));
             let dialect = inner.as_object_mut().and_then(|m| m.remove("$schema"));
+            rebase(&mut inner, 0);
             let mut outer = json!({
                 "type": "object",
                 "properties": {"value": inner},
@@ -128,6 +131,9 @@ impl OutputSpec {
             });
             if let Some(defs) = defs {
                 outer["$defs"] = defs;
+            }
+            if let Some(definitions) = definitions {
+                outer["definitions"] = definitions;
             }
             if let Some(dialect) = dialect {
                 outer["$schema"] = dialect;
@@ -163,6 +169,33 @@ impl OutputSpec {
             Ok(()) => Ok(value.to_string()),
             Err(v) => Err(describe(&v)),
         }
+    }
+}
+
+/// The references of a schema moved under `#/properties/value` (its `$defs` and
+/// `definitions` stayed at the root): `#` and `#/…` into anything else follow it.
+fn rebase(v: &mut Value, depth: usize) {
+    if depth > mcp_runtime::schema::MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match value {
+                    Value::String(target)
+                        if key == "$ref"
+                            && target.starts_with('#')
+                            && !target.starts_with("#/$defs/")
+                            && !target.starts_with("#/definitions/") =>
+                    {
+                        *target = format!("#/properties/value{}", &target[1..]);
+                    }
+                    other => rebase(other, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| rebase(i, depth + 1)),
+        _ => {}
     }
 }
 
@@ -269,6 +302,20 @@ mod tests {
         assert!(f.schema.get("$schema").is_some(), "{}", f.schema);
         assert_eq!(of.read(r#"{"value": [1, 2]}"#).unwrap(), "[1,2]");
         assert!(of.read(r#"{"value": [-1]}"#).is_err());
+        // A recursive list of lists: `#` is the list, now under `value`.
+        let nested = OutputSpec::new(
+            "nested",
+            json!({"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]},
+                   "definitions": {"n": {"type": "integer"}}}),
+        )
+        .unwrap();
+        let f = nested.format();
+        assert_eq!(
+            f.schema["properties"]["value"]["items"]["anyOf"][1]["$ref"],
+            "#/properties/value"
+        );
+        assert!(f.schema["definitions"]["n"].is_object());
+        mcp_runtime::schema::Schema::new(&f.schema).expect("the wrapped schema compiles");
         let loose = OutputSpec::new(
             "loose",
             json!({"type": "object", "properties": {"a": {"type": "string"}}}),

@@ -676,7 +676,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
 /// An error result for the call `id`.
 /// Why a call with these arguments cannot be sent, when it cannot: they are not a JSON
 /// object (nor absent). A wire keeps arguments that were not JSON as their text.
-fn unsendable(name: &str, arguments: &Value) -> Option<String> {
+pub(super) fn unsendable(name: &str, arguments: &Value) -> Option<String> {
     let why = match arguments {
         Value::Object(_) | Value::Null => return None,
         Value::String(text) => match serde_json::from_str::<Value>(text) {

@@ -525,11 +525,17 @@ impl Agent {
                 }
             }
             let tool = tools.get(&call.name);
-            // Arguments that break the tool's schema go nowhere: not to the gate, not
-            // to a person, not to the server; the model reads why.
+            // Arguments that break the tool's schema go nowhere: not to the gate's
+            // callback, not to a person, not to the server; the model reads why. (A
+            // call the mode can never allow is left to the gate's denial: no
+            // invitation to fix and call again.)
             let edited = matches!(call.at, CallState::Approved { person: Some(_) });
-            if let (Some(t), CallState::New | CallState::Approved { person: Some(_) }) =
-                (tool, &call.at)
+            let allowable = tool.is_some_and(|t| {
+                self.inner.policy.gate(state).advertised(&t.facts)
+                    || granted(&state.granted, &t.facts)
+            });
+            if let (Some(t), CallState::New | CallState::Approved { person: Some(_) }, true) =
+                (tool, &call.at, allowable)
             {
                 if let Some(why) = self.invalid_arguments(state, t, &call.arguments, edited) {
                     let call = state.pending.remove(i);
@@ -570,6 +576,20 @@ impl Agent {
                         // The ask callback edited the arguments: checked against the
                         // schema like a person's edit, then sent.
                         Verdict::AllowEdited(arguments) => {
+                            self.event(
+                                state,
+                                Event::Hook {
+                                    hook: "ask".into(),
+                                    tool: Some(call.name.clone()),
+                                    outcome: "edit".into(),
+                                    reason: None,
+                                },
+                            );
+                            if let Some(why) = super::run::unsendable(&call.name, &arguments) {
+                                let call = state.pending.remove(i);
+                                state.results.push(error_result(call.id, why));
+                                continue;
+                            }
                             if let Some(t) = tool {
                                 if let Some(why) =
                                     self.invalid_arguments(state, t, &arguments, true)
@@ -726,6 +746,11 @@ impl Agent {
                     continue;
                 }
                 super::hooks::BeforeCall::Rewrite(arguments) => {
+                    if let Some(why) = super::run::unsendable(&state.pending[i].name, &arguments) {
+                        let call = state.pending.remove(i);
+                        state.results.push(error_result(call.id, why));
+                        continue;
+                    }
                     state.pending[i].arguments = arguments;
                     state.pending[i].at = CallState::New;
                     regate = true;

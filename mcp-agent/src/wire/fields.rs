@@ -1,9 +1,9 @@
-//! Reading what a provider sends: numbers of its usage object, strings of its
-//! answer, and a tool call's arguments when they come as text.
+//! Reading what a provider sends — numbers of its usage object, strings of its
+//! answer, a tool call's arguments when they come as text — and what both OpenAI
+//! wires send alike (the bearer credential, a failed result's text).
 
 use serde_json::{json, Value};
 
-/// A number from a provider's usage object (absent: 0).
 /// A tool result's text for a wire with no error flag (both OpenAI wires): the model
 /// reads that the tool failed in the text (a denial's `{"error": …}` says so already).
 pub(crate) fn result_text(content: &str, is_error: bool) -> String {
@@ -23,6 +23,7 @@ pub(crate) fn bearer(
     Some(("authorization", std::borrow::Cow::Owned(bearer)))
 }
 
+/// A number from a provider's usage object (absent: 0).
 pub(crate) fn count(v: &Value, pointer: &str) -> u64 {
     v.pointer(pointer).and_then(Value::as_u64).unwrap_or(0)
 }

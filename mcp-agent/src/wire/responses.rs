@@ -1,9 +1,11 @@
 //! The OpenAI Responses wire: `POST {base}/responses` — OpenAI's current API (many
 //! newer models are served only there) and llama.cpp's server. The whole conversation
 //! goes in every request (`input` items; no `previous_response_id`, which servers such
-//! as llama.cpp refuse, and which would keep the conversation on the provider); the
+//! as llama.cpp refuse, and which would tie the run to what the provider kept); the
 //! items the agent does not model — reasoning, with its encrypted content when the
-//! provider returns it — are kept verbatim and sent back in the next turn.
+//! provider returns it — are kept verbatim and sent back in the next turn, with the
+//! items that followed them as they came. OpenAI keeps each response unless told not
+//! to: [`Responses::stateless`] sends `store: false`.
 
 use std::borrow::Cow;
 
@@ -85,6 +87,15 @@ impl Wire for Responses {
                         Value::Array(m.content.iter().map(part).collect::<Result<_, _>>()?)
                     };
                     input.push(json!({"role": "user", "content": content}));
+                }
+                // A turn kept item by item (it had reasoning, which must go back with
+                // the items that followed it, ids and all): those items, verbatim.
+                Role::Assistant if m.content.iter().any(kept_item) => {
+                    for b in &m.content {
+                        if let Block::Provider { value } = b {
+                            input.push(value.clone());
+                        }
+                    }
                 }
                 Role::Assistant => {
                     let mut text = String::new();
@@ -220,7 +231,18 @@ impl Wire for Responses {
                 })?;
         let mut content = Vec::new();
         let mut calls = false;
+        // With reasoning, every item is kept as it came too (its id included): the
+        // provider wants the reasoning back with the items that followed it.
+        let keep_items = output
+            .iter()
+            .any(|i| i.get("type").and_then(Value::as_str) == Some("reasoning"));
         for item in output {
+            let kind = item.get("type").and_then(Value::as_str);
+            if keep_items && matches!(kind, Some("message") | Some("function_call")) {
+                content.push(Block::Provider {
+                    value: item.clone(),
+                });
+            }
             match item.get("type").and_then(Value::as_str) {
                 Some("message") => {
                     for c in item
@@ -307,6 +329,12 @@ impl Wire for Responses {
             || reply.message.contains("context window")
             || reply.message.contains("exceeds the available context size")
     }
+}
+
+/// A `message` or `function_call` item kept as it came (see [`Responses::answer`]).
+fn kept_item(b: &Block) -> bool {
+    matches!(b, Block::Provider { value }
+        if matches!(value.get("type").and_then(Value::as_str), Some("message") | Some("function_call")))
 }
 
 /// One part of a user message's `content` array.
@@ -494,7 +522,7 @@ mod tests {
     fn answers_keep_reasoning_and_read_calls_and_stops() {
         let a = Responses::answer(&json!({"status": "completed", "output": [
             {"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA", "summary": []},
-            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{\"x\":1}"}
+            {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{\"x\":1}"}
         ], "usage": {"input_tokens": 10, "output_tokens": 4, "output_tokens_details": {"reasoning_tokens": 3}}}))
         .unwrap();
         assert_eq!(a.stop, Stop::ToolCalls);
@@ -503,6 +531,17 @@ mod tests {
         );
         assert_eq!(a.message.tool_calls()[0].2, json!({"x": 1}));
         assert_eq!(a.usage.unwrap().reasoning_tokens, 3);
+        // With reasoning, the call goes back as it came (its item id with it).
+        let m = Responses::new("http://127.0.0.1:9", "m").unwrap();
+        let req = ChatRequest::new(
+            vec![Message::text(Role::User, "go"), a.message.clone()],
+            Vec::new(),
+        );
+        let body = m.body(&req).unwrap();
+        assert_eq!(body["input"][1]["type"], "reasoning");
+        assert_eq!(body["input"][2]["id"], "fc_1");
+        assert_eq!(body["input"][2]["call_id"], "c1");
+        assert_eq!(body["input"].as_array().unwrap().len(), 3, "{body}");
         let cut = Responses::answer(
             &json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
             "output": [{"type": "message", "content": [{"type": "output_text", "text": "Hel"}]}]}),

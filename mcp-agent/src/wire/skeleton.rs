@@ -92,28 +92,30 @@ pub(crate) async fn complete<W: Wire>(
     Ok(answer)
 }
 
-/// The call of [`OUTPUT_TOOL`] in `answer` becomes its text (the typed answer); with
-/// no other call, the model has answered.
+/// The call of [`OUTPUT_TOOL`] in `answer` becomes its only text (the typed answer:
+/// prose beside it, or a second call, would make the answer unreadable); with no
+/// other call, the model has answered.
 fn answer_from_output_tool(answer: &mut ChatResponse) {
-    let mut found = false;
-    for block in &mut answer.message.content {
-        if let Block::ToolCall {
+    let Some(value) = answer.message.content.iter().find_map(|b| match b {
+        Block::ToolCall {
             name, arguments, ..
-        } = block
-        {
-            if name == OUTPUT_TOOL {
-                let text = arguments.to_string();
-                *block = Block::Text { text };
-                found = true;
-            }
-        }
-    }
+        } if name == OUTPUT_TOOL => Some(arguments.to_string()),
+        _ => None,
+    }) else {
+        return;
+    };
+    answer.message.content.retain(|b| match b {
+        Block::Text { .. } => false,
+        Block::ToolCall { name, .. } => name != OUTPUT_TOOL,
+        _ => true,
+    });
+    answer.message.content.push(Block::Text { text: value });
     let calls = answer
         .message
         .content
         .iter()
         .any(|b| matches!(b, Block::ToolCall { .. }));
-    if found && !calls && answer.stop == Stop::ToolCalls {
+    if !calls && answer.stop == Stop::ToolCalls {
         answer.stop = Stop::End;
     }
 }

@@ -129,3 +129,65 @@ async fn long_conversations_are_compacted_keeping_calls_with_results() {
         agent.close().await.unwrap();
     }
 }
+
+/// Inside one long turn (a person's request, then call after call), the cut falls
+/// between call-and-result pairs: the request itself is kept as it was, after the
+/// summary; a summary is not summarised again.
+#[tokio::test]
+async fn a_long_turn_keeps_the_persons_request() {
+    let dir = scratch("compaction-one-turn");
+    std::fs::write(dir.join("notes.txt"), "n".repeat(400)).unwrap();
+    let read = json!({"name": "read_text_file", "arguments": {"path": dir.join("notes.txt").display().to_string()}});
+    let scripted = ModelServer::scripted(
+        &dir,
+        json!([
+            {"tool_calls": [read.clone()]},
+            {"tool_calls": [read.clone()]},
+            {"tool_calls": [read]},
+            {"text": "done reading"}
+        ]),
+    );
+    let agent = Agent::builder()
+        .model(wire_model("chat", &scripted))
+        .allow(["read_text_file"])
+        .server(filesystem(&dir))
+        .compaction(
+            Compaction::at_tokens(150)
+                .keep_recent(120)
+                .summarize_with(|old| format!("SUMMARY of {} messages", old.len())),
+        )
+        .build()
+        .unwrap();
+    let Outcome::Finished { run_id, .. } = agent.run("READ THE NOTES THREE TIMES").await.unwrap()
+    else {
+        panic!()
+    };
+    let requests = scripted.requests();
+    let last = &requests.last().unwrap()["body"]["messages"];
+    assert!(
+        last[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[A summary"),
+        "{last}"
+    );
+    assert_eq!(last[1]["content"], "READ THE NOTES THREE TIMES", "{last}");
+    assert_eq!(last[2]["role"], "assistant", "{last}");
+    let events = agent.events(&run_id).await.unwrap();
+    let summaries: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Compacted {
+                summary, messages, ..
+            } => {
+                assert!(messages
+                    .iter()
+                    .all(|m| m.joined_text() != "READ THE NOTES THREE TIMES"));
+                Some(summary.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!summaries.is_empty());
+    agent.close().await.unwrap();
+}

@@ -193,6 +193,9 @@ async fn reasoning_items_go_back_verbatim() {
             reasoning["encrypted_content"], "ENCRYPTED-1",
             "streamed: {streamed}"
         );
+        // …with the item that followed it, as it came (its id too).
+        let call = input.iter().find(|i| i["type"] == "function_call").unwrap();
+        assert_eq!(call["id"], "fc_0_0", "streamed: {streamed}");
         agent.close().await.unwrap();
     }
 }

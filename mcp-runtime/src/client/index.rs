@@ -72,13 +72,18 @@ impl OutputSchema {
                 Err(e) => return OutputCheck::Unusable(e.reason().to_owned()),
             };
             let Some(structured) = &result.structured_content else {
-                return OutputCheck::Mismatch(
-                    "the tool declares an outputSchema and returned no structuredContent".into(),
-                );
+                let why = "the tool declares an outputSchema and returned no structuredContent";
+                return OutputCheck::Mismatch {
+                    reason: why.into(),
+                    rules: why.into(),
+                };
             };
             match schema.check(structured) {
                 Ok(()) => OutputCheck::Matched,
-                Err(v) => OutputCheck::Mismatch(crate::schema::describe(&v)),
+                Err(v) => OutputCheck::Mismatch {
+                    reason: crate::schema::describe(&v),
+                    rules: crate::schema::describe_rules(&v),
+                },
             }
         }
         #[cfg(not(feature = "schema"))]

@@ -159,8 +159,8 @@ impl Mcp {
         tool: &str,
         result: CallToolResult,
     ) -> Typed<T> {
-        if let crate::model::OutputCheck::Mismatch(why) = &result.output_check {
-            tracing::warn!(server = %self.spec.name, tool, why = %why, "structured output does not match the tool's outputSchema: not read");
+        if let crate::model::OutputCheck::Mismatch { rules, .. } = &result.output_check {
+            tracing::warn!(server = %self.spec.name, tool, rules = %rules, "structured output does not match the tool's outputSchema: not read");
             return Typed {
                 result,
                 output: None,

@@ -240,8 +240,15 @@ pub enum OutputCheck {
     /// `structuredContent` matches the `outputSchema`.
     Matched,
     /// It does not — or the tool declares an `outputSchema` and returned no
-    /// `structuredContent`: why, naming the path and the rule.
-    Mismatch(String),
+    /// `structuredContent`.
+    Mismatch {
+        /// Why: each violation's path, rule and message (a message may quote the
+        /// value: it is the tool's output).
+        reason: String,
+        /// Only the paths and the rules (`at /sum (`type`)`): nothing of the value, for
+        /// logs and records the output must not reach.
+        rules: String,
+    },
     /// The tool's `outputSchema` cannot be checked (it refers outside itself, breaks a
     /// bound, or is not a schema): why.
     Unusable(String),
@@ -250,7 +257,7 @@ pub enum OutputCheck {
 impl OutputCheck {
     /// True when the structured output was checked and does not match.
     pub fn is_mismatch(&self) -> bool {
-        matches!(self, OutputCheck::Mismatch(_))
+        matches!(self, OutputCheck::Mismatch { .. })
     }
 }
 

@@ -546,15 +546,25 @@ async fn structured_output_is_checked_against_the_output_schema() {
     assert_eq!(r.output_check, OutputCheck::Matched);
     let r = client.call("sum_bad", json!({})).await.unwrap();
     match &r.output_check {
-        OutputCheck::Mismatch(why) => {
-            assert!(why.contains("at /sum") && why.contains("`type`"), "{why}")
+        OutputCheck::Mismatch { reason, rules } => {
+            assert!(
+                reason.contains("at /sum") && reason.contains("`type`"),
+                "{reason}"
+            );
+            assert!(
+                reason.contains("three"),
+                "the reason quotes the value: {reason}"
+            );
+            assert_eq!(rules, "at /sum (`type`)", "the rules do not");
         }
         other => panic!("{other:?}"),
     }
     assert!(r.output_check.is_mismatch());
     let r = client.call("sum_none", json!({})).await.unwrap();
     match &r.output_check {
-        OutputCheck::Mismatch(why) => assert!(why.contains("no structuredContent"), "{why}"),
+        OutputCheck::Mismatch { reason, .. } => {
+            assert!(reason.contains("no structuredContent"), "{reason}")
+        }
         other => panic!("{other:?}"),
     }
     // A tool without an outputSchema is not checked.
