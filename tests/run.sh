@@ -48,8 +48,8 @@ bash tests/deps.sh 35
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "feature combinations users pick: stdio only, HTTP only (with and without OAuth), each with macros, and with skills"
-for features in stdio stdio,macros stdio,skills stdio,macros,skills http http,macros http,oauth http,skills; do
+step "feature combinations users pick: stdio only, HTTP only (with and without OAuth), each with macros, and with skills or schema checks"
+for features in stdio stdio,macros stdio,skills stdio,schema stdio,macros,skills http http,macros http,oauth http,skills; do
   cargo clippy -p mcp-runtime --locked --no-default-features --features "$features" -- -D warnings
 done
 for features in "" http postgres http,postgres; do
