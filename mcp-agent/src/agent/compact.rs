@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::model::{ChatRequest, Message, Role};
 
-use super::compaction::{as_text, cuts, estimate};
+use super::compaction::{as_text, cuts, estimate, suffix_estimates};
 use super::events::Event;
 use super::handle::Agent;
 use super::state::RunState;
@@ -18,10 +18,11 @@ impl Agent {
     /// Compacts the run's transcript when it passed the threshold, before a model
     /// call (no call of the run is pending then).
     pub(super) async fn compact(&self, state: &mut RunState) -> Result<()> {
-        let Some(c) = self.inner.compaction.clone() else {
+        let Some(c) = &self.inner.compaction else {
             return Ok(());
         };
-        let before = estimate(&state.messages);
+        let suffixes = suffix_estimates(&state.messages);
+        let before = suffixes[0];
         if before <= c.threshold {
             return Ok(());
         }
@@ -30,7 +31,7 @@ impl Agent {
         // turn being worked on is kept whatever its size).
         let Some(&cut) = candidates
             .iter()
-            .find(|&&i| estimate(&state.messages[i..]) <= c.keep_recent)
+            .find(|&&i| suffixes[i] <= c.keep_recent)
             .or(candidates.last())
         else {
             return Ok(());
@@ -61,7 +62,6 @@ impl Agent {
         }
         let summary = match &c.summarize {
             Some(f) => {
-                let f = f.clone();
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&old))) {
                     Ok(s) => s,
                     // The application's summariser failed: nothing is compacted.

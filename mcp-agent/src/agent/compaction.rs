@@ -65,24 +65,47 @@ impl Compaction {
 
 /// The transcript's size, estimated: characters / 4, images a fixed count.
 pub(super) fn estimate(messages: &[Message]) -> u64 {
+    tokens(messages.iter().map(size).fold((0, 0), add))
+}
+
+/// The estimate of every suffix of the transcript (`[i]`: of `messages[i..]`), each
+/// message measured once.
+pub(super) fn suffix_estimates(messages: &[Message]) -> Vec<u64> {
+    let mut sums = vec![0; messages.len() + 1];
+    let mut acc = (0, 0);
+    for (i, m) in messages.iter().enumerate().rev() {
+        acc = add(acc, size(m));
+        sums[i] = tokens(acc);
+    }
+    sums
+}
+
+/// One message's characters and images.
+fn size(m: &Message) -> (usize, u64) {
     let mut chars = 0usize;
     let mut images = 0u64;
-    for m in messages {
-        for b in &m.content {
-            match b {
-                Block::Text { text } => chars += text.len(),
-                Block::ToolCall {
-                    name, arguments, ..
-                } => chars += name.len() + arguments.to_string().len(),
-                Block::ToolResult { content, parts, .. } => {
-                    chars += content.len();
-                    images += parts.len() as u64;
-                }
-                Block::Image { .. } | Block::Audio { .. } | Block::File { .. } => images += 1,
-                Block::Provider { value } => chars += value.to_string().len(),
+    for b in &m.content {
+        match b {
+            Block::Text { text } => chars += text.len(),
+            Block::ToolCall {
+                name, arguments, ..
+            } => chars += name.len() + arguments.to_string().len(),
+            Block::ToolResult { content, parts, .. } => {
+                chars += content.len();
+                images += parts.len() as u64;
             }
+            Block::Image { .. } | Block::Audio { .. } | Block::File { .. } => images += 1,
+            Block::Provider { value } => chars += value.to_string().len(),
         }
     }
+    (chars, images)
+}
+
+fn add(a: (usize, u64), b: (usize, u64)) -> (usize, u64) {
+    (a.0 + b.0, a.1 + b.1)
+}
+
+fn tokens((chars, images): (usize, u64)) -> u64 {
     (chars as u64) / 4 + images * IMAGE_TOKENS
 }
 

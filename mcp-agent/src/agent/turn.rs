@@ -538,8 +538,7 @@ impl Agent {
                 (tool, &call.at, allowable)
             {
                 if let Some(why) = self.invalid_arguments(state, t, &call.arguments, edited) {
-                    let call = state.pending.remove(i);
-                    state.results.push(error_result(call.id, why));
+                    self.end_call(state, i, why);
                     continue;
                 }
             }
@@ -586,16 +585,14 @@ impl Agent {
                                 },
                             );
                             if let Some(why) = super::run::unsendable(&call.name, &arguments) {
-                                let call = state.pending.remove(i);
-                                state.results.push(error_result(call.id, why));
+                                self.end_call(state, i, why);
                                 continue;
                             }
                             if let Some(t) = tool {
                                 if let Some(why) =
                                     self.invalid_arguments(state, t, &arguments, true)
                                 {
-                                    let call = state.pending.remove(i);
-                                    state.results.push(error_result(call.id, why));
+                                    self.end_call(state, i, why);
                                     continue;
                                 }
                             }
@@ -630,6 +627,12 @@ impl Agent {
             i += 1;
         }
         Ok(())
+    }
+
+    /// Ends call `i`, not sent, with `why` as its error result.
+    fn end_call(&self, state: &mut RunState, i: usize, why: String) {
+        let call = state.pending.remove(i);
+        state.results.push(error_result(call.id, why));
     }
 
     /// Ends call `i` with an error result saying why it was denied.
@@ -739,16 +742,12 @@ impl Agent {
             state.pending[i].hooked = true;
             match said {
                 super::hooks::BeforeCall::Refuse(why) => {
-                    let call = state.pending.remove(i);
-                    state
-                        .results
-                        .push(error_result(call.id, crate::error::clip(&why, 1000)));
+                    self.end_call(state, i, crate::error::clip(&why, 1000));
                     continue;
                 }
                 super::hooks::BeforeCall::Rewrite(arguments) => {
                     if let Some(why) = super::run::unsendable(&state.pending[i].name, &arguments) {
-                        let call = state.pending.remove(i);
-                        state.results.push(error_result(call.id, why));
+                        self.end_call(state, i, why);
                         continue;
                     }
                     state.pending[i].arguments = arguments;
