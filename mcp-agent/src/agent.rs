@@ -31,6 +31,7 @@ mod compact;
 mod compaction;
 mod conversation;
 mod decision;
+mod delegate;
 mod detail;
 mod events;
 mod handle;

@@ -40,6 +40,8 @@ pub struct FunctionTool {
     idempotent: bool,
     approval: bool,
     call: Call,
+    /// The agent a sub-agent tool hands its calls to ([`Agent::as_tool`](crate::Agent::as_tool)).
+    pub(crate) delegate: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl fmt::Debug for FunctionTool {
@@ -118,7 +120,24 @@ impl FunctionTool {
             idempotent: false,
             approval: false,
             call,
+            delegate: None,
         }
+    }
+
+    /// A tool whose calls the agent loop hands to `agent` (a sub-agent): never called
+    /// as a function.
+    pub(crate) fn delegating(
+        name: String,
+        description: String,
+        input_schema: Value,
+        agent: Arc<dyn std::any::Any + Send + Sync>,
+    ) -> FunctionTool {
+        let call: Call = Arc::new(|_| {
+            Box::pin(async { Err("a sub-agent runs only inside an agent's loop".to_owned()) })
+        });
+        let mut tool = FunctionTool::make(name, description, input_schema, call);
+        tool.delegate = Some(agent);
+        tool
     }
 
     /// Every call needs a person's approval first, in every mode (like a

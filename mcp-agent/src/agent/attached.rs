@@ -39,6 +39,8 @@ pub(super) struct Attached {
     known_names: Mutex<HashMap<String, Vec<String>>>,
     /// The servers whose changes this agent made sure it hears.
     following: Mutex<HashSet<String>>,
+    /// The sub-agents its function tools hand calls to, by tool name.
+    sub_agents: Vec<(String, Arc<dyn std::any::Any + Send + Sync>)>,
 }
 
 impl Attached {
@@ -49,6 +51,7 @@ impl Attached {
         host: Arc<dyn Host>,
         required: Vec<String>,
         defer: Vec<(String, Deferral)>,
+        sub_agents: Vec<(String, Arc<dyn std::any::Any + Send + Sync>)>,
     ) -> Attached {
         Attached {
             servers,
@@ -57,7 +60,16 @@ impl Attached {
             defer,
             known_names: Mutex::default(),
             following: Mutex::default(),
+            sub_agents,
         }
+    }
+
+    /// The sub-agent the function tool `name` hands its calls to, if it does.
+    pub(super) fn sub_agent(&self, name: &str) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.sub_agents
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, a)| a)
     }
 
     /// What the loop lists tools from and calls them on.

@@ -31,16 +31,28 @@ impl Agent {
             )));
         };
         let mut refused = Vec::new();
-        for (id, decision) in decisions {
-            let Some(call) = state
+        // Calls a sub-agent's run waits on are decided on as this run's.
+        let delegated = if decisions.iter().any(|(id, _)| {
+            state
                 .pending
                 .iter()
-                .find(|c| c.at.decision() == Some(id.as_str()))
-            else {
+                .any(|c| c.at.names(id) && c.at.decision().is_none())
+        }) {
+            self.delegated_pending(state).await?
+        } else {
+            Vec::new()
+        };
+        for (id, decision) in decisions {
+            let Some(call) = state.pending.iter().find(|c| c.at.names(id)) else {
                 continue;
             };
-            let Some(pending) = call.pending(&state.id, waiting, &state.options)? else {
-                continue;
+            let pending = match call.pending(&state.id, waiting, &state.options)? {
+                Some(p) => p,
+                None => match delegated.iter().find(|p| p.decision == *id) {
+                    Some(p) => p.clone(),
+                    // Not waited on by the sub-agent's run any more: it refuses it.
+                    None => continue,
+                },
             };
             let ask = DecisionAsk {
                 principal: decision.principal.clone(),

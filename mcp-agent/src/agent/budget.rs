@@ -92,6 +92,28 @@ impl Agent {
             })
     }
 
+    /// What is left of the run's budget (a sub-agent's run started by one of its
+    /// calls gets it: the parent's budget covers the child).
+    pub(super) fn budget_left(&self, state: &RunState) -> super::options::Budget {
+        let b = &state.options.budget;
+        let left32 = |max: Option<u32>, used: u64| {
+            max.map(|m| u32::try_from(u64::from(m).saturating_sub(used)).unwrap_or(0))
+        };
+        let mut left = super::options::Budget::new();
+        left.max_model_calls = left32(b.max_model_calls, state.model_calls);
+        left.max_tool_calls = left32(b.max_tool_calls, state.tool_calls);
+        left.max_input_tokens = b
+            .max_input_tokens
+            .map(|m| m.saturating_sub(state.usage.input_tokens));
+        left.max_output_tokens = b
+            .max_output_tokens
+            .map(|m| m.saturating_sub(state.usage.output_tokens));
+        left.max_duration_ms = b
+            .max_duration_ms
+            .map(|m| m.saturating_sub(elapsed_ms(state)));
+        left
+    }
+
     /// How many more tool calls the run's budget lets it send.
     pub(super) fn tool_calls_left(&self, state: &RunState) -> usize {
         match state.options.budget.max_tool_calls {

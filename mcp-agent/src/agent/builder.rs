@@ -414,6 +414,11 @@ impl AgentBuilder {
             Some(key) => key.derive(b"mcp-agent configuration fingerprint v1")?,
             None => Vec::new(),
         };
+        let sub_agents = self
+            .functions
+            .iter()
+            .filter_map(|f| Some((f.name.clone(), f.delegate.clone()?)))
+            .collect();
         let host: Arc<dyn Host> = match self.host {
             Some(host) => host,
             None => Arc::new(Servers(
@@ -440,7 +445,13 @@ impl AgentBuilder {
                     self.expiry,
                     self.on_expiry,
                 ),
-                servers: Attached::new(self.servers, host, self.required, self.defer),
+                servers: Attached::new(
+                    self.servers,
+                    host,
+                    self.required,
+                    self.defer,
+                    sub_agents,
+                ),
                 callbacks: Arc::new({
                     let mut callbacks = Callbacks::new(
                         self.on_event,

@@ -26,7 +26,8 @@ use super::handle::{Agent, MAX_PROGRESS_KEPT};
 use super::host::AgentTool;
 use super::ids::random_id;
 use super::run::error_result;
-use super::state::{CallEnd, CallState, Paused, PendingCall, RunState, MAX_INPUT_ROUNDS};
+use super::delegate::{absorb, Delegation};
+use super::state::{CallEnd, CallState, Halt, PendingCall, RunState, MAX_INPUT_ROUNDS};
 use super::vault::{Answers, Completed, STATE};
 
 /// How a call's first attempt goes out.
@@ -58,8 +59,8 @@ impl Agent {
         state: &mut RunState,
         indices: &[usize],
         tools: &HashMap<String, AgentTool>,
-    ) -> Result<Vec<std::result::Result<Block, Paused>>> {
-        let mut out: Vec<Option<std::result::Result<Block, Paused>>> = Vec::new();
+    ) -> Result<Vec<std::result::Result<Block, Halt>>> {
+        let mut out: Vec<Option<std::result::Result<Block, Halt>>> = Vec::new();
         out.resize_with(indices.len(), || None);
         let mut batch: Vec<(usize, Outgoing<'_>)> = Vec::with_capacity(indices.len());
         let mut asked = Vec::new();
@@ -89,7 +90,7 @@ impl Agent {
                             Start::Answered(Box::new((input, ready, answers.clone())))
                         }
                         Completed::Missing(input, still) => {
-                            out[slot] = Some(Err(Box::new((input, still))));
+                            out[slot] = Some(Err(Halt::Input(Box::new((input, still)))));
                             continue;
                         }
                         // The server's state is gone with another process: its
@@ -166,10 +167,19 @@ impl Agent {
                 },
             );
         }
+        // A sub-agent's run started by one of these calls gets the run's owner, what is
+        // left of its budget and its policies.
+        let delegation = batch
+            .iter()
+            .any(|(_, (_, tool, _, _))| self.delegates(tool))
+            .then(|| Arc::new(self.delegation(state)));
         let mut ends: Vec<Option<(CallEnd, Vec<Event>)>> = Vec::new();
         ends.resize_with(batch.len(), || None);
         if let [(_, call)] = batch.as_slice() {
-            ends[0] = Some(self.call_server(&state.id, call).await);
+            ends[0] = Some(
+                self.call_server(&state.id, call, delegation.as_deref())
+                    .await,
+            );
         } else {
             // Dropping the run (a cancelled future) aborts the calls with the set. At
             // most `calls_in_flight` are on servers at once; the others wait in order.
@@ -184,13 +194,16 @@ impl Agent {
                 let run = state.id.clone();
                 let outgoing = (call.clone(), (*tool).clone(), start.clone(), vault.clone());
                 let places = places.clone();
+                let delegation = delegation.clone();
                 let task = async move {
                     // The semaphore is never closed: a place always comes.
                     let _place = places.acquire_owned().await.ok();
                     let (call, tool, start, vault) = outgoing;
                     (
                         n,
-                        agent.call_server(&run, &(call, &tool, start, vault)).await,
+                        agent
+                            .call_server(&run, &(call, &tool, start, vault), delegation.as_deref())
+                            .await,
                     )
                 };
                 set.spawn(tracing::Instrument::instrument(task, parent.clone()));
@@ -213,7 +226,11 @@ impl Agent {
                     Vec::new(),
                 )
             });
-            // Already delivered to the callbacks live; kept with the run here.
+            // Already delivered to the callbacks live; kept with the run here (what a
+            // sub-agent's run that ended spent counts against this run's budget).
+            for event in &events {
+                absorb(state, event);
+            }
             state.events.extend(events);
             state.ran += 1;
             out[*slot] = Some(match end {
@@ -233,7 +250,8 @@ impl Agent {
                         parts,
                     })
                 }
-                CallEnd::Paused(paused) => Err(paused),
+                CallEnd::Paused(paused) => Err(Halt::Input(paused)),
+                CallEnd::Delegated(run, decisions) => Err(Halt::Delegated(run, decisions)),
             });
         }
         Ok(out
@@ -257,6 +275,7 @@ impl Agent {
         &self,
         run_id: &str,
         (call, tool, start, vault): &Outgoing<'_>,
+        delegation: Option<&Delegation>,
     ) -> (CallEnd, Vec<Event>) {
         let seen: Arc<std::sync::Mutex<Vec<Event>>> = Arc::default();
         let (sink, callbacks, run) = (
@@ -323,7 +342,19 @@ impl Agent {
         // The model reads why a call failed as the call's result.
         let failed =
             |why: String| CallEnd::Done(json!({ "error": why }).to_string(), Vec::new(), true);
-        for _ in 0..MAX_INPUT_ROUNDS {
+        // A sub-agent tool: its task becomes a run of the sub-agent.
+        let child = delegation
+            .filter(|_| self.delegates(tool))
+            .and_then(|d| Some((d, self.sub_agent(&tool.def.name)?)));
+        let rounds = if child.is_some() { 0 } else { MAX_INPUT_ROUNDS };
+        if let Some((delegation, child)) = child {
+            let sent = self.delegate(delegation, &call.name, &call.arguments, &child);
+            let (delegated, event) = tracing::Instrument::instrument(sent, span.clone()).await;
+            self.inner.callbacks.emit(run_id, &event);
+            notes.push(event);
+            end = delegated;
+        }
+        for _ in 0..rounds {
             let mut options = base.clone();
             let sent_vaulted = vaulted;
             if let Some((input, ready)) = next.take() {
@@ -451,7 +482,7 @@ impl Agent {
                     span.record("gen_ai.tool.call.result", text.as_str());
                 }
             }
-            CallEnd::Paused(_) => {
+            CallEnd::Paused(_) | CallEnd::Delegated(..) => {
                 span.record("error.type", "input_required");
             }
         }
@@ -462,6 +493,12 @@ impl Agent {
 }
 
 impl Agent {
+    /// Whether calls of `tool` are handed to a sub-agent.
+    fn delegates(&self, tool: &AgentTool) -> bool {
+        tool.facts.server == crate::function::FUNCTIONS
+            && self.inner.servers.sub_agent(&tool.def.name).is_some()
+    }
+
     /// Keeps a person's `answer` to the request under `key`: what the run keeps goes
     /// into `answers`, the secret fields into the vault. A request this code cannot
     /// read has every field of its answer taken as secret.

@@ -450,6 +450,10 @@ pub struct Pending {
     /// [`AgentBuilder::suspension_expiry`](crate::AgentBuilder::suspension_expiry)),
     /// for a countdown; `None` when it waits for ever.
     pub expires_at: Option<u64>,
+    /// The sub-agent's run the call belongs to, when a sub-agent tool of `run_id`
+    /// ([`Agent::as_tool`](crate::Agent::as_tool)) made it: a decision on it is given
+    /// to `run_id` like any other, and reaches the sub-agent's run.
+    pub sub_run: Option<String>,
 }
 
 /// One page of an approval inbox ([`Agent::inbox`](crate::Agent::inbox)): what the

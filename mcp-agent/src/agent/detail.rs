@@ -9,7 +9,6 @@ use crate::store::RunStatus;
 
 use super::decision::Pending;
 use super::handle::Agent;
-use super::inbox::waiting_on;
 use super::options::Principal;
 
 /// One run as kept, read and checked against its integrity MAC
@@ -52,7 +51,7 @@ impl Agent {
         };
         let state = self.inner.books.read(&record)?;
         let pending = if record.status == RunStatus::Suspended {
-            waiting_on(&state)?
+            self.waiting(&state).await?
         } else {
             Vec::new()
         };

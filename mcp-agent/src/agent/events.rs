@@ -390,6 +390,28 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A call of a sub-agent tool ([`Agent::as_tool`](crate::Agent::as_tool)) handed
+    /// its task to the sub-agent's run `run`, which now stands at `status`:
+    /// `suspended` (its calls wait for a person: they are listed with this run's),
+    /// `finished`, or how else it ended. Once it ended, what it spent — counted
+    /// against this run's budget too.
+    SubAgent {
+        /// The sub-agent tool.
+        tool: String,
+        /// The sub-agent's run (in the sub-agent's store; its own events are there).
+        run: String,
+        /// Where it stands.
+        status: String,
+        /// The tokens its model calls took, once it ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Its model calls, once it ended.
+        #[serde(default)]
+        model_calls: u64,
+        /// Its tool calls, once it ended.
+        #[serde(default)]
+        tool_calls: u64,
+    },
     /// A tool's `structuredContent` does not match its `outputSchema` (or is missing):
     /// the model reads the result with a note saying so.
     OutputMismatch {

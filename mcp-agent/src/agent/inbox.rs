@@ -26,7 +26,15 @@ impl Agent {
             return Ok(Vec::new());
         }
         let state = self.inner.books.read(&record)?;
-        waiting_on(&state)
+        self.waiting(&state).await
+    }
+
+    /// What `state` waits on: its own calls, and those of the sub-agents' runs its
+    /// calls wait on.
+    pub(super) async fn waiting(&self, state: &RunState) -> Result<Vec<Pending>> {
+        let mut calls = waiting_on(state)?;
+        calls.extend(self.delegated_pending(state).await?);
+        Ok(calls)
     }
 
     /// An approval inbox: what the suspended runs `filter` names wait on — "this
@@ -66,7 +74,11 @@ impl Agent {
                 tracing::warn!(run = %run.id, "a run's owner columns disagree with its sealed state; the inbox leaves it out");
                 continue;
             }
-            match waiting_on(&state) {
+            // A sub-agent's run is listed with the run it works for.
+            if state.parent.is_some() {
+                continue;
+            }
+            match self.waiting(&state).await {
                 Ok(calls) => pending.extend(calls),
                 Err(e) => {
                     tracing::warn!(run = %run.id, error = %e, "what a waiting run waits on cannot be read; the inbox leaves it out")
@@ -155,10 +167,21 @@ impl Agent {
         let Some(s) = state.suspension.take() else {
             return Err(Error::store(format!("run {run_id} waits in no suspension")));
         };
+        // Calls handed to sub-agents that still wait end with it: their runs are
+        // cancelled.
+        let mut waiting_children = state.clone();
+        waiting_children
+            .pending
+            .retain(|c| matches!(c.at, CallState::Delegated { .. }) && c.at.awaits_person());
+        self.cancel_children(&waiting_children, "expiry").await;
         // Every call nobody decided ends unrun; the decided ones go on.
         let (mut i, mut expired) = (0, false);
         while i < state.pending.len() {
-            let Some(decision) = state.pending[i].at.decision().map(str::to_owned) else {
+            let decision = match &state.pending[i].at {
+                CallState::Delegated { decisions, .. } => decisions.first().cloned(),
+                other => other.decision().map(str::to_owned),
+            };
+            let Some(decision) = decision else {
                 i += 1;
                 continue;
             };
@@ -217,6 +240,7 @@ impl Agent {
             )));
         };
         state.lease = Some(lease);
+        self.cancel_children(&state, by).await;
         close_turn(
             &mut state,
             &format!("the run was cancelled by {by}; this call did not run"),

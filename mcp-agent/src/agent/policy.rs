@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::gate::{Gate, Mode};
+use crate::gate::{Gate, Mode, Verdict};
 
 use super::state::{CallState, Policy, RunState};
 
@@ -187,5 +187,44 @@ impl AgentPolicy {
         };
         state.gate = Some(Arc::new(Gate::new(mode, kept.allow.clone())));
         Ok(())
+    }
+}
+
+/// The gates a sub-agent's run goes on under beside its own: its parent's policy (and
+/// theirs, up the chain) — live when this process started it, else built from what
+/// the run keeps (`ask` goes on as `approve`: the callback was the parent agent's
+/// code; a mode this code does not know allows nothing).
+pub(super) fn outer_gates(state: &RunState) -> Vec<Arc<Gate>> {
+    if !state.outer.is_empty() {
+        return state.outer.clone();
+    }
+    let Some(parent) = &state.parent else {
+        return Vec::new();
+    };
+    parent
+        .policies
+        .iter()
+        .map(|p| {
+            let mode = match p.mode.as_str() {
+                "ask" => Ok(Mode::Approve),
+                other => other.parse::<Mode>(),
+            };
+            Arc::new(match mode {
+                Ok(mode) => Gate::new(mode, p.allow.clone()),
+                Err(_) => Gate::new(Mode::ReadOnly, Vec::<String>::new()),
+            })
+        })
+        .collect()
+}
+
+/// The stricter of two verdicts on one call: a denial wins, then a need for a person;
+/// an edit stands when the other allows.
+pub(super) fn stricter(own: Verdict, outer: Verdict) -> Verdict {
+    match (own, outer) {
+        (Verdict::Deny(why), _) => Verdict::Deny(why),
+        (_, Verdict::Deny(why)) => Verdict::Deny(format!("the parent run's policy: {why}")),
+        (Verdict::Suspend, _) | (_, Verdict::Suspend) => Verdict::Suspend,
+        (Verdict::AllowEdited(v), _) | (_, Verdict::AllowEdited(v)) => Verdict::AllowEdited(v),
+        _ => Verdict::Allow,
     }
 }

@@ -79,7 +79,7 @@ impl Agent {
 
     /// [`decide`](Self::decide) — or, when `record`, only keep the decisions (the run
     /// stays waiting, ready for a worker once nothing is left undecided): `None`.
-    async fn decide_as(
+    pub(super) async fn decide_as(
         &self,
         run_id: &str,
         decisions: Vec<(String, Decision)>,
@@ -193,6 +193,12 @@ impl Agent {
         }
         // The run as it waits, to put back if an error stops it before anything ran.
         let kept = state.clone();
+        // Decisions on calls a sub-agent's run waits on are recorded there.
+        let mut decisions = decisions;
+        if let Err(e) = self.forward_decisions(&mut state, &mut decisions).await {
+            self.inner.books.put_back(run_id, waiting(claimed)).await;
+            return Err(e);
+        }
         let mut standing = Vec::new();
         for (id, decision) in decisions {
             match self.apply(&mut state, &id, decision) {
@@ -219,7 +225,8 @@ impl Agent {
             if record {
                 return Ok(None);
             }
-            return suspended_outcome(&state).map(Some);
+            let delegated = self.delegated_pending(&state).await?;
+            return suspended_outcome(&state, delegated).map(Some);
         }
         state.suspension = None;
         self.decided(state, kept).await.map(Some)
@@ -564,7 +571,7 @@ fn applicable(
         if decisions[..n].iter().any(|(other, _)| other == id) {
             return Err((format!("decision {id} is given twice"), true));
         }
-        let Some(call) = state.pending.iter().find(|c| c.at.decision() == Some(id)) else {
+        let Some(call) = state.pending.iter().find(|c| c.at.names(id)) else {
             return Err((
                 format!(
                     "decision {id} is not one the run waits for (it was applied already, or belongs to an earlier suspension)"

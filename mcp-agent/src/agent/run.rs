@@ -11,14 +11,14 @@ use crate::model::{Block, ChatRequest, Message, Role, Stop, Usage};
 use crate::store::{Claim, Durability, RunRecord, RunStatus};
 
 use super::backoff::retry_at;
-use super::decision::{Outcome, PendingWait};
+use super::decision::{Outcome, Pending, PendingWait};
 use super::events::Event;
 use super::handle::Agent;
 use super::host::AgentTool;
 use super::ids::random_id;
 use super::options::RunOptions;
 use super::retries::model_error_type;
-use super::state::{Asker, CallState, PendingCall, RunState, Suspension, STATE_VERSION};
+use super::state::{Asker, CallState, Halt, PendingCall, RunState, Suspension, STATE_VERSION};
 use super::vault::Answers;
 
 impl Agent {
@@ -78,6 +78,8 @@ impl Agent {
             persisted: false,
             options,
             policy: Some(self.inner.policy.own()),
+            parent: None,
+            outer: Vec::new(),
             gate: None,
             standing: Vec::new(),
             lease: Some(self.inner.books.new_lease()?),
@@ -255,7 +257,8 @@ impl Agent {
         state.suspension = None;
         state.failure = Some(error.clone());
         // A transient error: a worker retries the run later (see `backoff`).
-        state.retry_at = retry_at(&e, state.retries);
+        // (Not a sub-agent's run: its parent's call took the error.)
+        state.retry_at = retry_at(&e, state.retries).filter(|_| state.parent.is_none());
         self.event(
             &mut state,
             Event::RunFailed {
@@ -290,6 +293,8 @@ impl Agent {
         let mut skills = self.skills().await;
         state.standing = self.standing().await;
         loop {
+            // Calls handed to sub-agents whose decisions were all given go on there.
+            self.follow_children(state).await;
             self.settle_unknown(state, &tools).await;
             // Answered input goes only to the tool that asked, while the gate allows.
             self.check_answered(state, &tools).await;
@@ -526,7 +531,13 @@ impl Agent {
                     state.pending.remove(i);
                     state.results.push(block);
                 }
-                Err(paused) => {
+                Err(Halt::Delegated(run, waits)) => {
+                    state.pending[i].at = CallState::Delegated {
+                        run,
+                        decisions: waits,
+                    };
+                }
+                Err(Halt::Input(paused)) => {
                     let (input, answers) = *paused;
                     let decision = decisions.pop().unwrap_or_default();
                     self.input_requested(state, i, &input, &answers, tools);
@@ -615,7 +626,10 @@ impl Agent {
         let decisions = state
             .pending
             .iter()
-            .filter_map(|c| c.at.decision().map(str::to_owned))
+            .flat_map(|c| match &c.at {
+                CallState::Delegated { decisions, .. } => decisions.clone(),
+                other => other.decision().map(str::to_owned).into_iter().collect(),
+            })
             .collect();
         self.event(
             state,
@@ -626,13 +640,14 @@ impl Agent {
             },
         );
         self.save(state, RunStatus::Suspended).await?;
-        suspended_outcome(state)
+        let delegated = self.delegated_pending(state).await?;
+        suspended_outcome(state, delegated)
     }
 }
 
 /// What a suspended run waits on, as its [`Outcome`]: every call, the first named in
 /// the outcome's own fields.
-pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
+pub(super) fn suspended_outcome(state: &RunState, delegated: Vec<Pending>) -> Result<Outcome> {
     let Some(s) = &state.suspension else {
         return Err(Error::store(format!(
             "run {} waits in no suspension",
@@ -643,6 +658,7 @@ pub(super) fn suspended_outcome(state: &RunState) -> Result<Outcome> {
     for call in &state.pending {
         calls.extend(call.pending(&state.id, s, &state.options)?);
     }
+    calls.extend(delegated);
     let Some(first) = calls.first().cloned() else {
         return Err(Error::store(format!("run {} waits for nothing", state.id)));
     };

@@ -105,6 +105,15 @@ pub(super) enum CallState {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         asker: Option<Box<Asker>>,
     },
+    /// Handed to a sub-agent ([`Agent::as_tool`](crate::Agent::as_tool)): its run
+    /// `run` (in the sub-agent's store) goes on for it, and the decisions it waits for
+    /// — listed with this run's — are `decisions` (empty once each is recorded: the
+    /// sub-agent's run is then continued for this call).
+    Delegated {
+        run: String,
+        #[serde(default)]
+        decisions: Vec<String>,
+    },
     /// Input given: it is sent again with the answers.
     Answered {
         input: PendingInput,
@@ -118,10 +127,20 @@ pub(super) enum CallState {
 impl CallState {
     /// Waits for a person (approval or input).
     pub(super) fn awaits_person(&self) -> bool {
-        matches!(
-            self,
-            CallState::AwaitingApproval(_) | CallState::AwaitingInput { .. }
-        )
+        match self {
+            CallState::AwaitingApproval(_) | CallState::AwaitingInput { .. } => true,
+            CallState::Delegated { decisions, .. } => !decisions.is_empty(),
+            _ => false,
+        }
+    }
+
+    /// Whether the decision `id` names this call (or, for a call handed to a
+    /// sub-agent, a call its run waits on).
+    pub(super) fn names(&self, id: &str) -> bool {
+        match self {
+            CallState::Delegated { decisions, .. } => decisions.iter().any(|d| d == id),
+            other => other.decision() == Some(id),
+        }
     }
 
     /// The decision that names it, while it waits for a person.
@@ -193,6 +212,27 @@ pub(super) enum CallEnd {
     /// It waits for input no callback gave: the input, and the answers it has (those
     /// callbacks gave, and a person's this process still holds).
     Paused(Box<(PendingInput, Answers)>),
+    /// A sub-agent's run took it, and waits for a person: the run, and the decisions
+    /// it waits for.
+    Delegated(String, Vec<String>),
+}
+
+/// What a call that did not end is left waiting for.
+pub(super) enum Halt {
+    /// Input a server asked for.
+    Input(Paused),
+    /// A sub-agent's run: its id and the decisions it waits for.
+    Delegated(String, Vec<String>),
+}
+
+/// A run started by a sub-agent tool of another run ([`Agent::as_tool`](crate::Agent::as_tool)):
+/// which run and call it works for, and the policies it goes on under beside its
+/// own (its parent's, and theirs): a call runs only when every one of them lets it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct Parent {
+    pub(super) run: String,
+    pub(super) tool: String,
+    pub(super) policies: Vec<Policy>,
 }
 
 /// Everything a run is: kept in the store while it waits.
@@ -285,6 +325,13 @@ pub(super) struct RunState {
     /// The policy the run goes on under (kept with it: a resume does not loosen it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) policy: Option<Policy>,
+    /// The run this one works for, when a sub-agent tool started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) parent: Option<Parent>,
+    /// The gates of `parent`'s policies, live in this process (their `ask` callbacks
+    /// included); built from the kept policies when the run goes on elsewhere.
+    #[serde(skip)]
+    pub(super) outer: Vec<Arc<Gate>>,
     /// The standing allowances of the store, as this process read them for the loop.
     #[serde(skip)]
     pub(super) standing: Vec<Allowance>,
@@ -372,6 +419,7 @@ impl PendingCall {
             tenant: options.tenant.clone(),
             started_by: options.started_by.clone(),
             expires_at: suspension.expires_at,
+            sub_run: None,
         }))
     }
 }

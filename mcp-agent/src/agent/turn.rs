@@ -19,6 +19,7 @@ use super::host::{repeat_is_harmless, AgentTool};
 use super::ids::random_id;
 use super::run::error_result;
 use super::skill_types::{granted, AgentSkill, SkillStep, READ_SKILL, READ_SKILL_FILE};
+use super::policy::{outer_gates, stricter};
 use super::state::{Awaiting, CallState, PendingCall, RunState};
 
 /// The name of the emulated tool search (for models without a native one).
@@ -155,9 +156,11 @@ impl Agent {
         state: &RunState,
     ) -> Vec<ToolSpec> {
         let gate = self.inner.policy.gate(state);
+        let outer = outer_gates(state);
         let mut v: Vec<&AgentTool> = tools
             .values()
             .filter(|t| gate.advertised(&t.facts) || granted(&state.granted, &t.facts))
+            .filter(|t| outer.iter().all(|g| g.advertised(&t.facts)))
             .collect();
         v.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         if self.inner.model.native_tool_search() {
@@ -302,15 +305,26 @@ impl Agent {
             requires_approval: t.def.requires_approval(),
             ..t.facts.clone()
         });
-        if facts
+        let own = if facts
             .as_ref()
             .is_some_and(|f| granted(&state.granted, f) && !f.app_only && !f.requires_approval)
         {
-            return Verdict::Allow;
+            Verdict::Allow
+        } else {
+            gate.decide(&call.name, facts.as_ref(), &call.arguments)
+                .await
+        };
+        // A sub-agent's run: its parent's policy (and theirs) must let the call too.
+        let mut verdict = own;
+        for outer in outer_gates(state) {
+            if matches!(verdict, Verdict::Deny(_)) {
+                break;
+            }
+            let theirs = outer
+                .decide(&call.name, facts.as_ref(), &call.arguments)
+                .await;
+            verdict = stricter(verdict, theirs);
         }
-        let verdict = gate
-            .decide(&call.name, facts.as_ref(), &call.arguments)
-            .await;
         match (verdict, tool) {
             (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,
             (v, _) => v,

@@ -170,7 +170,7 @@ impl Agent {
     /// Keeps a run whose decisions were all recorded as running, then goes on. An
     /// error fails it (a person may retry it): put back as ready, it would be taken up
     /// again at once.
-    async fn go_on(&self, mut state: RunState) -> Result<Outcome> {
+    pub(super) async fn go_on(&self, mut state: RunState) -> Result<Outcome> {
         if let Err(e) = self.save(&mut state, RunStatus::Running).await {
             return self.fail(state, None, e).await;
         }

@@ -166,7 +166,7 @@
   function callCard(run, p) {
     const card = el('div', { class: 'call', 'data-decision': p.decision, 'data-run': run.run });
     card.append(el('div', { class: 'head' },
-      el('span', { class: 'tool', text: p.server + ' / ' + p.tool }),
+      el('span', { class: 'tool', text: p.server + ' / ' + p.tool + (p.sub_run ? ' (sub-agent run ' + p.sub_run + ')' : '') }),
       el('a', { class: 'runlink', href: '#run=' + enc(run.run), text: 'run ' + run.run.slice(0, 8) })));
     const owner = [];
     if (run.started_by) owner.push('started by ' + run.started_by.name);
@@ -294,6 +294,7 @@
       case 'output_mismatch': return e.tool + ': structured result does not match its schema: ' + e.reason;
       case 'output_invalid': return 'the answer does not match the required output' + (e.repair ? ' (asked again)' : '') + ': ' + e.reason;
       case 'hook': return e.hook + (e.tool ? ' on ' + e.tool : '') + ': ' + e.outcome + (e.reason ? ' (' + e.reason + ')' : '');
+      case 'sub_agent': return 'sub-agent ' + e.tool + ' (run ' + e.run + '): ' + e.status;
       case 'compacted': return 'compacted ' + e.messages.length + ' messages into a summary';
       default: return String(e.event).replace(/_/g, ' ');
     }

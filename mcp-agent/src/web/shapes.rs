@@ -107,6 +107,8 @@ pub(super) fn pending(p: &Pending, changes: &BTreeMap<String, Value>) -> Value {
         "reason": changes.get(&p.tool).map(|c| c["reason"].clone()),
         "changed": changes.get(&p.tool),
         "expires": p.expires_at.map(|ms| ms / 1000),
+        // The sub-agent's run the call belongs to (decided on as this run's).
+        "sub_run": p.sub_run,
     });
     match &p.waits {
         PendingWait::Approval {

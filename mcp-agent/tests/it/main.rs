@@ -276,6 +276,7 @@ mod security;
 mod settings;
 mod skills;
 mod store_suite;
+mod subagents;
 mod suspension;
 mod teardown;
 mod traces;
