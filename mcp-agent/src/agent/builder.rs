@@ -445,13 +445,7 @@ impl AgentBuilder {
                     self.expiry,
                     self.on_expiry,
                 ),
-                servers: Attached::new(
-                    self.servers,
-                    host,
-                    self.required,
-                    self.defer,
-                    sub_agents,
-                ),
+                servers: Attached::new(self.servers, host, self.required, self.defer, sub_agents),
                 callbacks: Arc::new({
                     let mut callbacks = Callbacks::new(
                         self.on_event,

@@ -21,12 +21,12 @@ use crate::store::{lock, LedgerEntry, LedgerKind, RunStatus};
 
 use super::clock::now;
 use super::decision::{Binding, InputAsk};
+use super::delegate::{absorb, Delegation};
 use super::events::Event;
 use super::handle::{Agent, MAX_PROGRESS_KEPT};
 use super::host::AgentTool;
 use super::ids::random_id;
 use super::run::error_result;
-use super::delegate::{absorb, Delegation};
 use super::state::{CallEnd, CallState, Halt, PendingCall, RunState, MAX_INPUT_ROUNDS};
 use super::vault::{Answers, Completed, STATE};
 

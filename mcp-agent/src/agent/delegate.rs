@@ -321,11 +321,8 @@ impl Agent {
                     let Some(sid) = state.suspension.as_ref().map(|s| s.id.clone()) else {
                         return Err(Error::store(format!("run {run} waits in no suspension")));
                     };
-                    let Some((claimed, lease)) = self
-                        .inner
-                        .books
-                        .claim(run, Claim::Suspended(&sid))
-                        .await?
+                    let Some((claimed, lease)) =
+                        self.inner.books.claim(run, Claim::Suspended(&sid)).await?
                     else {
                         continue; // another process took it up meanwhile
                     };
@@ -420,7 +417,11 @@ impl Agent {
         decisions: &mut Vec<(String, Decision)>,
     ) -> Result<()> {
         for i in 0..state.pending.len() {
-            let CallState::Delegated { run, decisions: waits } = &state.pending[i].at else {
+            let CallState::Delegated {
+                run,
+                decisions: waits,
+            } = &state.pending[i].at
+            else {
                 continue;
             };
             let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(decisions)
@@ -439,7 +440,10 @@ impl Agent {
             };
             let ids: Vec<String> = mine.iter().map(|(id, _)| id.clone()).collect();
             Box::pin(child.decide_as(&run, mine, true)).await?;
-            if let CallState::Delegated { decisions: waits, .. } = &mut state.pending[i].at {
+            if let CallState::Delegated {
+                decisions: waits, ..
+            } = &mut state.pending[i].at
+            {
                 waits.retain(|d| !ids.contains(d));
             }
             let event = sub_event(&name, &run, format!("decided {}", ids.join(", ")), None);

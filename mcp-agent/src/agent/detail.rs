@@ -38,6 +38,9 @@ pub struct RunDetail {
     pub usage: Usage,
     /// The error that stopped it, when it failed.
     pub failure: Option<String>,
+    /// The run it works for and that run's call, when a sub-agent tool
+    /// ([`Agent::as_tool`]) started it: `(run id, tool)` (from its sealed state).
+    pub parent: Option<(String, String)>,
 }
 
 impl Agent {
@@ -68,6 +71,7 @@ impl Agent {
             pending,
             usage: state.usage,
             failure: state.failure,
+            parent: state.parent.map(|p| (p.run, p.tool)),
         }))
     }
 }

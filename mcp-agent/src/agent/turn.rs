@@ -17,9 +17,9 @@ use super::events::Event;
 use super::handle::Agent;
 use super::host::{repeat_is_harmless, AgentTool};
 use super::ids::random_id;
+use super::policy::{outer_gates, stricter};
 use super::run::error_result;
 use super::skill_types::{granted, AgentSkill, SkillStep, READ_SKILL, READ_SKILL_FILE};
-use super::policy::{outer_gates, stricter};
 use super::state::{Awaiting, CallState, PendingCall, RunState};
 
 /// The name of the emulated tool search (for models without a native one).

@@ -74,7 +74,10 @@ async fn a_suspended_child_resumes_with_its_parent(store_url: &str) {
         crate::store_for(&dir, store_url).await,
     );
     let outcome = parent
-        .run_with_options("have the writer write a.txt", RunOptions::new().tenant("t1"))
+        .run_with_options(
+            "have the writer write a.txt",
+            RunOptions::new().tenant("t1"),
+        )
         .await
         .unwrap();
     let Outcome::ApprovalRequired {
@@ -87,12 +90,19 @@ async fn a_suspended_child_resumes_with_its_parent(store_url: &str) {
     else {
         panic!("{outcome:?}")
     };
-    assert_eq!(tool, "write_file", "the child's call, listed as the parent's");
+    assert_eq!(
+        tool, "write_file",
+        "the child's call, listed as the parent's"
+    );
     assert_eq!(calls.len(), 1);
     let sub_run = calls[0].sub_run.clone().expect("the child's run is named");
     assert_ne!(sub_run, run_id);
     assert_eq!(calls[0].run_id, run_id);
-    assert_eq!(calls[0].tenant.as_deref(), Some("t1"), "the parent's tenant");
+    assert_eq!(
+        calls[0].tenant.as_deref(),
+        Some("t1"),
+        "the parent's tenant"
+    );
     assert!(!target.exists(), "nothing ran before the decision");
     // One inbox: the parent's run lists the child's call; the child's run is not
     // listed on its own.
@@ -105,6 +115,7 @@ async fn a_suspended_child_resumes_with_its_parent(store_url: &str) {
     // The child runs under its parent's tenant and what is left of its budget.
     let detail = child.run_detail(&sub_run).await.unwrap().unwrap();
     assert_eq!(detail.tenant.as_deref(), Some("t1"));
+    assert_eq!(detail.parent, Some((run_id.clone(), "writer".to_owned())));
     parent.close().await.unwrap();
     child.close().await.unwrap();
 
@@ -226,7 +237,10 @@ async fn the_parent_policy_and_budget_bind_the_child() {
         .unwrap();
     let outcome = parent.run("have the writer write a.txt").await.unwrap();
     assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
-    assert!(!target.exists(), "the parent's policy denied the child's write");
+    assert!(
+        !target.exists(),
+        "the parent's policy denied the child's write"
+    );
     let child_requests = child_model.requests();
     let offered = child_requests[0]["body"]["tools"].to_string();
     assert!(
