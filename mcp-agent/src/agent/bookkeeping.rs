@@ -22,6 +22,10 @@ use super::state::{RunState, STATE_VERSION};
 /// suspension expires; a failed one when its retry is due; any other never (a run held by a dead process is found by its
 /// lease).
 fn due_at(state: &RunState, status: RunStatus) -> Option<u64> {
+    // A sub-agent's run is taken up only by its parent's loop, never by a worker.
+    if state.parent.is_some() {
+        return None;
+    }
     match status {
         RunStatus::Suspended if !state.pending.iter().any(|c| c.at.awaits_person()) => {
             Some(now_ms())

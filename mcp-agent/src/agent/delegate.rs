@@ -141,7 +141,7 @@ impl Agent {
             return (end, sub_event(tool, "", "not started".into(), None));
         };
         let started = child.start_child(task, delegation, tool).await;
-        self.child_end(tool, child, started).await
+        self.child_end(tool, child, started, None).await
     }
 
     /// A run of this agent for the call `tool` of the run `delegation` names. (The
@@ -164,18 +164,26 @@ impl Agent {
         })
     }
 
-    /// How a call of `tool` ends given where `child`'s run stands (`ended`).
+    /// How a call of `tool` ends given where `child`'s run (`run`, when known) stands
+    /// (`ended`).
     async fn child_end(
         &self,
         tool: &str,
         child: &Agent,
         ended: Result<Outcome>,
+        run: Option<&str>,
     ) -> (CallEnd, Event) {
         let outcome = match ended {
             Ok(o) => o,
             Err(e) => {
                 let end = failed(format!("the sub-agent `{tool}` failed: {e}"));
-                return (end, sub_event(tool, "", "failed".into(), None));
+                // What it spent before it failed counts too.
+                let spent = match run {
+                    Some(run) => child.spent(run).await,
+                    None => None,
+                };
+                let run = run.unwrap_or_default();
+                return (end, sub_event(tool, run, "failed".into(), spent));
             }
         };
         let run = outcome.run_id().to_owned();
@@ -232,7 +240,7 @@ impl Agent {
     /// given: each sub-agent's run goes on (or is read where it ended), and its answer
     /// becomes the call's result — or the call waits on the decisions it suspended on
     /// anew.
-    pub(super) async fn follow_children(&self, state: &mut RunState) {
+    pub(super) async fn follow_children(&self, state: &mut RunState) -> Result<()> {
         let mut i = 0;
         while i < state.pending.len() {
             let CallState::Delegated { run, decisions } = &state.pending[i].at else {
@@ -246,8 +254,12 @@ impl Agent {
             let (run, name) = (run.clone(), state.pending[i].name.clone());
             let (end, event) = match self.sub_agent(&name) {
                 Some(child) => {
-                    let went = child.continue_child(&run).await;
-                    self.child_end(&name, &child, went).await
+                    let delegation = self.delegation(state);
+                    let went = match child.continue_child(&run, &delegation).await? {
+                        Ok(outcome) => Ok(outcome),
+                        Err(why) => Err(Error::store(why)),
+                    };
+                    self.child_end(&name, &child, went, Some(&run)).await
                 }
                 None => (
                     failed(format!(
@@ -297,17 +309,28 @@ impl Agent {
                 }
             }
         }
+        Ok(())
     }
 
-    /// Takes this agent's run `run` (a sub-agent's) up for its parent: continued when
-    /// every decision it waits for was recorded; as it stands when it still waits or
-    /// ended; waited for while another process holds it (recovered once that process's
-    /// lease ends).
-    fn continue_child<'a>(&'a self, run: &'a str) -> BoxFuture<'a, Result<Outcome>> {
-        Box::pin(self.continue_child_inner(run))
+    /// Takes this agent's run `run` (a sub-agent's) up for its parent, under the
+    /// parent's policies as they are now (`delegation`): continued when every decision
+    /// it waits for was recorded; as it stands when it still waits or ended; waited for
+    /// while another process holds it (recovered once that process's lease ends). A
+    /// run that failed or was cancelled is `Ok(Err(why))`, for the parent's model; an
+    /// error of the stores is the parent's.
+    fn continue_child<'a>(
+        &'a self,
+        run: &'a str,
+        delegation: &'a Delegation,
+    ) -> BoxFuture<'a, Result<std::result::Result<Outcome, String>>> {
+        Box::pin(self.continue_child_inner(run, delegation))
     }
 
-    async fn continue_child_inner(&self, run: &str) -> Result<Outcome> {
+    async fn continue_child_inner(
+        &self,
+        run: &str,
+        delegation: &Delegation,
+    ) -> Result<std::result::Result<Outcome, String>> {
         loop {
             let record = self.inner.books.record(run).await?;
             let state = self.inner.books.read(&record)?;
@@ -316,7 +339,7 @@ impl Agent {
                     let ready = !state.pending.iter().any(|c| c.at.awaits_person());
                     if !ready {
                         let extra = self.delegated_pending(&state).await?;
-                        return super::run::suspended_outcome(&state, extra);
+                        return super::run::suspended_outcome(&state, extra).map(Ok);
                     }
                     let Some(sid) = state.suspension.as_ref().map(|s| s.id.clone()) else {
                         return Err(Error::store(format!("run {run} waits in no suspension")));
@@ -332,7 +355,12 @@ impl Agent {
                     };
                     let mut state = self.take_up(run, claimed, lease, waiting).await?;
                     state.suspension = None;
-                    return self.go_on(state).await;
+                    // The parent's policies as they are now, its `ask` callback live.
+                    state.outer = delegation.gates.clone();
+                    if let Some(p) = &mut state.parent {
+                        p.policies = delegation.policies.clone();
+                    }
+                    return Ok(self.go_on(state).await.map_err(|e| e.to_string()));
                 }
                 RunStatus::Finished => {
                     let text = state
@@ -342,30 +370,105 @@ impl Agent {
                         .find(|m| m.role == Role::Assistant)
                         .map(|m| m.joined_text())
                         .unwrap_or_default();
-                    return Ok(Outcome::Finished {
+                    return Ok(Ok(Outcome::Finished {
                         run_id: run.to_owned(),
                         text,
                         usage: state.usage,
-                    });
+                    }));
                 }
-                RunStatus::Running => match self.recover(run).await {
-                    Ok(outcome) => return Ok(outcome),
+                RunStatus::Running => match self.recover_as(run, true).await {
+                    Ok(outcome) => return Ok(Ok(outcome)),
                     Err(e) if e.is_not_suspended() => tokio::time::sleep(HELD_POLL).await,
-                    Err(e) => return Err(e),
+                    Err(e) => return Ok(Err(e.to_string())),
                 },
                 RunStatus::Failed => {
-                    return Err(Error::store(format!(
+                    return Ok(Err(format!(
                         "its run {run} failed: {}",
                         state.failure.unwrap_or_default()
                     )))
                 }
                 _ => {
-                    return Err(Error::store(format!(
+                    return Ok(Err(format!(
                         "its run {run} was cancelled or ended without an answer"
                     )))
                 }
             }
         }
+    }
+
+    /// Brings the decisions the suspended run `record` (read as `state`) waits on
+    /// through its sub-agents up to what their runs wait on now (their runs are the
+    /// truth: one may have moved on, or wait under new decision ids after a recovery);
+    /// `true` when the run changed in the store meanwhile (read it again).
+    pub(super) async fn resync(&self, record: &RunRecord, state: &RunState) -> Result<bool> {
+        if self.live_decisions(state).await?.is_empty() {
+            return Ok(false);
+        }
+        let Some(sid) = state.suspension.as_ref().map(|s| s.id.clone()) else {
+            return Ok(false);
+        };
+        let Some((claimed, lease)) = self
+            .inner
+            .books
+            .claim(&record.id, Claim::Suspended(&sid))
+            .await?
+        else {
+            return Ok(true);
+        };
+        let waiting = |r| RunRecord {
+            status: RunStatus::Suspended,
+            ..r
+        };
+        let back = waiting(claimed.clone());
+        let mut state = self.take_up(&record.id, claimed, lease, waiting).await?;
+        let live = match self.live_decisions(&state).await {
+            Ok(live) => live,
+            Err(e) => {
+                self.inner.books.put_back(&record.id, back).await;
+                return Err(e);
+            }
+        };
+        for (i, ids) in live {
+            if let Some(CallState::Delegated { decisions, .. }) =
+                state.pending.get_mut(i).map(|c| &mut c.at)
+            {
+                *decisions = ids;
+            }
+        }
+        if let Err(e) = self.save(&mut state, RunStatus::Suspended).await {
+            self.inner.books.put_back(&record.id, back).await;
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// The delegated calls of `state` whose sub-agents' runs wait on other decisions
+    /// than `state` keeps: each call's index, with what its sub-agent's run waits on.
+    async fn live_decisions(&self, state: &RunState) -> Result<Vec<(usize, Vec<String>)>> {
+        let mut out = Vec::new();
+        for (i, call) in state.pending.iter().enumerate() {
+            let CallState::Delegated { run, decisions } = &call.at else {
+                continue;
+            };
+            if decisions.is_empty() {
+                continue; // the parent's loop takes the sub-agent's run up
+            }
+            let Some(child) = self.sub_agent(&call.name) else {
+                return Err(Error::config(format!(
+                    "run {}: the sub-agent `{}` is not a tool of this agent",
+                    state.id, call.name
+                )));
+            };
+            let live: Vec<String> = Box::pin(child.pending(run))
+                .await?
+                .into_iter()
+                .map(|p| p.decision)
+                .collect();
+            if live != *decisions {
+                out.push((i, live));
+            }
+        }
+        Ok(out)
     }
 
     /// The calls the sub-agents of `state`'s delegated calls wait on, as `state`'s
@@ -386,9 +489,6 @@ impl Agent {
                 )));
             };
             for mut p in Box::pin(child.pending(run)).await? {
-                if !decisions.contains(&p.decision) {
-                    continue;
-                }
                 if p.sub_run.is_none() {
                     p.sub_run = Some(p.run_id.clone());
                 }
@@ -406,6 +506,18 @@ impl Agent {
             }
         }
         Ok(out)
+    }
+
+    /// [`delegated_pending`](Self::delegated_pending) — or, when a sub-agent's run
+    /// cannot be read, the calls named by their decisions only (logged).
+    pub(super) async fn delegated_listing(&self, state: &RunState) -> Vec<Pending> {
+        match self.delegated_pending(state).await {
+            Ok(calls) => calls,
+            Err(e) => {
+                tracing::warn!(run = %state.id, error = %e, "what a sub-agent's run waits on could not be read: named by its decisions only");
+                delegated_ids(state)
+            }
+        }
     }
 
     /// Records `decisions` on calls `state`'s sub-agents wait on in their runs (each
@@ -439,7 +551,7 @@ impl Agent {
                 )));
             };
             let ids: Vec<String> = mine.iter().map(|(id, _)| id.clone()).collect();
-            Box::pin(child.decide_as(&run, mine, true)).await?;
+            Box::pin(child.decide_as(&run, mine, true, true)).await?;
             if let CallState::Delegated {
                 decisions: waits, ..
             } = &mut state.pending[i].at
@@ -467,6 +579,40 @@ impl Agent {
             }
         }
     }
+}
+
+/// The calls `state`'s sub-agents wait on, named by their decisions only (when their
+/// runs cannot be read).
+fn delegated_ids(state: &RunState) -> Vec<Pending> {
+    let Some(s) = &state.suspension else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for call in &state.pending {
+        let CallState::Delegated { run, decisions } = &call.at else {
+            continue;
+        };
+        for decision in decisions {
+            out.push(Pending {
+                run_id: state.id.clone(),
+                suspension: s.id.clone(),
+                decision: decision.clone(),
+                server: crate::function::FUNCTIONS.to_owned(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+                waits: super::decision::PendingWait::Approval {
+                    binding: None,
+                    description: None,
+                    input_schema: None,
+                },
+                tenant: state.options.tenant.clone(),
+                started_by: state.options.started_by.clone(),
+                expires_at: s.expires_at,
+                sub_run: Some(run.clone()),
+            });
+        }
+    }
+    out
 }
 
 /// What a sub-agent's run that ended spent counts against its parent's budget.

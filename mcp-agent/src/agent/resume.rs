@@ -13,6 +13,10 @@ use super::ids::random_id;
 use super::run::suspended_outcome;
 use super::state::{CallState, PersonApproval, RunState};
 
+/// How long a sub-agent's run found stale by another path is left to its parent's loop
+/// before it is looked at again.
+const CHILD_BACK_OFF_MS: u64 = 30_000;
+
 impl Agent {
     /// Continues a suspended run with a person's decision on one call it waits for —
     /// in this process or another (with the same store). `decision_id` is the
@@ -49,7 +53,7 @@ impl Agent {
             .into_iter()
             .map(|(id, d)| (id.into(), d))
             .collect();
-        match self.decide_as(run_id, decisions, false).await? {
+        match self.decide_as(run_id, decisions, false, false).await? {
             Some(outcome) => Ok(outcome),
             None => Err(Error::store(format!(
                 "run {run_id}: the decision was only kept"
@@ -72,9 +76,14 @@ impl Agent {
         decision_id: &str,
         decision: Decision,
     ) -> Result<()> {
-        self.decide_as(run_id, vec![(decision_id.to_owned(), decision)], true)
-            .await
-            .map(drop)
+        self.decide_as(
+            run_id,
+            vec![(decision_id.to_owned(), decision)],
+            true,
+            false,
+        )
+        .await
+        .map(drop)
     }
 
     /// [`decide`](Self::decide) — or, when `record`, only keep the decisions (the run
@@ -84,6 +93,7 @@ impl Agent {
         run_id: &str,
         decisions: Vec<(String, Decision)>,
         record: bool,
+        via_parent: bool,
     ) -> Result<Option<Outcome>> {
         if decisions.is_empty() {
             return Err(Error::config("no decision given"));
@@ -110,6 +120,26 @@ impl Agent {
         let (claimed, lease) = loop {
             let record = self.inner.books.record(run_id).await?;
             let state = self.inner.books.read(&record)?;
+            // A sub-agent's run is decided on through the run it works for (its
+            // `authorize`, its inbox, the calls it waits on).
+            if let (Some(parent), false) = (&state.parent, via_parent) {
+                return Err(refuse(
+                    format!(
+                        "the run is a sub-agent's run: give the decision to the run it works for, {}",
+                        parent.run
+                    ),
+                    false,
+                ));
+            }
+            // The decisions a parent waits on follow its sub-agents' runs (the truth):
+            // brought up to date first when they differ.
+            if record.status == RunStatus::Suspended
+                && tries < 100
+                && self.resync(&record, &state).await?
+            {
+                tries += 1;
+                continue;
+            }
             let sid = state
                 .suspension
                 .as_ref()
@@ -399,6 +429,12 @@ impl Agent {
     /// process, or is unknown) is refused with an error for which `is_not_suspended()`
     /// is true.
     pub async fn recover(&self, run_id: &str) -> Result<Outcome> {
+        self.recover_as(run_id, false).await
+    }
+
+    /// [`recover`](Self::recover); a sub-agent's run only when `child` (its parent's
+    /// loop takes it up).
+    pub(super) async fn recover_as(&self, run_id: &str, child: bool) -> Result<Outcome> {
         let Some((claimed, lease)) = self
             .inner
             .books
@@ -409,7 +445,7 @@ impl Agent {
                 "run {run_id} is not running on an ended lease (it waits, has ended, is held by a live process, or is unknown)"
             )));
         };
-        self.recover_claimed(run_id, claimed, lease).await
+        self.recover_claimed_as(run_id, claimed, lease, child).await
     }
 
     /// [`recover`](Self::recover) of a run this process claimed (under `lease`).
@@ -419,6 +455,34 @@ impl Agent {
         claimed: RunRecord,
         lease: Lease,
     ) -> Result<Outcome> {
+        self.recover_claimed_as(run_id, claimed, lease, false).await
+    }
+
+    async fn recover_claimed_as(
+        &self,
+        run_id: &str,
+        claimed: RunRecord,
+        lease: Lease,
+        child: bool,
+    ) -> Result<Outcome> {
+        // A sub-agent's run is recovered only by its parent's loop (this agent may
+        // not be the sub-agent): put back, its lease ended a little later.
+        if !child
+            && self
+                .inner
+                .books
+                .read(&claimed)
+                .is_ok_and(|s| s.parent.is_some())
+        {
+            let mut back = claimed;
+            if let Some(l) = &mut back.lease {
+                l.until = now_ms().saturating_add(CHILD_BACK_OFF_MS);
+            }
+            self.inner.books.put_back(run_id, back).await;
+            return Err(Error::not_suspended(format!(
+                "run {run_id} is a sub-agent's run: the loop of the run it works for recovers it"
+            )));
+        }
         // Left recoverable (running on an ended lease) when this agent cannot read it
         // or may not apply its policy.
         let ended = |r: RunRecord| RunRecord {

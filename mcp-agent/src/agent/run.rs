@@ -294,7 +294,7 @@ impl Agent {
         state.standing = self.standing().await;
         loop {
             // Calls handed to sub-agents whose decisions were all given go on there.
-            self.follow_children(state).await;
+            self.follow_children(state).await?;
             self.settle_unknown(state, &tools).await;
             // Answered input goes only to the tool that asked, while the gate allows.
             self.check_answered(state, &tools).await;
@@ -620,7 +620,13 @@ impl Agent {
     pub(super) async fn suspend(&self, state: &mut RunState) -> Result<Outcome> {
         let s = Suspension {
             id: random_id()?,
-            expires_at: self.inner.books.suspension_expires_at(),
+            // A sub-agent's run waits as long as its parent does: the parent's
+            // expiry ends (and cancels) it.
+            expires_at: if state.parent.is_some() {
+                None
+            } else {
+                self.inner.books.suspension_expires_at()
+            },
         };
         state.suspension = Some(s.clone());
         let decisions = state
@@ -640,7 +646,9 @@ impl Agent {
             },
         );
         self.save(state, RunStatus::Suspended).await?;
-        let delegated = self.delegated_pending(state).await?;
+        // Kept: what the sub-agents' runs wait on is read for the outcome (an error
+        // reading it leaves the run waiting, its pending readable later).
+        let delegated = self.delegated_listing(state).await;
         suspended_outcome(state, delegated)
     }
 }

@@ -92,6 +92,9 @@ impl Agent {
         !skills.is_empty()
             && (self.inner.policy.gate(state).loads_skills()
                 || self.inner.skills.any_approval(&state.skill_approvals))
+            && super::policy::outer_gates(state)
+                .iter()
+                .all(|g| g.loads_skills())
     }
 
     /// The skill tools, with the catalogue of skills (names, descriptions, origins).
@@ -391,20 +394,34 @@ impl Agent {
             }
             _ => {}
         }
-        if let Some(a) = self
+        let approved = self
             .inner
             .skills
             .approval(server, entry, &state.skill_approvals)
-        {
-            return (Verdict::Allow, a.allowed_tools);
+            .map(|a| a.allowed_tools);
+        let (mut verdict, grants) = match approved {
+            Some(grants) => (Verdict::Allow, grants),
+            None => {
+                let own = self
+                    .inner
+                    .policy
+                    .gate(state)
+                    .decide_skill(server, READ_SKILL, entry.name(), shown)
+                    .await;
+                (own, false)
+            }
+        };
+        // A sub-agent's run: the policies above it must let the load too.
+        for outer in super::policy::outer_gates(state) {
+            if matches!(verdict, Verdict::Deny(_)) {
+                break;
+            }
+            let theirs = outer
+                .decide_skill(server, READ_SKILL, entry.name(), shown)
+                .await;
+            verdict = super::policy::stricter(verdict, theirs);
         }
-        let verdict = self
-            .inner
-            .policy
-            .gate(state)
-            .decide_skill(server, READ_SKILL, entry.name(), shown)
-            .await;
-        (verdict, false)
+        (verdict, grants)
     }
 
     async fn read_skill_file(

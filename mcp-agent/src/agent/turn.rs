@@ -213,12 +213,16 @@ impl Agent {
             .split(|c: char| !c.is_alphanumeric() && c != '_')
             .filter(|w| !w.is_empty())
             .collect();
+        let outer = outer_gates(state);
         let mut found: Vec<Value> = Vec::new();
         let mut names: Vec<&String> = tools.keys().collect();
         names.sort();
         for name in names {
             let t = &tools[name];
-            if !t.spec.defer || !gate.advertised(&t.facts) {
+            if !t.spec.defer
+                || !gate.advertised(&t.facts)
+                || !outer.iter().all(|g| g.advertised(&t.facts))
+            {
                 continue;
             }
             let text = format!("{} {}", t.spec.name, t.spec.description).to_lowercase();
@@ -314,21 +318,25 @@ impl Agent {
             gate.decide(&call.name, facts.as_ref(), &call.arguments)
                 .await
         };
-        // A sub-agent's run: its parent's policy (and theirs) must let the call too.
-        let mut verdict = own;
+        // A person's "always" meets this run's own need for approval only.
+        let mut verdict = match (own, tool) {
+            (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,
+            (v, _) => v,
+        };
+        // A sub-agent's run: its parent's policy (and theirs) must let the call too —
+        // as it would be sent (an edit is decided on as edited).
         for outer in outer_gates(state) {
             if matches!(verdict, Verdict::Deny(_)) {
                 break;
             }
-            let theirs = outer
-                .decide(&call.name, facts.as_ref(), &call.arguments)
-                .await;
+            let arguments = match &verdict {
+                Verdict::AllowEdited(edited) => edited.clone(),
+                _ => call.arguments.clone(),
+            };
+            let theirs = outer.decide(&call.name, facts.as_ref(), &arguments).await;
             verdict = stricter(verdict, theirs);
         }
-        match (verdict, tool) {
-            (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,
-            (v, _) => v,
-        }
+        verdict
     }
 
     /// A person allowed this tool for the rest of the run, as it is now: the same
@@ -628,9 +636,19 @@ impl Agent {
                     // denial still wins — of a policy tightened on resume, or of the
                     // arguments a person edited.
                     let gate = self.inner.policy.gate(state);
-                    let verdict = gate
+                    let mut verdict = gate
                         .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
                         .await;
+                    // A sub-agent's run: the denials of the policies above it win too.
+                    for outer in outer_gates(state) {
+                        if matches!(verdict, Verdict::Deny(_)) {
+                            break;
+                        }
+                        let theirs = outer
+                            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                            .await;
+                        verdict = stricter(verdict, theirs);
+                    }
                     if let Verdict::Deny(reason) = verdict {
                         self.deny(state, i, reason);
                         continue;

@@ -121,6 +121,15 @@ impl Agent {
                 return Err(e);
             }
         };
+        // A sub-agent's run is its parent loop's to take up: never due for a worker.
+        if state.parent.is_some() && claimed.status != RunStatus::Running {
+            let mut back = claimed;
+            set_due(&mut back.state, None);
+            self.inner.books.put_back(&run_id, back).await;
+            return Err(Error::not_suspended(format!(
+                "run {run_id} is a sub-agent's run: the loop of the run it works for takes it up"
+            )));
+        }
         let ready = !state.pending.iter().any(|c| c.at.awaits_person());
         if claimed.status == RunStatus::Running {
             // Its holder stopped. When it kept nothing since its claim, the state is

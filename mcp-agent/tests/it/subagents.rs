@@ -124,6 +124,15 @@ async fn a_suspended_child_resumes_with_its_parent(store_url: &str) {
         crate::store_for(&dir, store_url).await,
         crate::store_for(&dir, store_url).await,
     );
+    // A decision given to the child's run itself is refused: it is decided on
+    // through its parent (its `authorize`, its inbox).
+    let direct = child
+        .resume(&sub_run, &decision, Decision::approve("ann"))
+        .await
+        .unwrap_err();
+    assert!(direct.is_stale_decision(), "{direct}");
+    assert!(direct.to_string().contains(&run_id), "{direct}");
+    assert!(!target.exists());
     // The parent's `authorize` is asked about a decision on the child's call.
     let refused = parent
         .resume(&run_id, &decision, Decision::approve("mallory"))
@@ -302,4 +311,172 @@ async fn the_parent_policy_and_budget_bind_the_child() {
         )),
         "{events:?}"
     );
+}
+
+/// Cancelling a parent that waits on its sub-agent cancels the sub-agent's run; a
+/// decision recorded on the parent (`record_decision`) is recorded in the child, and a
+/// worker of the parent takes both up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_and_workers_reach_the_child() {
+    let dir = scratch("subagent-cancel");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let files = files.canonicalize().unwrap();
+    let target = files.join("a.txt");
+    let build = |n: &str| {
+        let parent_model = scripted(
+            &dir,
+            &format!("parent-{n}"),
+            json!([
+                {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
+                {"text": "done"}
+            ]),
+        );
+        let child_model = scripted(
+            &dir,
+            &format!("child-{n}"),
+            json!([
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
+                {"text": "wrote a.txt"}
+            ]),
+        );
+        let child = Agent::builder()
+            .model(wire_model("chat", &child_model))
+            .server(filesystem(&files))
+            .mode(Mode::Auto)
+            .build()
+            .unwrap();
+        let parent = Agent::builder()
+            .model(wire_model("chat", &parent_model))
+            .tool(child.as_tool("writer", "Writes files"))
+            .mode(Mode::Approve)
+            .allow(["writer"])
+            .build()
+            .unwrap();
+        (parent, child, parent_model, child_model)
+    };
+    // Cancelled: the child's run ends cancelled, nothing written.
+    let (parent, child, _pm, _cm) = build("cancel");
+    let outcome = parent.run("write a.txt").await.unwrap();
+    let Outcome::ApprovalRequired { run_id, calls, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    let sub_run = calls[0].sub_run.clone().unwrap();
+    parent.cancel(&run_id, "ann").await.unwrap();
+    let detail = child.run_detail(&sub_run).await.unwrap().unwrap();
+    assert_eq!(detail.status, mcp_agent::store::RunStatus::Cancelled);
+    assert!(!target.exists());
+
+    // Recorded on the parent, continued by the parent's worker.
+    let (parent, child, parent_model, child_model) = build("worker");
+    let outcome = parent.run("write a.txt").await.unwrap();
+    let Outcome::ApprovalRequired {
+        run_id,
+        decision,
+        calls,
+        ..
+    } = outcome
+    else {
+        panic!("{outcome:?}")
+    };
+    let sub_run = calls[0].sub_run.clone().unwrap();
+    assert_eq!(child.pending(&sub_run).await.unwrap().len(), 1);
+    parent
+        .record_decision(&run_id, &decision, Decision::approve("ann"))
+        .await
+        .unwrap();
+    assert!(!target.exists(), "recording runs nothing");
+    assert!(
+        child.pending(&sub_run).await.unwrap().is_empty(),
+        "recorded in the child's run"
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let worker =
+        parent.worker(mcp_agent::WorkerOptions::new().poll(std::time::Duration::from_millis(50)));
+    let task = tokio::spawn(async move {
+        worker
+            .run(async move {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
+    });
+    let mut finished = false;
+    for _ in 0..600 {
+        let d = parent.run_detail(&run_id).await.unwrap().unwrap();
+        if d.status == mcp_agent::store::RunStatus::Finished {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    task.await.unwrap();
+    assert!(finished, "the parent's worker finished the parent");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "A");
+    assert_eq!(child_model.requests().len(), 2);
+    assert_eq!(parent_model.requests().len(), 2);
+}
+
+/// A parent in `ask` mode: its callback is asked about the child's calls (server,
+/// tool, arguments as the child's model gave them), and its denial, with its message,
+/// is what the child's model reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_parent_decides_the_childs_calls() {
+    let dir = scratch("subagent-ask");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let files = files.canonicalize().unwrap();
+    let target = files.join("a.txt");
+    let parent_model = scripted(
+        &dir,
+        "parent",
+        json!([
+            {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
+            {"text": "done"}
+        ]),
+    );
+    let child_model = scripted(
+        &dir,
+        "child",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
+            {"text": "I was not allowed"}
+        ]),
+    );
+    let child = Agent::builder()
+        .model(wire_model("chat", &child_model))
+        .server(filesystem(&files))
+        .mode(Mode::Auto)
+        .build()
+        .unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    let parent = Agent::builder()
+        .model(wire_model("chat", &parent_model))
+        .tool(child.as_tool("writer", "Writes files"))
+        .mode(Mode::ask_decision(
+            move |server: &str, tool: &str, _args: &serde_json::Value| {
+                seen.lock().unwrap().push(format!("{server}/{tool}"));
+                let allow = tool == "writer";
+                async move {
+                    if allow {
+                        mcp_agent::Asked::Allow
+                    } else {
+                        mcp_agent::Asked::Deny(Some("no writing today".into()))
+                    }
+                }
+            },
+        ))
+        .build()
+        .unwrap();
+    let outcome = parent.run("write a.txt").await.unwrap();
+    assert!(matches!(outcome, Outcome::Finished { .. }), "{outcome:?}");
+    assert!(!target.exists());
+    assert_eq!(
+        *asked.lock().unwrap(),
+        vec!["functions/writer".to_owned(), "fs/write_file".to_owned()]
+    );
+    let read = child_model.requests()[1]["body"].to_string();
+    assert!(read.contains("no writing today"), "{read}");
 }
