@@ -454,24 +454,11 @@ impl Agent {
         }
         // The application's `after_call` hook on what the model will read (a result,
         // or why the call failed), before anything records it — the span included.
-        if let CallEnd::Done(text, parts, is_error) = end {
-            let info = super::hooks::CallInfo {
-                run_id,
-                server: &tool.facts.server,
-                tool: &call.name,
-                arguments: &call.arguments,
-            };
-            let (result, hooked, withheld) = self
-                .inner
-                .callbacks
-                .hooks
-                .after(info, super::hooks::CallResult::new(text, is_error));
-            if let Some(event) = hooked {
-                self.inner.callbacks.emit(run_id, &event);
-                notes.push(event);
-            }
-            let parts = if withheld { Vec::new() } else { parts };
-            end = CallEnd::Done(result.text, parts, result.is_error);
+        let (hooked, event) = self.after_call(run_id, &tool.facts.server, call, end);
+        end = hooked;
+        if let Some(event) = event {
+            self.inner.callbacks.emit(run_id, &event);
+            notes.push(event);
         }
         match &end {
             CallEnd::Done(text, _, is_error) => {
@@ -493,6 +480,34 @@ impl Agent {
 }
 
 impl Agent {
+    /// The application's `after_call` hook on how `call` (to `server`) ended, when it
+    /// ended with a result for the model: the result it leaves (its parts withheld
+    /// when the hook panicked), and the event that says what the hook did.
+    pub(super) fn after_call(
+        &self,
+        run_id: &str,
+        server: &str,
+        call: &PendingCall,
+        end: CallEnd,
+    ) -> (CallEnd, Option<Event>) {
+        let CallEnd::Done(text, parts, is_error) = end else {
+            return (end, None);
+        };
+        let info = super::hooks::CallInfo {
+            run_id,
+            server,
+            tool: &call.name,
+            arguments: &call.arguments,
+        };
+        let (result, hooked, withheld) = self
+            .inner
+            .callbacks
+            .hooks
+            .after(info, super::hooks::CallResult::new(text, is_error));
+        let parts = if withheld { Vec::new() } else { parts };
+        (CallEnd::Done(result.text, parts, result.is_error), hooked)
+    }
+
     /// Whether calls of `tool` are handed to a sub-agent.
     fn delegates(&self, tool: &AgentTool) -> bool {
         tool.facts.server == crate::function::FUNCTIONS

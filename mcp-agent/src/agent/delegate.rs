@@ -275,29 +275,22 @@ impl Agent {
                     state.pending[i].at = CallState::Delegated { run, decisions };
                     i += 1;
                 }
-                CallEnd::Done(text, parts, is_error) => {
+                done @ CallEnd::Done(..) => {
                     let call = state.pending.remove(i);
-                    let info = super::hooks::CallInfo {
-                        run_id: &state.id,
-                        server: crate::function::FUNCTIONS,
-                        tool: &call.name,
-                        arguments: &call.arguments,
-                    };
-                    let (result, hooked, withheld) = self
-                        .inner
-                        .callbacks
-                        .hooks
-                        .after(info, super::hooks::CallResult::new(text, is_error));
+                    let server = crate::function::FUNCTIONS;
+                    let (done, hooked) = self.after_call(&state.id, server, &call, done);
                     if let Some(event) = hooked {
                         self.event(state, event);
                     }
-                    state.ran += 1;
-                    state.results.push(Block::ToolResult {
-                        id: call.id,
-                        content: result.text,
-                        is_error: result.is_error,
-                        parts: if withheld { Vec::new() } else { parts },
-                    });
+                    if let CallEnd::Done(content, parts, is_error) = done {
+                        state.ran += 1;
+                        state.results.push(Block::ToolResult {
+                            id: call.id,
+                            content,
+                            is_error,
+                            parts,
+                        });
+                    }
                 }
                 CallEnd::Paused(_) => {
                     // A sub-agent's call never pauses here; the model reads so.

@@ -11,6 +11,31 @@ use serde_json::json;
 
 use crate::{filesystem, scratch, wire_model, ModelServer};
 
+/// The parent's model: hands the writer its task, then answers `then`.
+fn delegates(then: &str) -> serde_json::Value {
+    json!([
+        {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
+        {"text": then}
+    ])
+}
+
+/// The child's model: writes A into `target`, then answers `then`.
+fn writes(target: &std::path::Path, then: &str) -> serde_json::Value {
+    json!([
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
+        {"text": then}
+    ])
+}
+
+/// The writer: a child agent whose own mode (`auto`) allows every call, on a real
+/// filesystem server over `files`.
+fn child_agent(model: &ModelServer, files: &std::path::Path) -> mcp_agent::AgentBuilder {
+    Agent::builder()
+        .model(wire_model("chat", model))
+        .server(filesystem(files))
+        .mode(Mode::Auto)
+}
+
 fn scripted(dir: &std::path::Path, name: &str, script: serde_json::Value) -> ModelServer {
     let dir = dir.join(name);
     std::fs::create_dir_all(&dir).unwrap();
@@ -34,27 +59,10 @@ async fn a_suspended_child_resumes_with_its_parent(store_url: &str) {
     std::fs::create_dir_all(&files).unwrap();
     let files = files.canonicalize().unwrap();
     let target = files.join("a.txt");
-    let parent_model = scripted(
-        &dir,
-        "parent",
-        json!([
-            {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
-            {"text": "The writer says: wrote a.txt"}
-        ]),
-    );
-    let child_model = scripted(
-        &dir,
-        "child",
-        json!([
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
-            {"text": "wrote a.txt"}
-        ]),
-    );
+    let parent_model = scripted(&dir, "parent", delegates("The writer says: wrote a.txt"));
+    let child_model = scripted(&dir, "child", writes(&target, "wrote a.txt"));
     let build = |parent_store, child_store| {
-        let child = Agent::builder()
-            .model(wire_model("chat", &child_model))
-            .server(filesystem(&files))
-            .mode(Mode::Auto)
+        let child = child_agent(&child_model, &files)
             .store(child_store)
             .build()
             .unwrap();
@@ -215,28 +223,9 @@ async fn the_parent_policy_and_budget_bind_the_child() {
     std::fs::write(files.join("b.txt"), "B").unwrap();
     let files = files.canonicalize().unwrap();
     let target = files.join("a.txt");
-    let parent_model = scripted(
-        &dir,
-        "parent",
-        json!([
-            {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
-            {"text": "done"}
-        ]),
-    );
-    let child_model = scripted(
-        &dir,
-        "child",
-        json!([
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
-            {"text": "I could not write it"}
-        ]),
-    );
-    let child = Agent::builder()
-        .model(wire_model("chat", &child_model))
-        .server(filesystem(&files))
-        .mode(Mode::Auto)
-        .build()
-        .unwrap();
+    let parent_model = scripted(&dir, "parent", delegates("done"));
+    let child_model = scripted(&dir, "child", writes(&target, "I could not write it"));
+    let child = child_agent(&child_model, &files).build().unwrap();
     let parent = Agent::builder()
         .model(wire_model("chat", &parent_model))
         .tool(child.as_tool("writer", "Writes files"))
@@ -259,14 +248,7 @@ async fn the_parent_policy_and_budget_bind_the_child() {
     let denied = child_requests[1]["body"].to_string();
     assert!(denied.contains("parent run's policy"), "{denied}");
     // The same child under a parent that allows it: written (the positive control).
-    let parent_model = scripted(
-        &dir,
-        "parent2",
-        json!([
-            {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
-            {"text": "done"}
-        ]),
-    );
+    let parent_model = scripted(&dir, "parent2", delegates("done"));
     let child_model = scripted(
         &dir,
         "child2",
@@ -276,12 +258,7 @@ async fn the_parent_policy_and_budget_bind_the_child() {
             {"text": "wrote it"}
         ]),
     );
-    let child = Agent::builder()
-        .model(wire_model("chat", &child_model))
-        .server(filesystem(&files))
-        .mode(Mode::Auto)
-        .build()
-        .unwrap();
+    let child = child_agent(&child_model, &files).build().unwrap();
     let parent = Agent::builder()
         .model(wire_model("chat", &parent_model))
         .tool(child.as_tool("writer", "Writes files"))
@@ -340,12 +317,7 @@ async fn cancel_and_workers_reach_the_child() {
                 {"text": "wrote a.txt"}
             ]),
         );
-        let child = Agent::builder()
-            .model(wire_model("chat", &child_model))
-            .server(filesystem(&files))
-            .mode(Mode::Auto)
-            .build()
-            .unwrap();
+        let child = child_agent(&child_model, &files).build().unwrap();
         let parent = Agent::builder()
             .model(wire_model("chat", &parent_model))
             .tool(child.as_tool("writer", "Writes files"))
@@ -428,28 +400,9 @@ async fn an_ask_parent_decides_the_childs_calls() {
     std::fs::create_dir_all(&files).unwrap();
     let files = files.canonicalize().unwrap();
     let target = files.join("a.txt");
-    let parent_model = scripted(
-        &dir,
-        "parent",
-        json!([
-            {"tool_calls": [{"name": "writer", "arguments": {"task": "write A into a.txt"}}]},
-            {"text": "done"}
-        ]),
-    );
-    let child_model = scripted(
-        &dir,
-        "child",
-        json!([
-            {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
-            {"text": "I was not allowed"}
-        ]),
-    );
-    let child = Agent::builder()
-        .model(wire_model("chat", &child_model))
-        .server(filesystem(&files))
-        .mode(Mode::Auto)
-        .build()
-        .unwrap();
+    let parent_model = scripted(&dir, "parent", delegates("done"));
+    let child_model = scripted(&dir, "child", writes(&target, "I was not allowed"));
+    let child = child_agent(&child_model, &files).build().unwrap();
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = asked.clone();
     let parent = Agent::builder()
