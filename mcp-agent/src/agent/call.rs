@@ -130,7 +130,12 @@ impl Agent {
         // bound to what they are sent to, and in the sent ledger, by the same save —
         // so a run recovered after a crash knows their outcome is unknown, and a copy
         // of the run from before never sends them again.
-        for (_, (call, tool, _, _)) in &batch {
+        for (_, (call, tool, _, _)) in &mut batch {
+            let sub_run = if self.delegates(tool) {
+                Some(random_id()?)
+            } else {
+                None
+            };
             if let Some(c) = state.pending.iter_mut().find(|c| c.id == call.id) {
                 let config = self.inner.servers.host().config_fingerprint(tool.server);
                 let binding = Binding::new(config, tool, &c.arguments);
@@ -148,7 +153,10 @@ impl Agent {
                     server: tool.facts.server.clone(),
                     binding: Some(binding),
                     approved,
+                    sub_run,
                 };
+                // The call as sent (a sub-agent's run id with it).
+                call.at = c.at.clone();
                 state
                     .ledger
                     .push(LedgerEntry::new(LedgerKind::Sent, item, decision, 0));
@@ -348,7 +356,11 @@ impl Agent {
             .and_then(|d| Some((d, self.sub_agent(&tool.def.name)?)));
         let rounds = if child.is_some() { 0 } else { MAX_INPUT_ROUNDS };
         if let Some((delegation, child)) = child {
-            let sent = self.delegate(delegation, &call.name, &call.arguments, &child);
+            let sub_run = match &call.at {
+                CallState::Executing { sub_run, .. } => sub_run.clone(),
+                _ => None,
+            };
+            let sent = self.delegate(delegation, call, sub_run, &child);
             let (delegated, event) = tracing::Instrument::instrument(sent, span.clone()).await;
             self.inner.callbacks.emit(run_id, &event);
             notes.push(event);

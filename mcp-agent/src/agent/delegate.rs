@@ -26,10 +26,13 @@ use super::events::Event;
 use super::handle::Agent;
 use super::options::RunOptions;
 use super::policy::outer_gates;
-use super::state::{CallEnd, CallState, Parent, Policy, RunState};
+use super::state::{CallEnd, CallState, Parent, PendingCall, Policy, RunState};
 
 /// How long the parent waits between looks at a sub-agent's run another process holds.
 const HELD_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How many looks (ten minutes) before the parent gives up on a held sub-agent's run.
+const MAX_HELD_POLLS: u32 = 3_000;
 
 /// What a sub-agent's run is started with by a call of the run `run`: the run's owner
 /// and labels, what is left of its budget, and the policies it goes on under beside
@@ -126,22 +129,24 @@ impl Agent {
     pub(super) async fn delegate(
         &self,
         delegation: &Delegation,
-        tool: &str,
-        arguments: &Value,
+        call: &PendingCall,
+        sub_run: Option<String>,
         child: &Agent,
     ) -> (CallEnd, Event) {
-        let task = arguments
+        let tool = call.name.as_str();
+        let task = call
+            .arguments
             .get("task")
             .and_then(Value::as_str)
             .filter(|t| !t.trim().is_empty());
-        let Some(task) = task else {
+        let (Some(task), Some(sub_run)) = (task, sub_run) else {
             let end = failed(format!(
                 "`{tool}` was not run: give the sub-agent its task as `task`, a non-empty string"
             ));
             return (end, sub_event(tool, "", "not started".into(), None));
         };
-        let started = child.start_child(task, delegation, tool).await;
-        self.child_end(tool, child, started, None).await
+        let started = child.start_child(task, delegation, tool, &sub_run).await;
+        self.child_end(tool, child, started, Some(&sub_run)).await
     }
 
     /// A run of this agent for the call `tool` of the run `delegation` names. (The
@@ -151,9 +156,12 @@ impl Agent {
         task: &'a str,
         delegation: &'a Delegation,
         tool: &'a str,
+        run: &'a str,
     ) -> BoxFuture<'a, Result<Outcome>> {
         Box::pin(async move {
             let mut state = self.new_run(task.into(), delegation.options.clone())?;
+            // The id the parent kept before it started this run.
+            state.id = run.to_owned();
             state.parent = Some(Parent {
                 run: delegation.run.clone(),
                 tool: tool.to_owned(),
@@ -236,22 +244,25 @@ impl Agent {
         Some((state.usage, state.model_calls, state.tool_calls))
     }
 
-    /// Continues the calls of the turn handed to sub-agents whose decisions were all
-    /// given: each sub-agent's run goes on (or is read where it ended), and its answer
-    /// becomes the call's result — or the call waits on the decisions it suspended on
-    /// anew.
+    /// Follows the calls of the turn handed to sub-agents, by their runs (the truth):
+    /// a run whose decisions were all given goes on (or is read where it ended) and
+    /// its answer becomes the call's result; one that waits on other decisions than the
+    /// call keeps (it was recovered, or a decision was kept in it but not here) has
+    /// them kept; a call a stopped process left sent takes its run up again.
     pub(super) async fn follow_children(&self, state: &mut RunState) -> Result<()> {
         let mut i = 0;
         while i < state.pending.len() {
-            let CallState::Delegated { run, decisions } = &state.pending[i].at else {
-                i += 1;
-                continue;
+            let (run, waits) = match &state.pending[i].at {
+                CallState::Delegated { run, decisions } => (run.clone(), decisions.clone()),
+                CallState::Executing {
+                    sub_run: Some(run), ..
+                } => (run.clone(), Vec::new()),
+                _ => {
+                    i += 1;
+                    continue;
+                }
             };
-            if !decisions.is_empty() {
-                i += 1;
-                continue;
-            }
-            let (run, name) = (run.clone(), state.pending[i].name.clone());
+            let name = state.pending[i].name.clone();
             let (end, event) = match self.sub_agent(&name) {
                 Some(child) => {
                     let delegation = self.delegation(state);
@@ -259,6 +270,18 @@ impl Agent {
                         Ok(outcome) => Ok(outcome),
                         Err(why) => Err(Error::store(why)),
                     };
+                    // Still waiting on what the call keeps: nothing to say.
+                    if let Ok(
+                        Outcome::ApprovalRequired { calls, .. }
+                        | Outcome::InputRequired { calls, .. },
+                    ) = &went
+                    {
+                        let live: Vec<&String> = calls.iter().map(|p| &p.decision).collect();
+                        if !waits.is_empty() && live == waits.iter().collect::<Vec<_>>() {
+                            i += 1;
+                            continue;
+                        }
+                    }
                     self.child_end(&name, &child, went, Some(&run)).await
                 }
                 None => (
@@ -324,15 +347,30 @@ impl Agent {
         run: &str,
         delegation: &Delegation,
     ) -> Result<std::result::Result<Outcome, String>> {
+        let mut polls = 0u32;
         loop {
-            let record = self.inner.books.record(run).await?;
-            let state = self.inner.books.read(&record)?;
+            let record = match self.inner.books.store().load(run).await? {
+                Some(record) => record,
+                None => {
+                    // Its id was kept before it started; it was never kept itself.
+                    return Ok(Err(format!(
+                        "its run {run} was lost before it was first kept (the agent stopped); nothing of it was sent to a server"
+                    )));
+                }
+            };
+            let state = match self.inner.books.read(&record) {
+                Ok(state) => state,
+                Err(e) => return Ok(Err(format!("its run {run} cannot be read: {e}"))),
+            };
             match record.status {
                 RunStatus::Suspended => {
                     let ready = !state.pending.iter().any(|c| c.at.awaits_person());
                     if !ready {
-                        let extra = self.delegated_pending(&state).await?;
-                        return super::run::suspended_outcome(&state, extra).map(Ok);
+                        let extra = self.delegated_listing(&state).await;
+                        return match super::run::suspended_outcome(&state, extra) {
+                            Ok(outcome) => Ok(Ok(outcome)),
+                            Err(e) => Ok(Err(e.to_string())),
+                        };
                     }
                     let Some(sid) = state.suspension.as_ref().map(|s| s.id.clone()) else {
                         return Err(Error::store(format!("run {run} waits in no suspension")));
@@ -346,7 +384,12 @@ impl Agent {
                         status: RunStatus::Suspended,
                         ..r
                     };
-                    let mut state = self.take_up(run, claimed, lease, waiting).await?;
+                    let mut state = match self.take_up(run, claimed, lease, waiting).await {
+                        Ok(state) => state,
+                        // Unreadable, rolled back, or under a policy this agent may
+                        // not apply (put back as it was).
+                        Err(e) => return Ok(Err(e.to_string())),
+                    };
                     state.suspension = None;
                     // The parent's policies as they are now, its `ask` callback live.
                     state.outer = delegation.gates.clone();
@@ -371,7 +414,17 @@ impl Agent {
                 }
                 RunStatus::Running => match self.recover_as(run, true).await {
                     Ok(outcome) => return Ok(Ok(outcome)),
-                    Err(e) if e.is_not_suspended() => tokio::time::sleep(HELD_POLL).await,
+                    // Held by a live process: waited for, a while (then the parent
+                    // fails, to be retried, and the sub-agent's run is left as it is).
+                    Err(e) if e.is_not_suspended() && polls < MAX_HELD_POLLS => {
+                        polls += 1;
+                        tokio::time::sleep(HELD_POLL).await
+                    }
+                    Err(e) if e.is_not_suspended() => {
+                        return Err(Error::store(format!(
+                            "the sub-agent's run {run} is held by another process"
+                        )))
+                    }
                     Err(e) => return Ok(Err(e.to_string())),
                 },
                 RunStatus::Failed => {
@@ -567,7 +620,7 @@ impl Agent {
             let Some(child) = self.sub_agent(&call.name) else {
                 continue;
             };
-            if let Err(e) = Box::pin(child.cancel(run, by)).await {
+            if let Err(e) = Box::pin(child.cancel_as(run, by, true)).await {
                 tracing::warn!(run = %state.id, sub_run = %run, error = %e, "a sub-agent's run was not cancelled with its parent");
             }
         }

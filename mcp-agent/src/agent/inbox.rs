@@ -203,6 +203,8 @@ impl Agent {
         }
         // (Nothing expired — every decision was recorded in time: the run goes on.)
         if expired && self.inner.books.on_expiry() == Expiry::End {
+            // The calls handed to sub-agents that were decided end with the run too.
+            self.cancel_children(&state, "expiry").await;
             close_turn(
                 &mut state,
                 "not run: the run ended when a suspension expired",
@@ -222,9 +224,21 @@ impl Agent {
     /// ends `cancelled` (`Event::RunCancelled`). Of a cancel and a decision at once, one
     /// wins. A run that does not wait or fail is refused with `is_not_suspended()`.
     pub async fn cancel(&self, run_id: &str, by: &str) -> Result<()> {
+        self.cancel_as(run_id, by, false).await
+    }
+
+    /// [`cancel`](Self::cancel); a sub-agent's run only `via_parent` (its parent's
+    /// cancel or expiry).
+    pub(super) async fn cancel_as(&self, run_id: &str, by: &str, via_parent: bool) -> Result<()> {
         let record = self.inner.books.record(run_id).await?;
         let status = record.status;
         let mut state = self.inner.books.read(&record)?;
+        if let (Some(parent), false) = (&state.parent, via_parent) {
+            return Err(Error::not_suspended(format!(
+                "run {run_id} is a sub-agent's run: cancel the run it works for, {}",
+                parent.run
+            )));
+        }
         let claim = match (status, state.suspension.as_ref()) {
             (RunStatus::Suspended, Some(s)) => Claim::Suspended(&s.id),
             (RunStatus::Failed, _) => Claim::Failed,

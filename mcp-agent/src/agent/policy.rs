@@ -224,7 +224,9 @@ pub(super) fn stricter(own: Verdict, outer: Verdict) -> Verdict {
         (Verdict::Deny(why), _) => Verdict::Deny(why),
         (_, Verdict::Deny(why)) => Verdict::Deny(format!("the parent run's policy: {why}")),
         (Verdict::Suspend, _) | (_, Verdict::Suspend) => Verdict::Suspend,
-        (Verdict::AllowEdited(v), _) | (_, Verdict::AllowEdited(v)) => Verdict::AllowEdited(v),
+        // The outer gate decided on the call as the inner one edited it: its own edit
+        // is the last word.
+        (_, Verdict::AllowEdited(v)) | (Verdict::AllowEdited(v), _) => Verdict::AllowEdited(v),
         _ => Verdict::Allow,
     }
 }

@@ -221,14 +221,15 @@ impl Agent {
                 false,
             ));
         }
-        // The run as it waits, to put back if an error stops it before anything ran.
-        let kept = state.clone();
-        // Decisions on calls a sub-agent's run waits on are recorded there.
+        // Decisions on calls a sub-agent's run waits on are recorded there (the calls
+        // that waited on them no longer do).
         let mut decisions = decisions;
         if let Err(e) = self.forward_decisions(&mut state, &mut decisions).await {
             self.inner.books.put_back(run_id, waiting(claimed)).await;
             return Err(e);
         }
+        // The run as it waits, to put back if an error stops it before anything ran.
+        let kept = state.clone();
         let mut standing = Vec::new();
         for (id, decision) in decisions {
             match self.apply(&mut state, &id, decision) {
@@ -255,7 +256,7 @@ impl Agent {
             if record {
                 return Ok(None);
             }
-            let delegated = self.delegated_pending(&state).await?;
+            let delegated = self.delegated_listing(&state).await;
             return suspended_outcome(&state, delegated).map(Some);
         }
         state.suspension = None;
@@ -534,6 +535,15 @@ impl Agent {
     /// calls that finished. Of two retries one gets the run; a run that has not failed
     /// is refused with an error for which `is_not_suspended()` is true.
     pub async fn retry(&self, run_id: &str) -> Result<Outcome> {
+        // A sub-agent's run that failed: its parent's call took the error.
+        if let Some(record) = self.inner.books.store().load(run_id).await? {
+            if let Some(parent) = self.inner.books.read(&record)?.parent {
+                return Err(Error::not_suspended(format!(
+                    "run {run_id} is a sub-agent's run: its failure was the result of a call of run {}",
+                    parent.run
+                )));
+            }
+        }
         let Some((claimed, lease)) = self.inner.books.claim(run_id, Claim::Failed).await? else {
             return Err(Error::not_suspended(format!(
                 "run {run_id} has not failed (it waits, runs, has finished, or is unknown)"

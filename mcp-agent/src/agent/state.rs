@@ -91,6 +91,10 @@ pub(super) enum CallState {
         /// it is recovered, is met while the binding holds).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         approved: bool,
+        /// For a call handed to a sub-agent: the id of the run it starts (drawn and
+        /// kept before it starts, so a recovered run takes that run up again).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sub_run: Option<String>,
     },
     /// Paused for input a server asked for that no callback gave.
     AwaitingInput {

@@ -389,6 +389,7 @@ impl Agent {
                 server,
                 binding,
                 approved,
+                ..
             } = &state.pending[i].at
             else {
                 i += 1;

@@ -121,8 +121,12 @@ impl Agent {
                 return Err(e);
             }
         };
-        // A sub-agent's run is its parent loop's to take up: never due for a worker.
-        if state.parent.is_some() && claimed.status != RunStatus::Running {
+        // A sub-agent's run is its parent loop's to take up: never due for a worker
+        // (one left running goes to recovery, which leaves it to that loop too).
+        if state.parent.is_some() && claimed.status == RunStatus::Running {
+            return self.recover_claimed(&run_id, claimed, lease).await;
+        }
+        if state.parent.is_some() {
             let mut back = claimed;
             set_due(&mut back.state, None);
             self.inner.books.put_back(&run_id, back).await;

@@ -334,6 +334,9 @@ async fn cancel_and_workers_reach_the_child() {
         panic!("{outcome:?}")
     };
     let sub_run = calls[0].sub_run.clone().unwrap();
+    // The child's run is cancelled through its parent only.
+    let direct = child.cancel(&sub_run, "ann").await.unwrap_err();
+    assert!(direct.to_string().contains(&run_id), "{direct}");
     parent.cancel(&run_id, "ann").await.unwrap();
     let detail = child.run_detail(&sub_run).await.unwrap().unwrap();
     assert_eq!(detail.status, mcp_agent::store::RunStatus::Cancelled);
@@ -432,4 +435,88 @@ async fn an_ask_parent_decides_the_childs_calls() {
     );
     let read = child_model.requests()[1]["body"].to_string();
     assert!(read.contains("no writing today"), "{read}");
+}
+
+/// A parent stopped while its sub-agent works (its future dropped mid-call, as a
+/// process that dies would leave it) is recovered: the sub-agent's run — whose id the
+/// parent kept before it started — is taken up again, not left behind nor read as
+/// "outcome unknown"; the write it had sent is not sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_stopped_mid_child_takes_the_child_up_again() {
+    let dir = scratch("subagent-stopped");
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let files = files.canonicalize().unwrap();
+    let target = files.join("a.txt");
+    let parent_model = scripted(&dir, "parent", delegates("done"));
+    let child_model = scripted(
+        &dir,
+        "child",
+        json!([
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": target.display().to_string(), "content": "A"}}]},
+            {"trickle": true},
+            {"text": "wrote a.txt"}
+        ]),
+    );
+    let lease = std::time::Duration::from_millis(300);
+    let child = child_agent(&child_model, &files)
+        .lease(lease)
+        .build()
+        .unwrap();
+    let parent = Agent::builder()
+        .model(wire_model("chat", &parent_model))
+        .tool(child.as_tool("writer", "Writes files"))
+        .mode(Mode::Auto)
+        .lease(lease)
+        .build()
+        .unwrap();
+    let running = parent.clone();
+    let task = tokio::spawn(async move { running.run("have the writer write a.txt").await });
+    // The child wrote, and its model hangs: stop the parent there.
+    let mut reached = false;
+    for _ in 0..1200 {
+        if child_model.requests().len() >= 2 {
+            reached = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(reached, "the child reached its second model call");
+    task.abort();
+    let _ = task.await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "A");
+    std::fs::remove_file(&target).unwrap();
+    let runs = parent.runs(&RunFilter::new()).await.unwrap().runs;
+    assert_eq!(runs.len(), 1);
+    let run_id = runs[0].id.clone();
+    // Recovered once its lease ended.
+    let mut outcome = None;
+    for _ in 0..200 {
+        match parent.recover(&run_id).await {
+            Ok(o) => {
+                outcome = Some(o);
+                break;
+            }
+            Err(e) if e.is_not_suspended() => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let outcome = outcome.expect("the parent was recovered");
+    let Outcome::Finished { text, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(text, "done");
+    assert!(!target.exists(), "the child's write was not sent again");
+    assert_eq!(child_model.requests().len(), 3, "the child's run went on");
+    let read = parent_model.requests()[1]["body"].to_string();
+    assert!(read.contains("wrote a.txt"), "{read}");
+    let events = parent.events(&run_id).await.unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::OutcomeUnknown { .. })),
+        "{events:?}"
+    );
 }
