@@ -176,6 +176,14 @@ impl Mcp {
     /// Fails with a configuration error when a declaration names a tool the server does
     /// not offer.
     pub async fn tools(&self) -> Result<Vec<McpTool>> {
+        Ok(self.tool_map().await?.list.to_vec())
+    }
+
+    /// The same tools as [`tools`](Self::tools), shared instead of copied: the same
+    /// `Arc` is returned until the list changes (the server says so, or a call finds a
+    /// tool gone), so [`Arc::ptr_eq`] with an earlier one tells whether anything
+    /// changed without comparing the tools.
+    pub async fn tool_list(&self) -> Result<Arc<[McpTool]>> {
         Ok(self.tool_map().await?.list.clone())
     }
 
@@ -201,7 +209,10 @@ impl Mcp {
             }
         }
         self.redeclare(&list);
-        let map = Arc::new(ToolMap { list, by_name });
+        let map = Arc::new(ToolMap {
+            list: list.into(),
+            by_name,
+        });
         *lock(&self.tools) = Some(map.clone());
         Ok(map)
     }

@@ -15,21 +15,44 @@ use sha256::sha256;
 
 /// `v` as canonical JSON: object keys sorted at every level, no whitespace.
 pub fn canonical_json(v: &Value) -> String {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(v, &mut out);
+    // Only JSON text (valid UTF-8) was written.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Writes `v` as canonical JSON into `out`, in one buffer (a string, a number, a
+/// key written as `serde_json` writes it).
+fn write_canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k])))
-                .collect();
-            format!("{{{}}}", parts.join(","))
+            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                // Writing a string into a Vec cannot fail.
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.push(b':');
+                write_canonical(v, out);
+            }
+            out.push(b'}');
         }
-        Value::Array(a) => format!(
-            "[{}]",
-            a.iter().map(canonical_json).collect::<Vec<_>>().join(",")
-        ),
-        other => other.to_string(),
+        Value::Array(a) => {
+            out.push(b'[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(v, out);
+            }
+            out.push(b']');
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -71,6 +94,38 @@ mod tests {
             sha256_json(&json!({"b": 2, "a": {"x": null, "y": [1, "x"]}}))
         );
         assert!(sha256_json(&a).starts_with("sha256:") && sha256_json(&a).len() == 71);
+    }
+
+    /// The one-buffer writer writes what the writer before it wrote (digests and MACs
+    /// kept before stay valid): keys sorted and escaped, strings escaped, numbers as
+    /// serde_json writes them.
+    #[test]
+    fn canonical_json_is_what_it_was() {
+        fn before(v: &Value) -> String {
+            match v {
+                Value::Object(m) => {
+                    let mut keys: Vec<&String> = m.keys().collect();
+                    keys.sort();
+                    let parts: Vec<String> = keys
+                        .into_iter()
+                        .map(|k| format!("{}:{}", Value::String(k.clone()), before(&m[k])))
+                        .collect();
+                    format!("{{{}}}", parts.join(","))
+                }
+                Value::Array(a) => {
+                    format!("[{}]", a.iter().map(before).collect::<Vec<_>>().join(","))
+                }
+                other => other.to_string(),
+            }
+        }
+        let v = json!({
+            "z": [1, -2.5, 1e300, u64::MAX, i64::MIN, true, null, "é\u{1F600}\n\"\\"],
+            "a\u{0}key": {"b": {}, "a": [], "\u{7f}": "\u{2028}"},
+            "": "empty key", "A": 0.1
+        });
+        assert_eq!(canonical_json(&v), before(&v));
+        assert_eq!(canonical_json(&json!("x")), "\"x\"");
+        assert_eq!(canonical_json(&json!([])), "[]");
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl WeakMcp {
 /// The shaped tools of a server, each resolved once, found by the name a model sees
 /// (or, when no model-facing name is the same, the server's): one map.
 pub(super) struct ToolMap {
-    pub(super) list: Vec<McpTool>,
+    pub(super) list: Arc<[McpTool]>,
     pub(super) by_name: HashMap<String, usize>,
 }
 
