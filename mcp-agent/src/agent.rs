@@ -54,6 +54,7 @@ mod skill_registry;
 mod skill_types;
 mod skills;
 mod state;
+mod transcript;
 mod turn;
 mod typed;
 mod vault;

@@ -73,8 +73,9 @@ pub use store::PostgresRunStore;
 #[cfg(feature = "sqlite")]
 pub use store::SqliteRunStore;
 pub use store::{
-    Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
-    RunRecord, RunStatus, RunStore, RunSummary, EVENTS_MAX_WAIT, EVENTS_POLL, MAX_EVENTS_PAGE,
+    Blob, Claim, Durability, Lease, LedgerEntry, LedgerKind, MemoryRunStore, RunFilter, RunPage,
+    RunRecord, RunStatus, RunStore, RunSummary, Transcript, EVENTS_MAX_WAIT, EVENTS_POLL,
+    MAX_EVENTS_PAGE,
 };
 // The model wires: each module at the root, and its type (the list is in `wire`).
 pub use wire::{anthropic, openai, responses, ChatCompletions, Messages, Responses};

@@ -168,7 +168,7 @@ impl Agent {
     pub(super) async fn pin_changed(&self, tool: &AgentTool) -> Result<Option<String>> {
         let server = tool.facts.server.clone();
         let config = self.inner.servers.host().config_fingerprint(tool.server);
-        let definition = tool.def.definition_digest();
+        let definition = tool.definition_digest().to_owned();
         let id = format!(
             "{PIN_PREFIX}{}",
             mcp_runtime::digest::sha256_json(&serde_json::json!([

@@ -10,7 +10,7 @@ use mcp_runtime::Mcp;
 use crate::error::{Error, Result};
 use crate::store::lock;
 
-use super::host::Host;
+use super::host::{AgentTool, Host};
 
 /// What an agent defers of one server's tools, instead of the server's declaration.
 #[derive(Clone, Debug)]
@@ -41,7 +41,13 @@ pub(super) struct Attached {
     following: Mutex<HashSet<String>>,
     /// The sub-agents its function tools hand calls to, by tool name.
     sub_agents: Vec<(String, Arc<dyn std::any::Any + Send + Sync>)>,
+    /// Per server (by index), the list last listed and the tools the loop built from
+    /// it: a turn that lists the same list (the same `Arc`) takes them as they are.
+    built: Mutex<HashMap<usize, Built>>,
 }
+
+/// A server's list, and the loop's tools built from it.
+type Built = (Arc<[mcp_runtime::McpTool]>, Vec<AgentTool>);
 
 impl Attached {
     /// `servers`, called through `host`; `required` stop a run when down, `defer`
@@ -61,7 +67,31 @@ impl Attached {
             known_names: Mutex::default(),
             following: Mutex::default(),
             sub_agents,
+            built: Mutex::default(),
         }
+    }
+
+    /// The tools built from server `i`'s list, when `list` is the list they were
+    /// built from.
+    pub(super) fn built(
+        &self,
+        i: usize,
+        list: &Arc<[mcp_runtime::McpTool]>,
+    ) -> Option<Vec<AgentTool>> {
+        lock(&self.built)
+            .get(&i)
+            .filter(|(l, _)| Arc::ptr_eq(l, list))
+            .map(|(_, tools)| tools.clone())
+    }
+
+    /// Keeps the tools built from server `i`'s `list`.
+    pub(super) fn keep_built(
+        &self,
+        i: usize,
+        list: Arc<[mcp_runtime::McpTool]>,
+        tools: Vec<AgentTool>,
+    ) {
+        lock(&self.built).insert(i, (list, tools));
     }
 
     /// The sub-agent the function tool `name` hands its calls to, if it does.

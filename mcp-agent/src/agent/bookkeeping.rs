@@ -1,7 +1,7 @@
 //! The run bookkeeping: where runs are kept, how they are sealed, held (leases) and
 //! how long their suspensions wait — saving, loading, claiming and holding a run.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,7 +15,8 @@ use super::decision::Expiry;
 use super::events::Event;
 use super::ids::random_id;
 use super::integrity::{IntegrityKey, Sealed, INTEGRITY_FIELD};
-use super::state::{RunState, STATE_VERSION};
+use super::state::{RunState, OLDEST_STATE_VERSION, STATE_VERSION};
+use super::transcript;
 
 /// When a worker should take up a run saved as `status`: a waiting run whose calls
 /// are all decided (recorded, not yet run) at once; one still waiting when its
@@ -159,8 +160,28 @@ impl Bookkeeping {
         // put back is found by the ledger, a row mixed from two saves by its parts.
         state.seq += 1;
         state.saved_as = Some(status);
-        let mut state_json = serde_json::to_value(&*state)
-            .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
+        // Only the messages since the last flushed save are written (their large
+        // values once, apart); the state carries where they are and the digest of them
+        // all.
+        let mut results: Vec<Value> = Vec::with_capacity(state.results.len());
+        for r in &state.results {
+            results.push(
+                serde_json::to_value(r)
+                    .map_err(|e| Error::store(format!("cannot encode the run: {e}")))?,
+            );
+        }
+        let appended = transcript::append(&state.log, &state.messages, &mut results)?;
+        state.transcript = appended.mark.clone();
+        // The results are in the state as `results` (their large values referred to),
+        // not encoded a second time.
+        let kept_results = std::mem::take(&mut state.results);
+        let encoded = serde_json::to_value(&*state);
+        state.results = kept_results;
+        let mut state_json =
+            encoded.map_err(|e| Error::store(format!("cannot encode the run: {e}")))?;
+        if let Value::Object(m) = &mut state_json {
+            m.insert("results".into(), Value::Array(results));
+        }
         if let Some(key) = &self.integrity {
             key.seal(Sealed::Run, &state.id, &mut state_json)?;
         }
@@ -197,12 +218,24 @@ impl Bookkeeping {
             suspension,
             state: state_json,
             lease: state.lease.clone(),
+            transcript: appended.transcript,
+            blobs: appended.blobs,
             events,
             durability,
             ledger,
             first: !state.persisted,
         };
+        // Not kept (an error), or kept only as soon as the store can (deferred): the
+        // next save writes these entries and blobs again (`transcript::Kept`).
         self.store.save(&record).await?;
+        if durability == Durability::Flushed {
+            state.log = transcript::Kept {
+                mark: appended.mark,
+                messages: appended.messages,
+                blobs: appended.held,
+                rewritten: false,
+            };
+        }
         self.tell_saved(&record.id);
         if matches!(status, RunStatus::Suspended | RunStatus::Failed)
             && record.due_at().is_some_and(|at| at <= now_ms())
@@ -307,13 +340,34 @@ impl Bookkeeping {
             m.remove(INTEGRITY_FIELD);
         }
         let version = state.get("version").and_then(Value::as_u64).unwrap_or(1);
-        if version != u64::from(STATE_VERSION) {
+        if !(u64::from(OLDEST_STATE_VERSION)..=u64::from(STATE_VERSION)).contains(&version) {
             return Err(Error::store(format!(
-                "run {run_id} is kept in format {version}, and this version of mcp-agent reads format {STATE_VERSION}: finish or cancel it with the version that kept it"
+                "run {run_id} is kept in format {version}, and this version of mcp-agent reads formats {OLDEST_STATE_VERSION} to {STATE_VERSION}: finish or cancel it with the version that kept it"
             )));
+        }
+        let blobs: HashMap<&str, &str> = record
+            .blobs
+            .iter()
+            .map(|b| (b.digest.as_str(), b.data.as_str()))
+            .collect();
+        let mut checked = HashSet::new();
+        if let Some(Value::Array(results)) = state.get_mut("results") {
+            transcript::intern_blocks(run_id, results, &blobs, &mut checked)?;
         }
         let mut state: RunState = serde_json::from_value(state)
             .map_err(|e| Error::store(format!("run {run_id} cannot be read: {e}")))?;
+        if version == u64::from(STATE_VERSION) {
+            // The transcript is the store's log, checked against the sealed digest.
+            let (messages, kept) =
+                transcript::read(record, &state.transcript, &blobs, &mut checked)?;
+            state.messages = messages;
+            state.log = kept;
+        } else {
+            // Version 3: the transcript is in the state; the next save moves it to
+            // the log, from its first entry.
+            state.transcript = Default::default();
+        }
+        state.version = STATE_VERSION;
         if state.id != run_id {
             return Err(Error::store(format!(
                 "the run kept under {run_id} says it is run {}: it is not used",
@@ -369,7 +423,10 @@ impl Bookkeeping {
 
     /// Keeps `record` as it was before a claim took it (an error is logged: the run is
     /// then left running on its lease, for `Agent::recover`).
-    pub(super) async fn put_back(&self, run_id: &str, record: RunRecord) {
+    pub(super) async fn put_back(&self, run_id: &str, mut record: RunRecord) {
+        // The row alone: its transcript and blobs are in the store as they were.
+        record.transcript.entries.clear();
+        record.blobs.clear();
         if let Err(e) = self.store.save(&record).await {
             tracing::error!(run = %run_id, error = %e, "the run could not be put back");
         }

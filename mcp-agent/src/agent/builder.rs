@@ -425,6 +425,8 @@ impl AgentBuilder {
                 self.servers.clone(),
                 self.functions,
                 fingerprint_key,
+                Default::default(),
+                self.servers.iter().map(|_| Default::default()).collect(),
             )),
         };
         Ok(Agent {

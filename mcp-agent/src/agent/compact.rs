@@ -116,6 +116,9 @@ impl Agent {
         state
             .messages
             .splice(start..cut, std::iter::once(note).chain(kept));
+        // The kept transcript is no longer a prefix of this one: the next save
+        // starts a new segment of the log.
+        state.log.rewritten = true;
         let after = estimate(&state.messages);
         self.event(
             state,

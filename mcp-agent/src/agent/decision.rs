@@ -377,7 +377,7 @@ impl Binding {
             server: tool.facts.server.clone(),
             server_config,
             tool: tool.facts.name.clone(),
-            definition: tool.def.definition_digest(),
+            definition: tool.definition_digest().to_owned(),
             arguments: mcp_runtime::digest::sha256_json(arguments),
         }
     }
@@ -402,7 +402,7 @@ impl Binding {
             ));
         }
         // The tool's own change first (it says most), then the server's.
-        if t.def.definition_digest() != self.definition {
+        if t.definition_digest() != self.definition {
             return Some(format!(
                 "the definition of `{}` changed (title, description, schemas, annotations or fixed arguments)",
                 self.tool

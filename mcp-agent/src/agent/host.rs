@@ -20,7 +20,9 @@ pub(super) trait Host: Send + Sync + 'static {
     /// How server `i` is started or reached ([`Mcp::config_fingerprint_keyed`]).
     fn config_fingerprint(&self, i: usize) -> String;
     /// Server `i`'s tools.
-    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>>;
+    /// Server `i`'s tools, shared: the same `Arc` while its list is unchanged (the
+    /// loop reuses what it built from it).
+    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Arc<[McpTool]>>>;
     /// The tool names server `i`'s declaration gives the model, as far as it tells
     /// ([`Mcp::declared_tool_names`]).
     fn declared_tool_names(&self, _i: usize) -> Vec<String> {
@@ -54,6 +56,11 @@ pub(super) struct Servers(
     pub(super) Vec<Mcp>,
     pub(super) Vec<FunctionTool>,
     pub(super) Vec<u8>,
+    /// The function tools as one list, made once (they never change).
+    pub(super) std::sync::OnceLock<Arc<[McpTool]>>,
+    /// Each server's configuration fingerprint, made once (a handle's configuration
+    /// does not change).
+    pub(super) Vec<std::sync::OnceLock<String>>,
 );
 
 impl Servers {
@@ -77,10 +84,13 @@ impl Host for Servers {
         if self.functions(i) {
             return mcp_runtime::digest::sha256_json(&json!({ "functions": FUNCTIONS }));
         }
-        self.0
-            .get(i)
-            .map(|m| m.config_fingerprint_keyed(&self.2))
-            .unwrap_or_default()
+        match (self.0.get(i), self.4.get(i)) {
+            (Some(m), Some(kept)) => kept
+                .get_or_init(|| m.config_fingerprint_keyed(&self.2))
+                .clone(),
+            (Some(m), None) => m.config_fingerprint_keyed(&self.2),
+            _ => String::new(),
+        }
     }
     fn declared_tool_names(&self, i: usize) -> Vec<String> {
         if self.functions(i) {
@@ -115,14 +125,17 @@ impl Host for Servers {
             }
         })
     }
-    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>> {
+    fn tools(&self, i: usize) -> BoxFuture<'_, mcp_runtime::Result<Arc<[McpTool]>>> {
         Box::pin(async move {
             if self.functions(i) {
-                return Ok(self.1.iter().map(FunctionTool::tool).collect());
+                return Ok(self
+                    .3
+                    .get_or_init(|| self.1.iter().map(FunctionTool::tool).collect())
+                    .clone());
             }
             match self.0.get(i) {
-                Some(server) => server.tools().await,
-                None => Ok(Vec::new()),
+                Some(server) => server.tool_list().await,
+                None => Ok(Arc::from(Vec::new())),
             }
         })
     }
@@ -199,13 +212,56 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// A tool of an attached server, as the loop sees it.
 #[derive(Clone)]
-pub(super) struct AgentTool {
+pub(super) struct ToolEntry {
     pub(super) server: usize,
     pub(super) facts: ToolFacts,
     pub(super) spec: ToolSpec,
     /// The tool as its server's handle shapes it (digested only when an approval is
     /// bound or checked).
     pub(super) def: Arc<mcp_runtime::McpTool>,
+    /// Its definition digest, made when first needed (the entry lives as long as its
+    /// server's list is unchanged).
+    pub(super) digest: std::sync::OnceLock<String>,
+}
+
+/// A tool of this turn: built once per server list and shared by the turns that see
+/// the same list.
+pub(super) type AgentTool = Arc<ToolEntry>;
+
+impl ToolEntry {
+    /// The entry of `tool`, listed by server `server` (index `i`), deferred or not.
+    pub(super) fn new(i: usize, server: &str, tool: &McpTool, defer: bool) -> AgentTool {
+        Arc::new(ToolEntry {
+            server: i,
+            facts: ToolFacts {
+                name: tool.name.clone(),
+                server: server.to_owned(),
+                app_only: tool.app_only,
+                requires_approval: tool.requires_approval(),
+            },
+            spec: ToolSpec {
+                name: tool.name.clone(),
+                description: tool.description.clone().unwrap_or_default(),
+                input_schema: tool.input_schema.clone(),
+                defer,
+            },
+            def: Arc::new(tool.clone()),
+            digest: Default::default(),
+        })
+    }
+
+    /// [`McpTool::definition_digest`], made once.
+    pub(super) fn definition_digest(&self) -> &str {
+        self.digest.get_or_init(|| self.def.definition_digest())
+    }
+}
+
+/// The spec's rule for tool names: 1 to 128 characters of `A-Za-z0-9_.-`.
+pub(super) fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// The tool's annotations say sending it twice does no more than once: it is

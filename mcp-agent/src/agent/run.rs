@@ -61,6 +61,8 @@ impl Agent {
             version: STATE_VERSION,
             id: random_id()?,
             messages,
+            transcript: Default::default(),
+            log: Default::default(),
             pending: Vec::new(),
             results: Vec::new(),
             events: Vec::new(),
@@ -81,7 +83,7 @@ impl Agent {
             parent: None,
             outer: Vec::new(),
             gate: None,
-            standing: Vec::new(),
+            standing: Default::default(),
             lease: Some(self.inner.books.new_lease()?),
             usage: Usage::default(),
             started_at: super::clock::now_ms(),
@@ -291,7 +293,8 @@ impl Agent {
             }
         }
         let mut skills = self.skills().await;
-        state.standing = self.standing().await;
+        // Read again when a call first needs them (see `always_allowed`).
+        state.standing = Default::default();
         loop {
             // Calls handed to sub-agents whose decisions were all given go on there.
             self.follow_children(state).await?;

@@ -15,15 +15,21 @@ use super::decision::{Allowance, Binding, Pending, PendingWait};
 use super::events::Event;
 use super::options::RunOptions;
 use super::skill_types::{HeldSkill, SkillApproval};
+use super::transcript::{Kept, Mark};
 use super::vault::Answers;
 
 /// How many times one call may ask for input that callbacks answer at once.
 pub(super) const MAX_INPUT_ROUNDS: usize = 8;
 
-/// The version of the stored run state this code writes (and the only one it reads).
-/// Version 1 (before batch decisions) kept one flag per fact of a call; version 2
-/// had no save counter, sealed status, call keys nor bindings of sent and paused calls.
-pub(super) const STATE_VERSION: u32 = 3;
+/// The version of the stored run state this code writes. Version 1 (before batch
+/// decisions) kept one flag per fact of a call; version 2 had no save counter, sealed
+/// status, call keys nor bindings of sent and paused calls; version 3 kept the
+/// transcript inside the state (it is still read: its next save moves the transcript
+/// to the store's log).
+pub(super) const STATE_VERSION: u32 = 4;
+
+/// The oldest version of the stored run state this code reads.
+pub(super) const OLDEST_STATE_VERSION: u32 = 3;
 
 fn is_zero<T: Default + PartialEq>(n: &T) -> bool {
     *n == T::default()
@@ -254,7 +260,17 @@ pub(super) struct RunState {
     /// `running` and nothing else).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) saved_as: Option<RunStatus>,
+    /// The transcript. Kept apart from the state, appended message by message (see
+    /// `transcript`); read from the state only as version 3 kept it.
+    #[serde(default, skip_serializing)]
     pub(super) messages: Vec<Message>,
+    /// Where the store keeps the transcript, and the digest of what it keeps there.
+    #[serde(default)]
+    pub(super) transcript: Mark,
+    /// What the store holds of the transcript and its large values, as this process
+    /// knows it.
+    #[serde(skip)]
+    pub(super) log: Kept,
     pub(super) pending: Vec<PendingCall>,
     pub(super) results: Vec<Block>,
     /// Events not kept yet: the next save appends them to the run's event log (in
@@ -336,9 +352,11 @@ pub(super) struct RunState {
     /// included); built from the kept policies when the run goes on elsewhere.
     #[serde(skip)]
     pub(super) outer: Vec<Arc<Gate>>,
-    /// The standing allowances of the store, as this process read them for the loop.
+    /// The standing allowances of the store, as this process read them for the loop:
+    /// read when a call first needs them (one that needs a person's approval), once
+    /// each time the loop takes the run up.
     #[serde(skip)]
-    pub(super) standing: Vec<Allowance>,
+    pub(super) standing: tokio::sync::OnceCell<Vec<Allowance>>,
     /// That policy's gate, for this process, when it is not the agent's own.
     #[serde(skip)]
     pub(super) gate: Option<Arc<Gate>>,

@@ -72,8 +72,8 @@ impl Host for ScriptedHost {
     fn config_fingerprint(&self, _: usize) -> String {
         "sha256:scripted".into()
     }
-    fn tools(&self, _: usize) -> BoxFuture<'_, mcp_runtime::Result<Vec<McpTool>>> {
-        let tools = lock(&self.tools).clone();
+    fn tools(&self, _: usize) -> BoxFuture<'_, mcp_runtime::Result<std::sync::Arc<[McpTool]>>> {
+        let tools: std::sync::Arc<[McpTool]> = lock(&self.tools).clone().into();
         Box::pin(async move { Ok(tools) })
     }
     fn call<'a>(
@@ -456,7 +456,7 @@ async fn a_tool_named_outside_the_rule_is_hidden() {
         .collect();
     assert!(offered.contains(&"read".to_owned()), "{offered:?}");
     assert!(
-        offered.iter().all(|n| super::turn::valid_tool_name(n)),
+        offered.iter().all(|n| super::host::valid_tool_name(n)),
         "{offered:?}"
     );
 }

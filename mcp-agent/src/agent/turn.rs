@@ -15,7 +15,7 @@ use crate::model::{Block, ToolSpec};
 use super::decision::Binding;
 use super::events::Event;
 use super::handle::Agent;
-use super::host::{repeat_is_harmless, AgentTool};
+use super::host::{repeat_is_harmless, valid_tool_name, AgentTool, ToolEntry};
 use super::ids::random_id;
 use super::policy::{outer_gates, stricter};
 use super::run::error_result;
@@ -62,9 +62,6 @@ impl Agent {
                     if first {
                         host.follow_changes(i).await;
                     }
-                    self.inner
-                        .servers
-                        .listed(&server, listed.iter().map(|t| t.name.clone()).collect());
                     listed
                 }
                 Err(e) if self.inner.servers.is_required(&server) => return Err(e.into()),
@@ -88,7 +85,30 @@ impl Agent {
                     continue;
                 }
             };
-            for t in listed {
+            // Built once per list: a turn that sees the same list shares its entries.
+            let entries = match self.inner.servers.built(i, &listed) {
+                Some(entries) => entries,
+                None => {
+                    self.inner
+                        .servers
+                        .listed(&server, listed.iter().map(|t| t.name.clone()).collect());
+                    let entries: Vec<AgentTool> = listed
+                        .iter()
+                        .map(|t| {
+                            ToolEntry::new(
+                                i,
+                                &server,
+                                t,
+                                self.inner.servers.deferred(&server, &t.name, t.deferred),
+                            )
+                        })
+                        .collect();
+                    self.inner.servers.keep_built(i, listed, entries.clone());
+                    entries
+                }
+            };
+            for entry in entries {
+                let t = &entry.def;
                 let hidden = if !valid_tool_name(&t.name) {
                     Some("its name breaks the MCP rule (1 to 128 characters of A-Z, a-z, 0-9, `_`, `.`, `-`)".to_owned())
                 } else if let Some(other) = all.get(&t.name) {
@@ -120,28 +140,7 @@ impl Agent {
                     }
                     continue;
                 }
-                let facts = ToolFacts {
-                    name: t.name.clone(),
-                    server: server.clone(),
-                    app_only: t.app_only,
-                    requires_approval: t.requires_approval(),
-                };
-                let defer = self.inner.servers.deferred(&server, &t.name, t.deferred);
-                let spec = ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone().unwrap_or_default(),
-                    input_schema: t.input_schema.clone(),
-                    defer,
-                };
-                all.insert(
-                    t.name.clone(),
-                    AgentTool {
-                        server: i,
-                        facts,
-                        spec,
-                        def: Arc::new(t),
-                    },
-                );
+                all.insert(t.name.clone(), entry.clone());
             }
         }
         Ok((all, down))
@@ -270,9 +269,11 @@ impl Agent {
             .iter()
             .filter(|(n, t)| {
                 before.get(*n).is_some_and(|b| {
-                    b.facts.server != t.facts.server
-                        || b.def.definition != t.def.definition
-                        || b.spec != t.spec
+                    // The same entry (the same list) is unchanged, unread.
+                    !Arc::ptr_eq(b, t)
+                        && (b.facts.server != t.facts.server
+                            || b.def.definition != t.def.definition
+                            || b.spec != t.spec)
                 })
             })
             .map(|(n, _)| n.clone())
@@ -320,7 +321,7 @@ impl Agent {
         };
         // A person's "always" meets this run's own need for approval only.
         let mut verdict = match (own, tool) {
-            (Verdict::Suspend, Some(t)) if self.always_allowed(state, t) => Verdict::Allow,
+            (Verdict::Suspend, Some(t)) if self.always_allowed(state, t).await => Verdict::Allow,
             (v, _) => v,
         };
         // A sub-agent's run: its parent's policy (and theirs) must let the call too —
@@ -341,12 +342,17 @@ impl Agent {
 
     /// A person allowed this tool for the rest of the run, as it is now: the same
     /// server, configured the same, the tool defined the same.
-    fn always_allowed(&self, state: &RunState, tool: &AgentTool) -> bool {
-        if (state.always.is_empty() && state.standing.is_empty()) || tool.facts.app_only {
+    async fn always_allowed(&self, state: &RunState, tool: &AgentTool) -> bool {
+        if tool.facts.app_only {
+            return false;
+        }
+        // The store's standing allowances, read once for the loop, when first needed.
+        let standing = state.standing.get_or_init(|| self.standing()).await;
+        if state.always.is_empty() && standing.is_empty() {
             return false;
         }
         let config = self.inner.servers.host().config_fingerprint(tool.server);
-        let definition = tool.def.definition_digest();
+        let definition = tool.definition_digest().to_owned();
         // A standing allowance holds only in its own scope, and only for runs of
         // the tenant whose run granted it (runs with no tenant: only those).
         let tenant = &state.options.tenant;
@@ -354,21 +360,12 @@ impl Agent {
             .always
             .iter()
             .chain(
-                state
-                    .standing
+                standing
                     .iter()
                     .filter(|a| a.scope == *self.inner.policy.scope() && a.tenant == *tenant),
             )
             .any(|a| a.covers(&tool.facts, &config, &definition))
     }
-}
-
-/// The spec's rule for tool names: 1 to 128 characters of `A-Za-z0-9_.-`.
-pub(super) fn valid_tool_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 impl Agent {
@@ -637,8 +634,13 @@ impl Agent {
                     // denial still wins — of a policy tightened on resume, or of the
                     // arguments a person edited.
                     let gate = self.inner.policy.gate(state);
+                    // A declaration's approval predicates evaluated now, as `verdict` does.
+                    let facts = tool.map(|t| ToolFacts {
+                        requires_approval: t.def.requires_approval(),
+                        ..t.facts.clone()
+                    });
                     let mut verdict = gate
-                        .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                        .decide(&call.name, facts.as_ref(), &call.arguments)
                         .await;
                     // A sub-agent's run: the denials of the policies above it win too.
                     for outer in outer_gates(state) {
@@ -646,7 +648,7 @@ impl Agent {
                             break;
                         }
                         let theirs = outer
-                            .decide(&call.name, tool.map(|t| &t.facts), &call.arguments)
+                            .decide(&call.name, facts.as_ref(), &call.arguments)
                             .await;
                         verdict = stricter(verdict, theirs);
                     }

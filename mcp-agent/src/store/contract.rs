@@ -10,6 +10,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
+pub use super::appended::{Blob, Transcript};
+
 /// Where a run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -53,8 +55,10 @@ impl RunStatus {
     }
 }
 
-/// A run as kept: its status, the suspension it waits in, and its whole state
-/// (transcript, pending calls, events); and, as saved, how durable the save must be.
+/// A run as kept: its status, the suspension it waits in, its state (pending calls,
+/// counters, policy: small, replaced at every save), its transcript (appended to) and
+/// the large values they refer to (kept once); and, as saved, how durable the save
+/// must be.
 #[derive(Clone, Debug)]
 pub struct RunRecord {
     /// The run's id.
@@ -64,8 +68,15 @@ pub struct RunRecord {
     /// The id of the suspension the run waits in (every suspension has its own; a
     /// decision names it), when it waits.
     pub suspension: Option<String>,
-    /// Its state, as JSON.
+    /// Its state, as JSON: everything but the transcript and the large values
+    /// (`transcript`, `blobs`), replaced at every save.
     pub state: Value,
+    /// Its transcript: on a save, the entries it appends; on a load, all of it.
+    pub transcript: Transcript,
+    /// Large values (an image, a long tool result) the state and the transcript refer
+    /// to by digest: on a save, those not kept yet (a store keeps each once, and
+    /// leaves one it holds as it is); on a load, every one kept for the run.
+    pub blobs: Vec<Blob>,
     /// Who holds the run and until when: the process that claimed it (or started
     /// it). Only the holder's saves are kept (see [`RunStore::save`]).
     pub lease: Option<Lease>,
@@ -460,11 +471,13 @@ pub(crate) fn lease_lost(id: &str) -> Error {
 /// suspension of the same run gets `None` too. Leases make a run a process died on
 /// recoverable, and fence the dead (or only slow) process out once it is.
 pub trait RunStore: Send + Sync + 'static {
-    /// Keeps the run (replacing what was kept under its id) and appends its `events`
-    /// to the run's event log — only when the kept run's lease owner is the record's
+    /// Keeps the run (replacing its row and state, appending its transcript entries,
+    /// keeping the blobs it does not hold yet; see [`Transcript`] and [`Blob`]) and
+    /// appends its `events` to the run's event log — only when the kept run's lease owner is the record's
     /// (both none counts as the same), or nothing is kept under its id yet; otherwise
     /// an error for which `is_lease_lost()` is true, and nothing changes. Atomic: the
-    /// state and the events are kept together or not at all.
+    /// state, the transcript entries, the blobs and the events are kept together or
+    /// not at all.
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>>;
     /// The run's event log, in the order appended (empty for an unknown run): at most
     /// its first 100,000 events, whatever the store holds.
@@ -515,12 +528,14 @@ pub trait RunStore: Send + Sync + 'static {
             Ok(())
         })
     }
-    /// The run kept under `id`.
+    /// The run kept under `id`, with its whole transcript (`from..to`) and every blob
+    /// kept for it, read together (one snapshot).
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>>;
     /// Moves the run `id` to running under `lease`, atomically, when it is what
     /// `claim` takes (its status; for a suspended run its suspension id; for a stale
     /// run an expired lease), and returns it (with the new lease); `None` otherwise
-    /// (decided already, another suspension, finished, held, or unknown).
+    /// (decided already, another suspension, finished, held, or unknown). What it
+    /// returns is read as [`load`](Self::load) reads it (transcript and blobs).
     fn claim<'a>(
         &'a self,
         id: &'a str,
@@ -554,11 +569,11 @@ pub trait RunStore: Send + Sync + 'static {
     /// most its first 100,000 entries. Entries outlive [`delete`](Self::delete) and
     /// [`prune`](Self::prune): the ledger is append-only.
     fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>>;
-    /// Forgets the run `id` and its events (never its ledger); `false` when there was
-    /// none.
+    /// Forgets the run `id`, its events, transcript and blobs (never its ledger);
+    /// `false` when there was none.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>>;
     /// Forgets the runs that ended (finished or cancelled) before `secs` (seconds since
-    /// the epoch), with their events; how many.
+    /// the epoch), with their events, transcripts and blobs; how many.
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>>;
     /// Keeps a standing allowance ("always allow this tool" for every run of the
     /// agents that share this store) under `id`, replacing what was kept under it.

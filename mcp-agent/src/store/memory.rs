@@ -7,16 +7,79 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    already_in_ledger, deleted, lease_lost, page_limit, unix_now, Claim, Durability, Lease,
-    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT,
-    MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
+    already_in_ledger, deleted, lease_lost, page_limit, unix_now, Blob, Claim, Durability, Lease,
+    LedgerEntry, LedgerKind, RunFilter, RunPage, RunRecord, RunStatus, RunStore, Transcript,
+    EVENTS_MAX_WAIT, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::Owner;
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
-/// A run as the memory store keeps it: the record, when it last changed, its events.
-type Kept = (RunRecord, u64, Vec<Value>);
+/// A run as the memory store keeps it: the record (its transcript's bounds, no
+/// entries), when it last changed, its events, its transcript log and its blobs.
+type Kept = (RunRecord, u64, Vec<Value>, Log);
+
+/// A run's sent ledger, and what it holds (kind and item) for a look-up in constant
+/// time.
+type Ledger = (
+    Vec<LedgerEntry>,
+    std::collections::HashSet<(LedgerKind, String)>,
+);
+
+/// A run's transcript log and blobs: entries numbered from `base` (those before it
+/// forgotten).
+#[derive(Debug, Default)]
+struct Log {
+    base: u64,
+    entries: Vec<Value>,
+    blobs: HashMap<String, String>,
+}
+
+impl Log {
+    /// Appends what a save carries (entries replace those kept under their numbers;
+    /// a new segment forgets those before it; blobs are kept once).
+    fn append(&mut self, t: &Transcript, blobs: &[Blob]) {
+        if t.starts_segment() || self.entries.is_empty() {
+            self.base = t.first_entry();
+            self.entries.clear();
+        }
+        if t.starts_segment() {
+            self.blobs
+                .retain(|d, _| blobs.iter().any(|b| b.digest == *d));
+        }
+        let at = t.first_entry().saturating_sub(self.base) as usize;
+        self.entries.truncate(at);
+        // A gap (entries the store never had) is kept as nulls: a load finds the
+        // transcript does not read.
+        self.entries.resize(at, Value::Null);
+        self.entries.extend(t.entries.iter().cloned());
+        for b in blobs {
+            self.blobs
+                .entry(b.digest.clone())
+                .or_insert_with(|| b.data.clone());
+        }
+    }
+
+    /// The record with its transcript `from..to` and every blob.
+    fn full(&self, r: &RunRecord) -> RunRecord {
+        let (from, to) = (r.transcript.from, r.transcript.to);
+        let start = from.saturating_sub(self.base) as usize;
+        let end = to.saturating_sub(self.base) as usize;
+        let entries = self
+            .entries
+            .get(start.min(self.entries.len())..end.min(self.entries.len()))
+            .unwrap_or_default()
+            .to_vec();
+        let mut out = r.clone();
+        out.transcript = Transcript::new(from, to, entries);
+        out.blobs = self
+            .blobs
+            .iter()
+            .map(|(d, v)| Blob::new(d.clone(), v.clone()))
+            .collect();
+        out
+    }
+}
 
 /// Runs kept in memory, for the life of the process. Bounded: at most
 /// [`MemoryRunStore::DEFAULT_CAPACITY`] runs (or the capacity given); when full, the
@@ -27,7 +90,7 @@ pub struct MemoryRunStore {
     runs: Mutex<HashMap<String, Kept>>,
     allowances: Mutex<std::collections::BTreeMap<String, Value>>,
     /// Each run's sent ledger (append-only; outlives the run).
-    ledgers: Mutex<HashMap<String, Vec<LedgerEntry>>>,
+    ledgers: Mutex<HashMap<String, Ledger>>,
     capacity: usize,
     /// Bumped by every save that appends events: what wakes the waiters.
     appended: tokio::sync::watch::Sender<u64>,
@@ -62,7 +125,7 @@ fn ended(status: RunStatus) -> bool {
 impl RunStore for MemoryRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         let mut runs = lock(&self.runs);
-        if let Some((kept, _, _)) = runs.get(&run.id) {
+        if let Some((kept, _, _, _)) = runs.get(&run.id) {
             if owner(&kept.lease) != owner(&run.lease) {
                 let e = lease_lost(&run.id);
                 return Box::pin(async move { Err(e) });
@@ -73,12 +136,19 @@ impl RunStore for MemoryRunStore {
         }
         let mut ledgers = lock(&self.ledgers);
         if !run.ledger.is_empty() {
-            let kept = ledgers.get(&run.id).map(Vec::as_slice).unwrap_or_default();
-            // Too many is refused before looking for one twice (in linear time).
-            let twice = kept.len() + run.ledger.len() > MAX_LEDGER || {
+            let (kept, held) = match ledgers.get(&run.id) {
+                Some((kept, held)) => (kept.len(), Some(held)),
+                None => (0, None),
+            };
+            // Too many is refused before looking for one twice (in the save's own
+            // entries' time).
+            let twice = kept + run.ledger.len() > MAX_LEDGER || {
                 let mut seen: std::collections::HashSet<(LedgerKind, &str)> =
-                    kept.iter().map(|k| (k.kind, k.item.as_str())).collect();
-                !run.ledger.iter().all(|e| seen.insert((e.kind, &e.item)))
+                    std::collections::HashSet::new();
+                !run.ledger.iter().all(|e| {
+                    seen.insert((e.kind, &e.item))
+                        && !held.is_some_and(|h| h.contains(&(e.kind, e.item.clone())))
+                })
             };
             if twice {
                 let e = already_in_ledger(&run.id);
@@ -89,8 +159,8 @@ impl RunStore for MemoryRunStore {
             // Make room: the run that ended longest ago goes.
             let oldest = runs
                 .iter()
-                .filter(|(_, (r, _, _))| ended(r.status))
-                .min_by_key(|(_, (_, at, _))| *at)
+                .filter(|(_, (r, _, _, _))| ended(r.status))
+                .min_by_key(|(_, (_, at, _, _))| *at)
                 .map(|(id, _)| id.clone());
             match oldest {
                 Some(id) => {
@@ -106,24 +176,35 @@ impl RunStore for MemoryRunStore {
                 }
             }
         }
-        // The events are appended to the run's log, in order.
-        let mut events = runs.remove(&run.id).map(|(_, _, e)| e).unwrap_or_default();
+        // The events are appended to the run's log, in order; so are its transcript
+        // entries to its own.
+        let (mut events, mut log) = runs
+            .remove(&run.id)
+            .map(|(_, _, e, l)| (e, l))
+            .unwrap_or_default();
         events.extend(run.events.iter().cloned());
+        log.append(&run.transcript, &run.blobs);
         if !run.ledger.is_empty() {
-            ledgers
-                .entry(run.id.clone())
-                .or_default()
-                .extend(run.ledger.iter().cloned());
+            let (kept, held) = ledgers.entry(run.id.clone()).or_default();
+            kept.extend(run.ledger.iter().cloned());
+            held.extend(run.ledger.iter().map(|e| (e.kind, e.item.clone())));
         }
-        // Kept as a load returns it: no events nor ledger, flushed, not a first save.
+        // Kept as a load returns it: no events nor ledger, flushed, not a first save
+        // (its transcript and blobs beside it).
         let kept = RunRecord {
+            id: run.id.clone(),
+            status: run.status,
+            suspension: run.suspension.clone(),
+            state: run.state.clone(),
+            lease: run.lease.clone(),
+            transcript: Transcript::new(run.transcript.from, run.transcript.to, Vec::new()),
+            blobs: Vec::new(),
             events: Vec::new(),
             ledger: Vec::new(),
             durability: Durability::Flushed,
             first: false,
-            ..run.clone()
         };
-        runs.insert(run.id.clone(), (kept, unix_now(), events));
+        runs.insert(run.id.clone(), (kept, unix_now(), events, log));
         drop(runs);
         if !run.events.is_empty() {
             self.appended.send_modify(|n| *n = n.wrapping_add(1));
@@ -131,13 +212,13 @@ impl RunStore for MemoryRunStore {
         Box::pin(async { Ok(()) })
     }
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
-        let r = lock(&self.runs).get(id).map(|(r, _, _)| r.clone());
+        let r = lock(&self.runs).get(id).map(|(r, _, _, log)| log.full(r));
         Box::pin(async move { Ok(r) })
     }
     fn list<'a>(&'a self, filter: &'a RunFilter) -> BoxFuture<'a, Result<RunPage>> {
         let all = lock(&self.runs)
             .values()
-            .map(|(r, at, _)| {
+            .map(|(r, at, _, _)| {
                 let owner = Owner::of(&r.state);
                 owner.summary(r.id.clone(), r.status, r.suspension.clone(), *at)
             })
@@ -148,7 +229,7 @@ impl RunStore for MemoryRunStore {
     fn events<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<Value>>> {
         let events = lock(&self.runs)
             .get(id)
-            .map(|(_, _, e)| e.iter().take(MAX_EVENTS).cloned().collect())
+            .map(|(_, _, e, _)| e.iter().take(MAX_EVENTS).cloned().collect())
             .unwrap_or_default();
         Box::pin(async move { Ok(events) })
     }
@@ -161,7 +242,7 @@ impl RunStore for MemoryRunStore {
         let skip = usize::try_from(after.unwrap_or(0)).unwrap_or(usize::MAX);
         let events = lock(&self.runs)
             .get(id)
-            .map(|(_, _, e)| {
+            .map(|(_, _, e, _)| {
                 e.iter()
                     .zip(1u64..)
                     .skip(skip)
@@ -177,7 +258,7 @@ impl RunStore for MemoryRunStore {
         let mut appended = self.appended.subscribe();
         let has = lock(&self.runs)
             .get(id)
-            .is_some_and(|(_, _, e)| e.len() as u64 > after);
+            .is_some_and(|(_, _, e, _)| e.len() as u64 > after);
         Box::pin(async move {
             if !has {
                 let _ = tokio::time::timeout(EVENTS_MAX_WAIT, appended.changed()).await;
@@ -186,7 +267,10 @@ impl RunStore for MemoryRunStore {
         })
     }
     fn ledger<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Vec<LedgerEntry>>> {
-        let entries = lock(&self.ledgers).get(id).cloned().unwrap_or_default();
+        let entries = lock(&self.ledgers)
+            .get(id)
+            .map(|(kept, _)| kept.clone())
+            .unwrap_or_default();
         Box::pin(async move { Ok(entries) })
     }
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool>> {
@@ -196,7 +280,7 @@ impl RunStore for MemoryRunStore {
     fn prune(&self, secs: u64) -> BoxFuture<'_, Result<u64>> {
         let mut runs = lock(&self.runs);
         let before = runs.len();
-        runs.retain(|_, (r, at, _)| !(ended(r.status) && *at < secs));
+        runs.retain(|_, (r, at, _, _)| !(ended(r.status) && *at < secs));
         let n = (before - runs.len()) as u64;
         Box::pin(async move { Ok(n) })
     }
@@ -235,11 +319,11 @@ impl RunStore for MemoryRunStore {
     ) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let claimed = match runs.get_mut(id) {
-            Some((r, at, _)) if claim.matches(r) => {
+            Some((r, at, _, log)) if claim.matches(r) => {
                 r.status = RunStatus::Running;
                 r.lease = Some(lease.clone());
                 *at = unix_now();
-                Some(r.clone())
+                Some(log.full(r))
             }
             _ => None,
         };
@@ -253,7 +337,7 @@ impl RunStore for MemoryRunStore {
     ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
         let mut runs = lock(&self.runs);
         let mut claimed = Vec::new();
-        for (r, at, _) in runs.values_mut() {
+        for (r, at, _, log) in runs.values_mut() {
             if claimed.len() >= limit {
                 break;
             }
@@ -263,7 +347,7 @@ impl RunStore for MemoryRunStore {
                 _ => false,
             };
             if due {
-                let mut was = r.clone();
+                let mut was = log.full(r);
                 r.status = RunStatus::Running;
                 r.lease = Some(lease.clone());
                 *at = unix_now();
@@ -276,7 +360,7 @@ impl RunStore for MemoryRunStore {
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
         let mut runs = lock(&self.runs);
         let ours = match runs.get_mut(id) {
-            Some((r, _, _)) => match &mut r.lease {
+            Some((r, _, _, _)) => match &mut r.lease {
                 Some(l) if l.owner == lease.owner => {
                     l.until = lease.until;
                     true

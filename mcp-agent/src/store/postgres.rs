@@ -5,13 +5,14 @@ use mcp_runtime_core::postgres::PgPool;
 use serde_json::Value;
 
 use super::contract::{
-    already_in_ledger, deleted, lease_lost, page_limit, page_of, sql_int, Claim, Lease,
+    already_in_ledger, deleted, lease_lost, page_limit, page_of, sql_int, Claim, Durability, Lease,
     LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, EVENTS_MAX_WAIT,
     MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
+use super::postgres_rows::{col, columns, run_of};
 use super::rows::{
-    allowance_value, event_value, lease_columns, ledger_entry, numbered_event, record,
+    allowance_value, event_value, lease_columns, ledger_entry, log_entries, numbered_event,
     UNREADABLE_BACK_OFF_MS,
 };
 use crate::error::{Error, Result};
@@ -31,18 +32,24 @@ use crate::error::{Error, Result};
 pub struct PostgresRunStore {
     pool: std::sync::Arc<PgPool>,
     listener: std::sync::Arc<Listener>,
+    statements: std::sync::Arc<Statements>,
 }
 
-/// Column `i` of `row` as `T`; a column of another type (a table changed behind the
-/// store's back) is the store's error, not a panic.
+/// The statements prepared on the pool's connection (one round trip a statement, not
+/// two, and the server plans each once), forgotten when the connection is opened
+/// again (the connection is held weakly: its address is never another's meanwhile).
 #[cfg(feature = "postgres")]
-fn col<'a, T>(row: &'a mcp_runtime_core::postgres::tokio_postgres::Row, i: usize) -> Result<T>
-where
-    T: mcp_runtime_core::postgres::tokio_postgres::types::FromSql<'a>,
-{
-    row.try_get(i)
-        .map_err(|e| Error::store(format!("a stored row cannot be read (column {i}): {e}")))
-}
+#[derive(Debug, Default)]
+struct Statements(std::sync::Mutex<Prepared>);
+
+#[cfg(feature = "postgres")]
+type Client = mcp_runtime_core::postgres::tokio_postgres::Client;
+
+#[cfg(feature = "postgres")]
+type Prepared = (
+    std::sync::Weak<Client>,
+    std::collections::HashMap<String, mcp_runtime_core::postgres::tokio_postgres::Statement>,
+);
 
 /// The channel a save notifies and the listener listens on.
 #[cfg(feature = "postgres")]
@@ -131,6 +138,20 @@ impl PostgresRunStore {
                  entry text NOT NULL,
                  at timestamptz NOT NULL DEFAULT now(),
                  PRIMARY KEY (run_id, kind, item)
+             );
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS transcript_from bigint;
+             ALTER TABLE mcp_agent_runs ADD COLUMN IF NOT EXISTS transcript_to bigint;
+             CREATE TABLE IF NOT EXISTS mcp_agent_transcripts (
+                 run_id text NOT NULL,
+                 n bigint NOT NULL,
+                 entry text NOT NULL,
+                 PRIMARY KEY (run_id, n)
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_blobs (
+                 run_id text NOT NULL,
+                 digest text NOT NULL,
+                 data bytea NOT NULL,
+                 PRIMARY KEY (run_id, digest)
              );";
 
     /// Connects (`postgres://user:password@host/db`) and creates the tables when
@@ -146,6 +167,10 @@ impl PostgresRunStore {
                         AND to_regclass('mcp_agent_allowances') IS NOT NULL
                         AND to_regclass('mcp_agent_events') IS NOT NULL
                         AND to_regclass('mcp_agent_ledger') IS NOT NULL
+                        AND to_regclass('mcp_agent_transcripts') IS NOT NULL
+                        AND to_regclass('mcp_agent_blobs') IS NOT NULL
+                        AND EXISTS (SELECT 1 FROM information_schema.columns
+                                    WHERE table_name = 'mcp_agent_runs' AND column_name = 'transcript_to')
                         AND EXISTS (SELECT 1 FROM information_schema.columns
                                     WHERE table_name = 'mcp_agent_runs' AND column_name = 'output_tokens')
                         AND EXISTS (SELECT 1 FROM information_schema.columns
@@ -165,34 +190,52 @@ impl PostgresRunStore {
         Ok(PostgresRunStore {
             pool: std::sync::Arc::new(pool),
             listener: std::sync::Arc::new(Listener::new()),
+            statements: Default::default(),
         })
     }
 
-    /// One run, from a query returning `id, status, suspension, state, lease_owner,
-    /// lease_until`.
+    /// The pool's connection, and `sql` prepared on it (once per connection).
+    async fn prepared(
+        &self,
+        sql: &str,
+    ) -> Result<(
+        std::sync::Arc<Client>,
+        mcp_runtime_core::postgres::tokio_postgres::Statement,
+    )> {
+        let client = self.pool.client().await.map_err(pg)?;
+        {
+            let mut kept = crate::store::lock(&self.statements.0);
+            if !std::ptr::eq(kept.0.as_ptr(), std::sync::Arc::as_ptr(&client)) {
+                *kept = (std::sync::Arc::downgrade(&client), Default::default());
+            }
+            if let Some(statement) = kept.1.get(sql) {
+                return Ok((client, statement.clone()));
+            }
+        }
+        let statement = client
+            .prepare(sql)
+            .await
+            .map_err(|e| pg(PgPool::error("preparing a statement", e)))?;
+        let mut kept = crate::store::lock(&self.statements.0);
+        if std::ptr::eq(kept.0.as_ptr(), std::sync::Arc::as_ptr(&client)) {
+            kept.1.insert(sql.to_owned(), statement.clone());
+        }
+        Ok((client, statement))
+    }
+
+    /// One run, from a query returning [`columns`].
     async fn query_opt(
         &self,
         what: &str,
         sql: &str,
         params: &[&(dyn mcp_runtime_core::postgres::tokio_postgres::types::ToSql + Sync)],
     ) -> Result<Option<RunRecord>> {
-        let client = self.pool.client().await.map_err(pg)?;
+        let (client, statement) = self.prepared(sql).await?;
         let row = client
-            .query_opt(sql, params)
+            .query_opt(&statement, params)
             .await
             .map_err(|e| pg(PgPool::error(what, e)))?;
-        row.as_ref()
-            .map(|r| {
-                record((
-                    col(r, 0)?,
-                    col(r, 1)?,
-                    col(r, 2)?,
-                    col(r, 3)?,
-                    col(r, 4)?,
-                    col(r, 5)?,
-                ))
-            })
-            .transpose()
+        row.as_ref().map(|r| run_of(r, col(r, 1)?)).transpose()
     }
 }
 
@@ -205,7 +248,6 @@ fn pg(e: mcp_runtime_core::postgres::PgError) -> Error {
 impl RunStore for PostgresRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let client = self.pool.client().await.map_err(pg)?;
             let state = run.state.to_string();
             let (owner, until) = lease_columns(&run.lease);
             let columns = Owner::of(&run.state);
@@ -213,6 +255,16 @@ impl RunStore for PostgresRunStore {
             let (input_tokens, output_tokens) = columns.tokens();
             let due: Option<i64> = run.due_at().map(sql_int);
             let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
+            let (first_entry, log) = log_entries(&run.transcript);
+            let (from, to) = (sql_int(run.transcript.from), sql_int(run.transcript.to));
+            let segment = run.transcript.starts_segment();
+            let digests: Vec<&str> = run.blobs.iter().map(|b| b.digest.as_str()).collect();
+            // Bytes, not text: a value may hold a NUL, which PostgreSQL's text cannot.
+            let data: Vec<&[u8]> = run.blobs.iter().map(|b| b.data.as_bytes()).collect();
+            // A deferred save is committed without waiting for the disk (the
+            // transaction's own setting): a crash of the database server's machine may
+            // lose it, never a save before it.
+            let deferred = run.durability == Durability::Deferred;
             let (mut kinds, mut items, mut entries) = (Vec::new(), Vec::new(), Vec::new());
             for e in &run.ledger {
                 kinds.push(e.kind.as_str());
@@ -226,19 +278,22 @@ impl RunStore for PostgresRunStore {
             // fenced: a row held by another lease owner is left as it is.
             let saved = if run.first {
                 "INSERT INTO mcp_agent_runs (id, status, state, suspension, lease_owner, lease_until,
-                   tenant, started_by, labels, input_tokens, output_tokens, due_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $11, $12, $13::text::jsonb, $14, $15, $16)
+                   tenant, started_by, labels, input_tokens, output_tokens, due_at, transcript_from,
+                   transcript_to)
+                 VALUES ($1, $2, $3, $4, $5, $6, $11, $12, $13::text::jsonb, $14, $15, $16, $17, $18)
                  ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
                    suspension = EXCLUDED.suspension, lease_until = EXCLUDED.lease_until,
                    tenant = EXCLUDED.tenant, started_by = EXCLUDED.started_by,
                    labels = EXCLUDED.labels, input_tokens = EXCLUDED.input_tokens,
-                   output_tokens = EXCLUDED.output_tokens, due_at = EXCLUDED.due_at, updated_at = now()
+                   output_tokens = EXCLUDED.output_tokens, due_at = EXCLUDED.due_at, updated_at = now(),
+                   transcript_from = EXCLUDED.transcript_from, transcript_to = EXCLUDED.transcript_to
                  WHERE mcp_agent_runs.lease_owner IS NOT DISTINCT FROM EXCLUDED.lease_owner
                  RETURNING id"
             } else {
                 "UPDATE mcp_agent_runs SET status = $2, state = $3, suspension = $4,
                    lease_until = $6, tenant = $11, started_by = $12, labels = $13::text::jsonb,
-                   input_tokens = $14, output_tokens = $15, due_at = $16::bigint, updated_at = now()
+                   input_tokens = $14, output_tokens = $15, due_at = $16::bigint, updated_at = now(),
+                   transcript_from = $17, transcript_to = $18
                  WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $5::text
                  RETURNING id"
             };
@@ -248,7 +303,8 @@ impl RunStore for PostgresRunStore {
             // after the one before it, so `ORDER BY at` reads them as appended).
             let sql = format!(
                 "WITH saved AS ({saved}),
-                 last AS (SELECT COALESCE(MAX(seq), 0) AS seq FROM mcp_agent_events WHERE run_id = $1),
+                 last AS (SELECT COALESCE((SELECT seq FROM mcp_agent_events WHERE run_id = $1
+                                           ORDER BY seq DESC LIMIT 1), 0) AS seq),
                  appended AS (
                    INSERT INTO mcp_agent_events (run_id, seq, event)
                    SELECT saved.id, last.seq + e.n, e.event
@@ -260,6 +316,28 @@ impl RunStore for PostgresRunStore {
                    FROM saved, unnest($8::text[], $9::text[], $10::text[])
                      WITH ORDINALITY AS l(kind, item, entry, n)
                    RETURNING 1),
+                 dropped AS (
+                   DELETE FROM mcp_agent_transcripts x USING saved
+                   WHERE x.run_id = saved.id AND x.n < $17 AND $21::bool
+                   RETURNING 1),
+                 logged AS (
+                   INSERT INTO mcp_agent_transcripts (run_id, n, entry)
+                   SELECT saved.id, $19::bigint + t.n - 1, t.entry
+                   FROM saved, unnest($20::text[]) WITH ORDINALITY AS t(entry, n)
+                   ON CONFLICT (run_id, n) DO UPDATE SET entry = EXCLUDED.entry
+                   RETURNING 1),
+                 unblobbed AS (
+                   DELETE FROM mcp_agent_blobs b USING saved
+                   WHERE b.run_id = saved.id AND $21::bool AND NOT (b.digest = ANY($22::text[]))
+                   RETURNING 1),
+                 blobbed AS (
+                   INSERT INTO mcp_agent_blobs (run_id, digest, data)
+                   SELECT saved.id, b.digest, b.data
+                   FROM saved, unnest($22::text[], $23::bytea[]) AS b(digest, data)
+                   ON CONFLICT (run_id, digest) DO NOTHING
+                   RETURNING 1),
+                 relaxed AS (
+                   SELECT set_config('synchronous_commit', 'off', true) WHERE $24::bool),
                  notified AS (
                    SELECT pg_notify('{CHANNEL}', saved.id) FROM saved
                    WHERE cardinality($7::text[]) > 0),
@@ -269,11 +347,15 @@ impl RunStore for PostgresRunStore {
                      AND $16::bigint <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint)
                  SELECT (SELECT count(*) FROM saved), (SELECT count(*) FROM mcp_agent_runs WHERE id = $1),
                         (SELECT count(*) FROM appended), (SELECT count(*) FROM ledgered),
-                        (SELECT count(*) FROM notified), (SELECT count(*) FROM due_told)"
+                        (SELECT count(*) FROM notified), (SELECT count(*) FROM due_told),
+                        (SELECT count(*) FROM dropped), (SELECT count(*) FROM logged),
+                        (SELECT count(*) FROM blobbed), (SELECT count(*) FROM relaxed),
+                        (SELECT count(*) FROM unblobbed)"
             );
+            let (client, statement) = self.prepared(&sql).await?;
             let row = client
                 .query_one(
-                    &sql,
+                    &statement,
                     &[
                         &run.id,
                         &run.status.as_str(),
@@ -291,6 +373,14 @@ impl RunStore for PostgresRunStore {
                         &input_tokens,
                         &output_tokens,
                         &due,
+                        &from,
+                        &to,
+                        &first_entry,
+                        &log,
+                        &segment,
+                        &digests,
+                        &data,
+                        &deferred,
                     ],
                 )
                 .await;
@@ -427,7 +517,10 @@ impl RunStore for PostgresRunStore {
         Box::pin(async move {
             self.query_opt(
                 "reading a run",
-                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = $1",
+                &format!(
+                    "SELECT {} FROM mcp_agent_runs WHERE id = $1",
+                    columns("mcp_agent_runs")
+                ),
                 &[&id],
             )
             .await
@@ -446,11 +539,14 @@ impl RunStore for PostgresRunStore {
             let until = sql_int(lease.until);
             self.query_opt(
                 "claiming a run",
-                "UPDATE mcp_agent_runs SET status = 'running', updated_at = now(),
-                   lease_owner = $4, lease_until = $5
-                 WHERE id = $1 AND status = $2 AND ($3::text IS NULL OR suspension = $3)
-                   AND ($6::bigint IS NULL OR lease_until IS NULL OR lease_until < $6)
-                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+                &format!(
+                    "UPDATE mcp_agent_runs SET status = 'running', updated_at = now(),
+                       lease_owner = $4, lease_until = $5
+                     WHERE id = $1 AND status = $2 AND ($3::text IS NULL OR suspension = $3)
+                       AND ($6::bigint IS NULL OR lease_until IS NULL OR lease_until < $6)
+                     RETURNING {}",
+                    columns("mcp_agent_runs")
+                ),
                 &[&id, &status, &suspension, &lease.owner, &until, &stale],
             )
             .await
@@ -472,23 +568,26 @@ impl RunStore for PostgresRunStore {
             // returned with the status it had.
             let rows = client
                 .query(
-                    "WITH picked AS (
-                       SELECT id, status AS was FROM mcp_agent_runs
-                       WHERE (status IN ('suspended', 'failed') AND due_at <= $1)
-                          OR (status = 'running' AND (lease_until IS NULL OR lease_until < $1))
-                       ORDER BY due_at NULLS FIRST LIMIT $4
-                       FOR UPDATE SKIP LOCKED)
-                     UPDATE mcp_agent_runs r SET status = 'running', updated_at = now(),
-                       lease_owner = $2, lease_until = $3
-                     FROM picked WHERE r.id = picked.id
-                     RETURNING r.id, picked.was, r.suspension, r.state, r.lease_owner, r.lease_until",
+                    &format!(
+                        "WITH picked AS (
+                           SELECT id, status AS was FROM mcp_agent_runs
+                           WHERE (status IN ('suspended', 'failed') AND due_at <= $1)
+                              OR (status = 'running' AND (lease_until IS NULL OR lease_until < $1))
+                           ORDER BY due_at NULLS FIRST LIMIT $4
+                           FOR UPDATE SKIP LOCKED)
+                         UPDATE mcp_agent_runs r SET status = 'running', updated_at = now(),
+                           lease_owner = $2, lease_until = $3
+                         FROM picked WHERE r.id = picked.id
+                         RETURNING {}, picked.was",
+                        columns("r")
+                    ),
                     &[&at, &lease.owner, &until, &limit],
                 )
                 .await
                 .map_err(|e| pg(PgPool::error("claiming due runs", e)))?;
             let mut claimed = Vec::with_capacity(rows.len());
             for r in &rows {
-                let (id, was): (String, String) = match (col(r, 0), col(r, 1)) {
+                let (id, was): (String, String) = match (col(r, 0), col(r, 11)) {
                     (Ok(id), Ok(was)) => (id, was),
                     (id, _) => {
                         // Not even its id reads: it stays claimed until the lease ends.
@@ -496,16 +595,7 @@ impl RunStore for PostgresRunStore {
                         continue;
                     }
                 };
-                let read = (|| {
-                    record((
-                        id.clone(),
-                        was.clone(),
-                        col(r, 2)?,
-                        col(r, 3)?,
-                        col(r, 4)?,
-                        col(r, 5)?,
-                    ))
-                })();
+                let read = run_of(r, was.clone());
                 match read {
                     Ok(run) => claimed.push(run),
                     // A row that does not read is not this batch's end: it is put back
@@ -532,16 +622,17 @@ impl RunStore for PostgresRunStore {
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
         Box::pin(async move {
             let until = sql_int(lease.until);
-            let client = self.pool.client().await.map_err(pg)?;
-            let row = client
-                .query_one(
+            let (client, statement) = self
+                .prepared(
                     "WITH renewed AS (
                        UPDATE mcp_agent_runs SET lease_until = $3
                        WHERE id = $1 AND lease_owner = $2 RETURNING id)
                      SELECT (SELECT count(*) FROM renewed),
                             (SELECT count(*) FROM mcp_agent_runs WHERE id = $1)",
-                    &[&id, &lease.owner, &until],
                 )
+                .await?;
+            let row = client
+                .query_one(&statement, &[&id, &lease.owner, &until])
                 .await
                 .map_err(|e| pg(PgPool::error("renewing a lease", e)))?;
             let (renewed, kept): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
@@ -609,8 +700,11 @@ impl RunStore for PostgresRunStore {
             let row = client
                 .query_one(
                     "WITH gone AS (DELETE FROM mcp_agent_runs WHERE id = $1 RETURNING id),
-                     events AS (DELETE FROM mcp_agent_events WHERE run_id = $1 RETURNING 1)
-                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)",
+                     events AS (DELETE FROM mcp_agent_events WHERE run_id = $1 RETURNING 1),
+                     log AS (DELETE FROM mcp_agent_transcripts WHERE run_id = $1 RETURNING 1),
+                     blobs AS (DELETE FROM mcp_agent_blobs WHERE run_id = $1 RETURNING 1)
+                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events),
+                            (SELECT count(*) FROM log), (SELECT count(*) FROM blobs)",
                     &[&id],
                 )
                 .await
@@ -629,8 +723,13 @@ impl RunStore for PostgresRunStore {
                        DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled')
                        AND updated_at < to_timestamp($1::bigint) RETURNING id),
                      events AS (
-                       DELETE FROM mcp_agent_events WHERE run_id IN (SELECT id FROM gone) RETURNING 1)
-                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events)",
+                       DELETE FROM mcp_agent_events WHERE run_id IN (SELECT id FROM gone) RETURNING 1),
+                     log AS (
+                       DELETE FROM mcp_agent_transcripts WHERE run_id IN (SELECT id FROM gone) RETURNING 1),
+                     blobs AS (
+                       DELETE FROM mcp_agent_blobs WHERE run_id IN (SELECT id FROM gone) RETURNING 1)
+                     SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM events),
+                            (SELECT count(*) FROM log), (SELECT count(*) FROM blobs)",
                     &[&before],
                 )
                 .await

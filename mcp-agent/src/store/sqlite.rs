@@ -6,15 +6,14 @@ use mcp_runtime::BoxFuture;
 use serde_json::Value;
 
 use super::contract::{
-    already_in_ledger, deleted, lease_lost, page_limit, page_of, sql_int, Claim, Durability, Lease,
-    LedgerEntry, RunFilter, RunPage, RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS,
-    MAX_LEDGER,
+    page_limit, page_of, sql_int, Claim, Durability, Lease, LedgerEntry, RunFilter, RunPage,
+    RunRecord, RunStatus, RunStore, MAX_ALLOWANCES, MAX_EVENTS, MAX_LEDGER,
 };
 use super::owner::{labels_from, labels_json, Owner};
 use super::rows::{
-    allowance_value, event_value, lease_columns, ledger_entry, numbered_event, record, Row,
-    UNREADABLE_BACK_OFF_MS,
+    allowance_value, event_value, lease_columns, ledger_entry, log_entries, numbered_event,
 };
+use super::sqlite_statements::{claim_due, fail, full, now, one_run, save, SaveRow, COLUMNS};
 use crate::error::{Error, Result};
 use mcp_runtime_core::lock;
 
@@ -63,8 +62,9 @@ impl SqliteRunStore {
         }
         private_file(&store.path)?;
         let c = store.connection()?;
-        // Write-ahead logging: one fsync per save (still synchronous=FULL), and
-        // readers in other processes do not block a writer.
+        // Write-ahead logging: one fsync per flushed save (synchronous=FULL; a
+        // deferred save is NORMAL), and readers in other processes do not block a
+        // writer.
         c.execute_batch(
             "PRAGMA journal_mode = WAL;
                  CREATE TABLE IF NOT EXISTS mcp_agent_runs (
@@ -86,6 +86,18 @@ impl SqliteRunStore {
                  seq INTEGER NOT NULL,
                  event TEXT NOT NULL,
                  PRIMARY KEY (run_id, seq)
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_transcripts (
+                 run_id TEXT NOT NULL,
+                 n INTEGER NOT NULL,
+                 entry TEXT NOT NULL,
+                 PRIMARY KEY (run_id, n)
+             );
+             CREATE TABLE IF NOT EXISTS mcp_agent_blobs (
+                 run_id TEXT NOT NULL,
+                 digest TEXT NOT NULL,
+                 data TEXT NOT NULL,
+                 PRIMARY KEY (run_id, digest)
              );
              CREATE TABLE IF NOT EXISTS mcp_agent_ledger (
                  run_id TEXT NOT NULL,
@@ -118,6 +130,8 @@ impl SqliteRunStore {
             ("input_tokens", "INTEGER"),
             ("output_tokens", "INTEGER"),
             ("due_at", "INTEGER"),
+            ("transcript_from", "INTEGER"),
+            ("transcript_to", "INTEGER"),
         ] {
             let has: bool = c
                 .query_row(
@@ -145,8 +159,7 @@ impl SqliteRunStore {
     }
 
     fn fail(&self, e: rusqlite::Error) -> Error {
-        let detail = format!("the run store {}: {e}", self.path.display());
-        Error::store_from(detail, e)
+        fail(&self.path, e)
     }
 
     fn connection(&self) -> Result<rusqlite::Connection> {
@@ -183,132 +196,6 @@ impl SqliteRunStore {
     }
 }
 
-/// The columns of one save.
-#[cfg(feature = "sqlite")]
-struct SaveRow {
-    id: String,
-    status: &'static str,
-    state: String,
-    suspension: Option<String>,
-    owner: Option<String>,
-    until: Option<i64>,
-    /// When a worker should take the run up (`RunRecord::due_at`).
-    due: Option<i64>,
-    first: bool,
-    /// The owner columns (from the state).
-    columns: Owner,
-    /// The ledger entries: kind, item, entry.
-    ledger: Vec<(&'static str, String, String)>,
-}
-
-/// One save: the state (fenced by its lease) and its events, in one transaction.
-#[cfg(feature = "sqlite")]
-fn save(
-    s: &SqliteRunStore,
-    c: &rusqlite::Connection,
-    r: &SaveRow,
-    events: &[String],
-) -> Result<()> {
-    // The state and its events in one transaction, taken for writing at once
-    // (a deferred one could fail to upgrade while another process writes).
-    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
-        .map_err(|e| s.fail(e))?;
-    // Fenced: a row held by another lease owner is left as it is. Only the first
-    // save inserts: a later one finds the run deleted, and leaves it deleted.
-    let (input_tokens, output_tokens) = r.columns.tokens();
-    let params = rusqlite::params![
-        r.id,
-        r.status,
-        r.state,
-        now(),
-        r.suspension,
-        r.owner,
-        r.until,
-        r.columns.tenant,
-        r.columns.started_by,
-        r.columns.labels_json(),
-        input_tokens,
-        output_tokens,
-        r.due
-    ];
-    let n = if r.first {
-        tx.prepare_cached(
-            "INSERT INTO mcp_agent_runs (id, status, state, updated_at, suspension, lease_owner, lease_until,
-               tenant, started_by, labels, input_tokens, output_tokens, due_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
-             ON CONFLICT(id) DO UPDATE SET status = excluded.status, state = excluded.state,
-               updated_at = excluded.updated_at, suspension = excluded.suspension,
-               lease_until = excluded.lease_until, tenant = excluded.tenant,
-               started_by = excluded.started_by, labels = excluded.labels,
-               input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
-               due_at = excluded.due_at
-             WHERE mcp_agent_runs.lease_owner IS excluded.lease_owner",
-        )
-        .and_then(|mut upsert| upsert.execute(params))
-    } else {
-        tx.prepare_cached(
-            "UPDATE mcp_agent_runs SET status = ?2, state = ?3, updated_at = ?4, suspension = ?5,
-               lease_until = ?7, tenant = ?8, started_by = ?9, labels = ?10, input_tokens = ?11,
-               output_tokens = ?12, due_at = ?13
-             WHERE id = ?1 AND lease_owner IS ?6",
-        )
-        .and_then(|mut update| update.execute(params))
-    }
-    .map_err(|e| s.fail(e))?;
-    if n == 0 {
-        let kept: i64 = tx
-            .prepare_cached("SELECT COUNT(*) FROM mcp_agent_runs WHERE id = ?1")
-            .and_then(|mut q| q.query_row([&r.id], |row| row.get(0)))
-            .map_err(|e| s.fail(e))?;
-        return Err(if kept == 0 {
-            deleted(&r.id)
-        } else {
-            lease_lost(&r.id)
-        });
-    }
-    if !r.ledger.is_empty() {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO mcp_agent_ledger (run_id, kind, item, entry, at) VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .map_err(|e| s.fail(e))?;
-        for (kind, item, entry) in &r.ledger {
-            match insert.execute(rusqlite::params![r.id, kind, item, entry, now()]) {
-                Ok(_) => {}
-                Err(rusqlite::Error::SqliteFailure(f, _))
-                    if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                {
-                    return Err(already_in_ledger(&r.id));
-                }
-                Err(e) => return Err(s.fail(e)),
-            }
-        }
-    }
-    if !events.is_empty() {
-        let last: i64 = tx
-            .prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM mcp_agent_events WHERE run_id = ?1")
-            .and_then(|mut q| q.query_row([&r.id], |row| row.get(0)))
-            .map_err(|e| s.fail(e))?;
-        let mut insert = tx
-            .prepare_cached("INSERT INTO mcp_agent_events (run_id, seq, event) VALUES (?1, ?2, ?3)")
-            .map_err(|e| s.fail(e))?;
-        for (i, event) in events.iter().enumerate() {
-            insert
-                .execute(rusqlite::params![r.id, last + 1 + i as i64, event])
-                .map_err(|e| s.fail(e))?;
-        }
-    }
-    tx.commit().map_err(|e| s.fail(e))
-}
-
-#[cfg(feature = "sqlite")]
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 #[cfg(feature = "sqlite")]
 impl RunStore for SqliteRunStore {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, Result<()>> {
@@ -320,6 +207,19 @@ impl RunStore for SqliteRunStore {
         let events: Vec<String> = run.events.iter().map(Value::to_string).collect();
         let deferred = run.durability == Durability::Deferred;
         let first = run.first;
+        let (first_entry, entries) = log_entries(&run.transcript);
+        let transcript = (
+            sql_int(run.transcript.from),
+            sql_int(run.transcript.to),
+            first_entry,
+            entries,
+            run.transcript.starts_segment(),
+        );
+        let blobs: Vec<(String, String)> = run
+            .blobs
+            .iter()
+            .map(|b| (b.digest.clone(), b.data.clone()))
+            .collect();
         let mut ledger = Vec::with_capacity(run.ledger.len());
         for e in &run.ledger {
             let entry = serde_json::to_string(e)
@@ -341,9 +241,11 @@ impl RunStore for SqliteRunStore {
                 first,
                 columns: owner_columns,
                 ledger,
+                transcript,
+                blobs,
             };
             if !deferred {
-                return save(s, c, &row, &events);
+                return save(&s.path, c, &row, &events);
             }
             // A deferred save is not fsynced: in WAL mode with synchronous=NORMAL a
             // commit is in the log (a crash of this process keeps it) and reaches the
@@ -355,7 +257,7 @@ impl RunStore for SqliteRunStore {
                     .map_err(|e| s.fail(e))
             };
             sync("PRAGMA synchronous = NORMAL")?;
-            let saved = save(s, c, &row, &events);
+            let saved = save(&s.path, c, &row, &events);
             sync("PRAGMA synchronous = FULL")?;
             saved
         }))
@@ -437,12 +339,19 @@ impl RunStore for SqliteRunStore {
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>>> {
         let id = id.to_owned();
         Box::pin(self.blocking(move |s, c| {
-            one_run(
-                s,
-                c,
-                "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs WHERE id = ?1",
+            // The row, its transcript and its blobs from one snapshot.
+            let tx =
+                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Deferred)
+                    .map_err(|e| s.fail(e))?;
+            let run = one_run(
+                &s.path,
+                &tx,
+                &format!("SELECT {COLUMNS} FROM mcp_agent_runs WHERE id = ?1"),
                 [&id],
-            )
+            )?;
+            let run = run.map(|r| full(&s.path, &tx, r)).transpose()?;
+            tx.commit().map_err(|e| s.fail(e))?;
+            Ok(run)
         }))
     }
 
@@ -457,15 +366,23 @@ impl RunStore for SqliteRunStore {
         let stale = claim.stale_before();
         let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
         Box::pin(self.blocking(move |s, c| {
-            one_run(
-                s,
-                c,
-                "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?5, lease_until = ?6
-                 WHERE id = ?1 AND status = ?3 AND (?4 IS NULL OR suspension = ?4)
-                   AND (?7 IS NULL OR lease_until IS NULL OR lease_until < ?7)
-                 RETURNING id, status, suspension, state, lease_owner, lease_until",
+            let tx =
+                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
+                    .map_err(|e| s.fail(e))?;
+            let run = one_run(
+                &s.path,
+                &tx,
+                &format!(
+                    "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?5, lease_until = ?6
+                     WHERE id = ?1 AND status = ?3 AND (?4 IS NULL OR suspension = ?4)
+                       AND (?7 IS NULL OR lease_until IS NULL OR lease_until < ?7)
+                     RETURNING {COLUMNS}"
+                ),
                 rusqlite::params![id, now(), status, suspension, owner, until, stale],
-            )
+            )?;
+            let run = run.map(|r| full(&s.path, &tx, r)).transpose()?;
+            tx.commit().map_err(|e| s.fail(e))?;
+            Ok(run)
         }))
     }
 
@@ -477,7 +394,7 @@ impl RunStore for SqliteRunStore {
     ) -> BoxFuture<'a, Result<Vec<RunRecord>>> {
         let (owner, until) = (lease.owner.clone(), sql_int(lease.until));
         let (at, limit) = (sql_int(now), limit.min(1000) as i64);
-        Box::pin(self.blocking(move |s, c| claim_due(s, c, at, &owner, until, limit)))
+        Box::pin(self.blocking(move |s, c| claim_due(&s.path, c, at, &owner, until, limit)))
     }
 
     fn renew<'a>(&'a self, id: &'a str, lease: &'a Lease) -> BoxFuture<'a, Result<bool>> {
@@ -585,8 +502,14 @@ impl RunStore for SqliteRunStore {
             let tx =
                 rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
                     .map_err(|e| s.fail(e))?;
-            tx.execute("DELETE FROM mcp_agent_events WHERE run_id = ?1", [&id])
-                .map_err(|e| s.fail(e))?;
+            for table in [
+                "mcp_agent_events",
+                "mcp_agent_transcripts",
+                "mcp_agent_blobs",
+            ] {
+                tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [&id])
+                    .map_err(|e| s.fail(e))?;
+            }
             let n = tx
                 .execute("DELETE FROM mcp_agent_runs WHERE id = ?1", [&id])
                 .map_err(|e| s.fail(e))?;
@@ -603,12 +526,16 @@ impl RunStore for SqliteRunStore {
                 rusqlite::TransactionBehavior::Immediate,
             )
             .map_err(|e| s.fail(e))?;
-            tx.execute(
-                "DELETE FROM mcp_agent_events WHERE run_id IN (SELECT id FROM mcp_agent_runs
-                   WHERE status IN ('finished', 'cancelled') AND updated_at < ?1)",
-                [before],
-            )
-            .map_err(|e| s.fail(e))?;
+            for table in ["mcp_agent_events", "mcp_agent_transcripts", "mcp_agent_blobs"] {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE run_id IN (SELECT id FROM mcp_agent_runs
+                           WHERE status IN ('finished', 'cancelled') AND updated_at < ?1)"
+                    ),
+                    [before],
+                )
+                .map_err(|e| s.fail(e))?;
+            }
             let n = tx
                 .execute(
                     "DELETE FROM mcp_agent_runs WHERE status IN ('finished', 'cancelled') AND updated_at < ?1",
@@ -662,105 +589,4 @@ impl RunStore for SqliteRunStore {
                 .map_err(|e| s.fail(e))
         }))
     }
-}
-
-/// The run a statement returns (id, status, suspension, state, lease owner, lease
-/// end), if it returns one.
-#[cfg(feature = "sqlite")]
-fn one_run(
-    s: &SqliteRunStore,
-    c: &rusqlite::Connection,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Option<RunRecord>> {
-    use rusqlite::OptionalExtension as _;
-    c.query_row(sql, params, |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-        ))
-    })
-    .optional()
-    .map_err(|e| s.fail(e))?
-    .map(record)
-    .transpose()
-}
-
-/// `claim_due` in one immediate transaction (the file's write lock is held from the
-/// first read: no other process claims between the choice and the update).
-#[cfg(feature = "sqlite")]
-fn claim_due(
-    s: &SqliteRunStore,
-    c: &rusqlite::Connection,
-    at: i64,
-    owner: &str,
-    until: i64,
-    limit: i64,
-) -> Result<Vec<RunRecord>> {
-    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)
-        .map_err(|e| s.fail(e))?;
-    let rows = tx
-        .prepare_cached(
-            // Each branch on an index of its own (one `WHERE … OR …` scans the
-            // whole table, finished runs and all, under the write lock).
-            "SELECT id, status, suspension, state, lease_owner, lease_until FROM mcp_agent_runs
-             WHERE id IN (
-               SELECT id FROM mcp_agent_runs WHERE due_at <= ?1 AND status IN ('suspended', 'failed')
-               UNION ALL SELECT id FROM mcp_agent_runs WHERE status = 'running' AND lease_until IS NULL
-               UNION ALL SELECT id FROM mcp_agent_runs WHERE status = 'running' AND lease_until < ?1)
-             ORDER BY due_at LIMIT ?2",
-        )
-        .and_then(|mut q| {
-            q.query_map(rusqlite::params![at, limit], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<Row>>>()
-        })
-        .map_err(|e| s.fail(e))?;
-    let mut claimed = Vec::with_capacity(rows.len());
-    for row in rows {
-        let id: String = row.0.clone();
-        let mut run = match record(row) {
-            Ok(run) => run,
-            // A row that does not read is not this batch's end: it is left as it is,
-            // not due (nor recoverable) for a minute, and the others go on.
-            Err(e) => {
-                tracing::warn!(run = %id, error = %e, "a due run cannot be read; it is left for a minute");
-                let later = at.saturating_add(UNREADABLE_BACK_OFF_MS);
-                tx.prepare_cached(
-                    "UPDATE mcp_agent_runs SET due_at = ?2,
-                       lease_until = CASE WHEN status = 'running' THEN ?2 ELSE lease_until END
-                     WHERE id = ?1",
-                )
-                .and_then(|mut u| u.execute(rusqlite::params![id, later]))
-                .map_err(|e| s.fail(e))?;
-                continue;
-            }
-        };
-        tx.prepare_cached(
-            "UPDATE mcp_agent_runs SET status = 'running', updated_at = ?2, lease_owner = ?3, lease_until = ?4
-             WHERE id = ?1",
-        )
-        .and_then(|mut u| u.execute(rusqlite::params![id, now(), owner, until]))
-        .map_err(|e| s.fail(e))?;
-        // Returned with the status it had before the claim (as `claim_due` says).
-        run.lease = Some(Lease {
-            owner: owner.to_owned(),
-            until: until.max(0) as u64,
-        });
-        claimed.push(run);
-    }
-    tx.commit().map_err(|e| s.fail(e))?;
-    Ok(claimed)
 }

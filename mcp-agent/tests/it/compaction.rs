@@ -7,7 +7,7 @@ use mcp_agent::model::{Block, Role};
 use mcp_agent::{Agent, Compaction, Event, Outcome};
 use serde_json::json;
 
-use crate::{filesystem, scratch, wire_model, ModelServer};
+use crate::{filesystem, scratch, store_for, wire_model, ModelServer};
 
 #[tokio::test]
 async fn long_conversations_are_compacted_keeping_calls_with_results() {
@@ -42,6 +42,7 @@ async fn long_conversations_are_compacted_keeping_calls_with_results() {
             .allow(["list_directory"])
             .server(filesystem(&dir))
             .compaction(compaction)
+            .store(store_for(&dir, "sqlite").await)
             .build()
             .unwrap();
         let out = agent.run(long.as_str()).await.unwrap();
@@ -121,6 +122,18 @@ async fn long_conversations_are_compacted_keeping_calls_with_results() {
             "{wire}: a call went without its result"
         );
         let transcript = agent.transcript(&run_id).await.unwrap();
+        // Kept as a new segment of the run's log: the compacted entries are gone from
+        // the file, the new segment is the transcript read back.
+        let c = rusqlite::Connection::open(dir.join("state/runs.sqlite3")).unwrap();
+        let (first, entries): (i64, i64) = c
+            .query_row(
+                "SELECT min(n), count(*) FROM mcp_agent_transcripts WHERE run_id = ?1",
+                [&run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert!(first > 0, "{wire}: the old segment is forgotten");
+        assert_eq!(entries as usize, transcript.len(), "{wire}");
         assert_eq!(transcript[0].role, Role::System);
         assert!(
             transcript[1].joined_text().starts_with("[A summary"),

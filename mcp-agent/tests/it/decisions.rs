@@ -290,6 +290,8 @@ async fn an_error_after_a_resume_never_leaves_the_run_stuck(store_url: &str) {
             suspension: Some("s".into()),
             state: json!({"not": "a run"}),
             lease: None,
+            transcript: Default::default(),
+            blobs: Vec::new(),
             events: Vec::new(),
             durability: Default::default(),
             ledger: Vec::new(),

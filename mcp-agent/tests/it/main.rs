@@ -270,6 +270,7 @@ mod recovery;
 mod responses;
 mod retries;
 mod rollback;
+mod saves;
 mod schemas;
 mod seams;
 mod security;

@@ -6,13 +6,14 @@
 //! the real filesystem server (`edit_file` of "a" → "aa" is not idempotent: the file
 //! counts the sends), the scripted model, and both durable stores.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mcp_agent::runtime::BoxFuture;
 use mcp_agent::{
-    Agent, ChatCompletions, Claim, Decision, Event, Lease, LedgerEntry, Mode, Outcome,
-    PostgresRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore,
+    Agent, Blob, ChatCompletions, Claim, Decision, Event, Lease, LedgerEntry, Mode, Outcome,
+    PostgresRunStore, RunFilter, RunPage, RunRecord, RunStatus, RunStore, Transcript,
 };
 use serde_json::{json, Value};
 
@@ -20,18 +21,50 @@ use super::{filesystem, scratch, store_for, ModelServer, Postgres};
 
 const KEY: [u8; 32] = [7; 32];
 
-/// A store that keeps a copy of every save that was kept — what a backup holds.
+/// A store that keeps a copy of every save that was kept — what a backup holds: the
+/// run as it stood after the save (its whole transcript, every blob).
 pub(super) struct Recorder {
     pub(super) inner: Arc<dyn RunStore>,
     pub(super) saves: Mutex<Vec<RunRecord>>,
+    /// Each run's transcript entries by number, and its blobs, as saved so far.
+    logs: Mutex<HashMap<String, Log>>,
 }
+
+/// A run's transcript entries by number, and its blobs.
+type Log = (BTreeMap<u64, Value>, Vec<Blob>);
 
 impl Recorder {
     pub(super) fn new(inner: Arc<dyn RunStore>) -> Arc<Recorder> {
         Arc::new(Recorder {
             inner,
             saves: Mutex::new(Vec::new()),
+            logs: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// `run` as it stands after it was kept: its transcript whole, every blob.
+    fn whole(&self, run: &RunRecord) -> RunRecord {
+        let mut logs = self.logs.lock().unwrap();
+        let (entries, blobs) = logs.entry(run.id.clone()).or_default();
+        let first = run.transcript.first_entry();
+        for (n, e) in (first..).zip(&run.transcript.entries) {
+            entries.insert(n, e.clone());
+        }
+        for b in &run.blobs {
+            if !blobs.iter().any(|k| k.digest == b.digest) {
+                blobs.push(b.clone());
+            }
+        }
+        let (from, to) = (run.transcript.from, run.transcript.to);
+        RunRecord {
+            transcript: Transcript::new(
+                from,
+                to,
+                (from..to).map(|n| entries[&n].clone()).collect(),
+            ),
+            blobs: blobs.clone(),
+            ..run.clone()
+        }
     }
     /// The first kept save of `run` with `status` in which a call stands at `at`
     /// (`approved`, `executing`, …).
@@ -51,7 +84,8 @@ impl RunStore for Recorder {
     fn save<'a>(&'a self, run: &'a RunRecord) -> BoxFuture<'a, mcp_agent::Result<()>> {
         Box::pin(async move {
             self.inner.save(run).await?;
-            self.saves.lock().unwrap().push(run.clone());
+            let whole = self.whole(run);
+            self.saves.lock().unwrap().push(whole);
             Ok(())
         })
     }
@@ -306,7 +340,8 @@ async fn the_ledger_is_insert_only_for_the_applications_role() {
         &dir,
         &pg.url,
         "CREATE ROLE mcp_app LOGIN;
-         GRANT SELECT, INSERT, UPDATE, DELETE ON mcp_agent_runs, mcp_agent_events, mcp_agent_allowances TO mcp_app;
+         GRANT SELECT, INSERT, UPDATE, DELETE ON mcp_agent_runs, mcp_agent_events, mcp_agent_allowances,
+           mcp_agent_transcripts, mcp_agent_blobs TO mcp_app;
          GRANT SELECT, INSERT ON mcp_agent_ledger TO mcp_app;",
     )
     .await;

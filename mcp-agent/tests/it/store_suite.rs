@@ -1,5 +1,5 @@
 //! The run store conformance suite: one set of tests of what [`RunStore`] promises —
-//! claims, leases and fencing, decisions, the sent ledger and integrity, allowances,
+//! transcripts appended and large values kept once, claims, leases and fencing, decisions, the sent ledger and integrity, allowances,
 //! the event log (numbered, read after a number, waited for), list / filter / cursor paging, owner columns, prune, capacity — run against every
 //! backend alike (memory, SQLite, PostgreSQL). A new backend is accepted when it
 //! passes: give it a [`Backend`] constructor and one `store_suite!` line at the
@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use super::{scratch, Postgres};
 
+mod appended;
 mod claims;
 mod due;
 mod integrity;
@@ -135,6 +136,8 @@ pub(crate) fn run(id: &str, status: RunStatus, state: Value) -> RunRecord {
         suspension: None,
         state,
         lease: None,
+        transcript: Default::default(),
+        blobs: Vec::new(),
         events: Vec::new(),
         durability: Default::default(),
         ledger: Vec::new(),
@@ -156,6 +159,8 @@ pub(crate) fn suspended(id: &str, suspension: &str, state: Value) -> RunRecord {
 macro_rules! store_suite {
     ($name:ident, $backend:expr) => {
         store_suite!(@tests $name, $backend,
+            appended::a_transcript_is_appended,
+            appended::a_new_segment_replaces_the_old_and_goes_with_the_run,
             claims::claims_once,
             claims::one_claimer_wins_among_many,
             claims::a_claim_takes_only_what_it_names,

@@ -130,10 +130,17 @@ async fn suspend_and_resume_across_processes(tag: &str, store: &str) {
         "{text}"
     );
     assert!(!dir.join("denied.txt").exists());
-    // No secret in what the store keeps.
+    // No secret in what the store keeps (its state, transcript, large values, events).
     let kept = if store.starts_with("postgres://") {
         let s = PostgresRunStore::connect(store).await.unwrap();
-        s.load(&run).await.unwrap().unwrap().state.to_string()
+        let r = s.load(&run).await.unwrap().unwrap();
+        format!(
+            "{} {} {:?} {:?}",
+            r.state,
+            Value::Array(r.transcript.entries),
+            r.blobs,
+            s.events(&run).await.unwrap()
+        )
     } else {
         String::from_utf8_lossy(&std::fs::read(dir.join("state/runs.sqlite3")).unwrap())
             .into_owned()
