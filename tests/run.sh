@@ -152,4 +152,7 @@ bash tests/soak.sh 0.5
 step "the side-by-side benchmark, smoke mode (every client runs; no timing asserted)"
 bash tests/bench/run.sh --smoke --reps 1
 
+step "the agent's overhead benchmark, smoke mode: every part runs briefly, in the test build (cargo bench -p mcp-agent --bench overhead measures; no timing asserted)"
+cargo bench --locked --workspace --profile dev --bench overhead -- --smoke
+
 step "all checks passed"
