@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod build;
+pub mod config;
 pub mod gather;
 #[cfg(feature = "http")]
 pub mod http;

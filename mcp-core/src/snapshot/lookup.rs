@@ -109,7 +109,7 @@ impl Project {
 
     /// The folders the lookup reads, nearest first: `start`, then each parent up to
     /// the root.
-    fn folders(&self) -> impl Iterator<Item = &Path> {
+    pub fn folders(&self) -> impl Iterator<Item = &Path> {
         let mut past = false;
         self.start.ancestors().take_while(move |d| {
             if past {
