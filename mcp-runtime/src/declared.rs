@@ -85,6 +85,64 @@ impl Mcp {
         }
     }
 
+    /// Declares the server `name` from a configuration file its users already keep:
+    /// Claude Code's or Cursor's `.mcp.json` (`mcpServers`) or VS Code's
+    /// `.vscode/mcp.json` (`servers`), with `${VAR}`, `${VAR:-default}`, `${env:VAR}`,
+    /// `${workspaceFolder}` and `${userHome}` expanded from this process's environment
+    /// (see [`crate::config`]). Returns the builder, so more can be set
+    /// before [`build`](McpBuilder::build):
+    ///
+    /// ```no_run
+    /// # fn main() -> mcp_runtime::Result<()> {
+    /// let github = mcp_runtime::Mcp::from_config_file(".mcp.json", "github")?
+    ///     .requires_approval(["create_issue"])
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// The file is used as given: an application that looks for one on its own should
+    /// keep to its project and skip files others can write, as
+    /// [`crate::config::locate`] does. A stdio server gets the variables of
+    /// its `env` on top of the safe default set, nothing else of this process's
+    /// environment. A file that cannot be read, or a server it lacks or describes
+    /// wrongly (a variable that is not set, say) is an error for which
+    /// [`Error::is_config`](crate::Error::is_config) is true, saying what to fix.
+    pub fn from_config_file(path: impl AsRef<std::path::Path>, name: &str) -> Result<McpBuilder> {
+        use mcp_runtime_core::config::{ConfigFile, ServerConfig};
+        let server = ConfigFile::read(path.as_ref())
+            .and_then(|f| f.server(name))
+            .map_err(|e| Error::config(e.to_string()))?;
+        Ok(match server {
+            ServerConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut b = Mcp::builder(name).command(std::iter::once(command).chain(args));
+                for (k, v) in env {
+                    b = b.env(k, v);
+                }
+                if let Some(dir) = cwd {
+                    b = b.directory(dir.display().to_string());
+                }
+                b
+            }
+            ServerConfig::Http { url, headers } => {
+                let mut b = Mcp::builder(name).url(url);
+                for (k, v) in headers {
+                    b = b.header(k, v);
+                }
+                b
+            }
+            other => {
+                return Err(Error::config(format!(
+                    "server `{name}`: this version cannot start {other:?}"
+                )))
+            }
+        })
+    }
+
     /// The name that identifies this server (the snake_case of a declared struct).
     pub fn name(&self) -> &str {
         &self.spec.name

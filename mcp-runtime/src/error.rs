@@ -415,6 +415,12 @@ impl Error {
             ),
             Kind::Cancelled { method } => write!(f, "`{method}` was cancelled"),
             Kind::Transport { detail } => write!(f, "cannot reach the server: {detail}"),
+            // A detail of several lines (what a stdio server wrote to stderr last)
+            // goes last.
+            Kind::Closed { detail } if detail.contains('\n') => write!(
+                f,
+                "the connection to the server closed (the next request reconnects): {detail}"
+            ),
             Kind::Closed { detail } => write!(
                 f,
                 "the connection to the server closed: {detail}; the next request reconnects"

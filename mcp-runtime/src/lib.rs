@@ -35,6 +35,7 @@ pub mod __private;
 #[cfg(feature = "oauth")]
 pub mod auth;
 pub mod client;
+pub use mcp_runtime_core::config;
 #[cfg(any(feature = "stdio", feature = "http"))]
 pub mod declared;
 pub mod digest;

@@ -18,7 +18,7 @@ pub use prompts::{GetPromptResult, Prompt, PromptArgument, PromptMessage, Role};
 pub use resources::{
     Completion, CompletionRef, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
 };
-pub use session::{Implementation, LogLevel, Progress, ServerCapabilities};
+pub use session::{Implementation, LogLevel, LogMessage, Progress, ServerCapabilities};
 pub use tools::{
     CallToolResult, OutputCheck, Tool, ToolAnnotations, UiResource, MCP_APP_MIME_TYPE,
 };

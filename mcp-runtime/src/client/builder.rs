@@ -1,6 +1,6 @@
 //! Building a [`Client`]: its settings, handlers and extensions.
 
-use super::change::{Change, ChangeCallback, ProgressCallback};
+use super::change::{Change, ChangeCallback, LogCallback, ProgressCallback};
 use super::details::ProtocolMode;
 use super::handle::{Client, Inner, Life};
 use super::inbox::Inbox;
@@ -10,7 +10,7 @@ use super::parts::{
 };
 use crate::error::{Error, Result};
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
-use crate::model::{Implementation, LogLevel, Progress};
+use crate::model::{Implementation, LogLevel, LogMessage, Progress};
 use crate::transport::{Incoming, Transport};
 use serde_json::{json, Map, Value};
 use std::fmt;
@@ -33,6 +33,7 @@ pub struct ClientBuilder {
     max_input_rounds: u32,
     on_change: Vec<ChangeCallback>,
     on_progress: Vec<ProgressCallback>,
+    on_log: Vec<LogCallback>,
     protocol: ProtocolMode,
     errors: Vec<String>,
     /// The HTTP transport [`http`](Self::http) made: the client reaches its OAuth
@@ -72,6 +73,7 @@ impl Default for ClientBuilder {
             max_input_rounds: 8,
             on_change: Vec::new(),
             on_progress: Vec::new(),
+            on_log: Vec::new(),
             protocol: ProtocolMode::Auto,
             errors: Vec::new(),
             #[cfg(feature = "oauth")]
@@ -182,6 +184,14 @@ impl ClientBuilder {
         self.on_progress.push(Arc::new(f));
         self
     }
+    /// Called with every log message the server sends (`notifications/message`), as
+    /// well as the `tracing` event (target `mcp_runtime::server_log`) every message
+    /// becomes. Which levels the server sends: [`log_level`](Self::log_level). It
+    /// runs on the connection's reading task: keep it short.
+    pub fn after_log(mut self, f: impl Fn(&LogMessage) + Send + Sync + 'static) -> Self {
+        self.on_log.push(Arc::new(f));
+        self
+    }
     /// Which protocol era to speak (default: detect).
     pub fn protocol(mut self, mode: ProtocolMode) -> Self {
         self.protocol = mode;
@@ -275,6 +285,7 @@ impl ClientBuilder {
                 connect_timeout: self.connect_timeout.unwrap_or(self.timeout),
                 log_level: self.log_level,
                 protocol: self.protocol,
+                on_log: self.on_log,
             },
             session: Session::new(),
             input_routing: InputRouting {

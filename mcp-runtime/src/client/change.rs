@@ -2,7 +2,7 @@
 //! progress, and an open `subscriptions/listen` request's slot.
 
 use super::task_status::TaskStatus;
-use crate::model::Progress;
+use crate::model::{LogMessage, Progress};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -11,6 +11,9 @@ pub(super) type ChangeCallback = Arc<dyn Fn(&Change) + Send + Sync>;
 
 /// A callback told of each progress notification.
 pub(super) type ProgressCallback = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// A callback told of each log message.
+pub(super) type LogCallback = Arc<dyn Fn(&LogMessage) + Send + Sync>;
 
 /// Something the server announced as changed.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,8 +2,9 @@
 
 use super::change::Change;
 use super::handle::Inner;
+use super::parts::Settings;
 use crate::jsonrpc::{ErrorObject, Id, Notification, Request, Response};
-use crate::model::Progress;
+use crate::model::{LogMessage, Progress};
 use crate::protocol::{code, Method};
 use crate::transport::{BoxFuture, IncomingHandler};
 use serde_json::Value;
@@ -41,7 +42,7 @@ impl IncomingHandler for Inbox {
                     tracing::debug!(server = %inner.settings.name, "progress for no active request ignored")
                 }
             }
-            Some(Method::LogMessage) => log_message(&inner.settings.name, &params),
+            Some(Method::LogMessage) => log_message(&inner.settings, &params),
             Some(Method::ToolsListChanged) => {
                 inner.invalidate("tools/");
                 inner.tool_index.stale();
@@ -121,7 +122,8 @@ pub(super) fn subscription_id(params: &Value) -> Option<Id> {
         .and_then(|i| serde_json::from_value(i).ok())
 }
 
-pub(super) fn log_message(server: &str, params: &Value) {
+pub(super) fn log_message(settings: &Settings, params: &Value) {
+    let server = settings.name.as_str();
     let level = params
         .get("level")
         .and_then(Value::as_str)
@@ -138,5 +140,18 @@ pub(super) fn log_message(server: &str, params: &Value) {
         "info" | "notice" => tracing::info!(target: T, server, logger, level, "{text}"),
         "warning" => tracing::warn!(target: T, server, logger, "{text}"),
         _ => tracing::error!(target: T, server, logger, level, "{text}"),
+    }
+    if !settings.on_log.is_empty() {
+        let message = LogMessage {
+            level: level.parse().ok(),
+            logger: params
+                .get("logger")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            data,
+        };
+        for f in &settings.on_log {
+            f(&message);
+        }
     }
 }

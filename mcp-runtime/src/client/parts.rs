@@ -12,7 +12,7 @@
 //! The tool index (`index.rs`) and the skill file cache (`crate::skills`) are owners of
 //! the same kind.
 
-use super::change::{Change, ChangeCallback, ListenSlot, ProgressCallback};
+use super::change::{Change, ChangeCallback, ListenSlot, LogCallback, ProgressCallback};
 use super::details::{ProtocolMode, ServerDetails};
 use super::task_status::TaskState;
 use crate::input::{InputHandler, InputKinds, RootsHandler, SamplingHandler};
@@ -39,6 +39,8 @@ pub(super) struct Settings {
     pub(super) connect_timeout: Duration,
     pub(super) log_level: Option<LogLevel>,
     pub(super) protocol: ProtocolMode,
+    /// Told of every log message the server sends.
+    pub(super) on_log: Vec<LogCallback>,
 }
 
 /// The negotiated session: the server's details once connected, the one connect in

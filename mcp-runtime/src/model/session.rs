@@ -42,6 +42,18 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
+/// A log message a server sent (`notifications/message`).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LogMessage {
+    /// How severe it is (`None` for a level the protocol does not name).
+    pub level: Option<LogLevel>,
+    /// Which part of the server wrote it.
+    pub logger: Option<String>,
+    /// What it says: any JSON, most often a string.
+    pub data: serde_json::Value,
+}
+
 /// The protocol's log levels, from least to most severe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LogLevel {

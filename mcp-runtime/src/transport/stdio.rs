@@ -9,7 +9,9 @@
 //!   the whole environment instead (secrets included: opt in knowingly).
 //! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`),
 //!   whatever bytes they hold (decoded lossily, control characters escaped, each line
-//!   cut at 8 KiB); stderr is read for as long as the process lives.
+//!   cut at 8 KiB); stderr is read for as long as the process lives. When the process
+//!   ends by itself, the error calls get says so with the last lines it wrote there
+//!   (at most 10, each cut at 300 characters).
 //! * No message may exceed [`StdioConfig::max_message_size`] (64 MiB by default): a
 //!   line past it fails the calls in flight with an error for which
 //!   [`Error::is_too_large`](crate::Error::is_too_large) is true, and the process is
@@ -31,8 +33,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::oneshot;
 
 use super::{watchdog, BoxFuture, Incoming, RequestContext, Transport};
@@ -41,11 +43,14 @@ use crate::jsonrpc::{Id, Message, Notification, Request, Response};
 
 mod config;
 mod reader;
+mod stderr;
 pub use config::{StdioConfig, SAFE_ENV_VARS};
 use reader::{Ended, Reader, Sink, StreamEnd};
+use stderr::Tail;
 
-/// The longest stderr line logged whole; the rest of a longer line is counted, not kept.
-const STDERR_LINE_MAX: usize = 8 * 1024;
+/// How long a request whose line could not be written waits to learn why the server
+/// ended (the supervisor's grace for the process, and for its stderr).
+const ENDED_WAIT: Duration = Duration::from_secs(3);
 
 /// The stdio transport. Create it with [`StdioTransport::new`], or let
 /// [`ClientBuilder::stdio`](crate::ClientBuilder::stdio) do it.
@@ -279,7 +284,8 @@ impl StdioTransport {
         ));
         let dead = Arc::new(AtomicBool::new(false));
         let (close_tx, close_rx) = oneshot::channel();
-        tokio::spawn(drain_stderr(stderr, cfg.name.clone()));
+        let tail = Tail::new();
+        tokio::spawn(stderr::drain(stderr, cfg.name.clone(), tail.clone()));
         tokio::spawn(
             Supervisor {
                 name: cfg.name.clone(),
@@ -291,6 +297,7 @@ impl StdioTransport {
                 stdin: stdin.clone(),
                 grace: cfg.close_grace,
                 max_message_size: cfg.max_message_size,
+                tail,
             }
             .run(close_rx),
         );
@@ -314,51 +321,8 @@ struct Supervisor {
     stdin: Stdin,
     grace: Duration,
     max_message_size: usize,
-}
-
-/// Logs what the server writes to stderr, line by line, for as long as the process
-/// keeps it open: any bytes (decoded lossily), lines cut at [`STDERR_LINE_MAX`].
-async fn drain_stderr(stderr: ChildStderr, name: String) {
-    let mut r = BufReader::with_capacity(16 * 1024, stderr);
-    let mut line = Vec::with_capacity(256);
-    let mut cut = 0usize;
-    loop {
-        let available = match r.fill_buf().await {
-            Ok([]) => break,
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => {
-                tracing::debug!(server = %name, error = %e, "reading the server's stderr failed");
-                break;
-            }
-        };
-        let (take, done) = match memchr::memchr(b'\n', available) {
-            Some(i) => (i + 1, true),
-            None => (available.len(), false),
-        };
-        let keep = take.min(STDERR_LINE_MAX.saturating_sub(line.len()));
-        line.extend_from_slice(&available[..keep]);
-        cut += take - keep;
-        r.consume(take);
-        if done {
-            log_stderr(&name, &line, cut);
-            line.clear();
-            cut = 0;
-        }
-    }
-    if !line.is_empty() || cut > 0 {
-        log_stderr(&name, &line, cut);
-    }
-}
-
-fn log_stderr(name: &str, line: &[u8], cut: usize) {
-    let text = String::from_utf8_lossy(line);
-    let text = crate::text::escape_controls(text.trim_end_matches(['\n', '\r']));
-    if cut > 0 {
-        tracing::info!(target: "mcp_runtime::stderr", server = %name, "{text}… ({cut} more bytes not shown)");
-    } else {
-        tracing::info!(target: "mcp_runtime::stderr", server = %name, "{text}");
-    }
+    /// The last lines the server wrote to stderr.
+    tail: Arc<Tail>,
 }
 
 /// Kills the whole process group when dropped, whatever ends the supervisor (close, the
@@ -397,6 +361,7 @@ impl Supervisor {
         let grace_exit = tokio::time::sleep(Duration::from_secs(3600));
         tokio::pin!(grace_exit);
         let mut too_large = false;
+        let mut ended_itself = false;
         let reason: String = loop {
             tokio::select! {
                 biased;
@@ -421,10 +386,14 @@ impl Supervisor {
                                 Some(s) => s,
                                 None => match tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await {
                                     Ok(Ok(s)) => s,
-                                    _ => break "the server closed its stdout".to_owned(),
+                                    _ => {
+                                        ended_itself = true;
+                                        break "the server closed its stdout".to_owned();
+                                    }
                                 },
                             };
                             exited = Some(status);
+                            ended_itself = true;
                             break format!("the server process exited ({status})");
                         }
                         StreamEnd::Failed(e) => break format!("reading from the server failed: {e}"),
@@ -442,19 +411,27 @@ impl Supervisor {
                 }
                 () = &mut grace_exit, if exited.is_some() => {
                     let status = exited.map(|s| s.to_string()).unwrap_or_default();
+                    ended_itself = true;
                     break format!("the server process exited ({status})");
                 }
             }
         };
+        // What the server said last on stderr is most often why it ended.
+        let reason = if ended_itself {
+            self.tail.after(reason).await
+        } else {
+            reason
+        };
         // Order matters: the session forgets its protocol state before anyone can see
         // the connection as dead and start a new one.
         self.incoming.disconnected();
-        self.dead.store(true, Ordering::Release);
+        // Why it ended is there before anyone sees the connection as dead.
         self.reader.end(if too_large {
             Ended::TooLarge(self.max_message_size)
         } else {
             Ended::Closed(reason.clone())
         });
+        self.dead.store(true, Ordering::Release);
         tracing::debug!(server = %self.name, %reason, "stdio server connection ended");
         if exited.is_none() {
             self.stop(&group, closing.is_some()).await;
@@ -519,15 +496,27 @@ impl Transport for StdioTransport {
         Box::pin(async move {
             let conn = self.conn(&cx.incoming)?;
             if conn.dead.load(Ordering::Acquire) {
-                return Err(Error::closed("the server process exited"));
+                return Err(conn
+                    .reader
+                    .ended()
+                    .unwrap_or_else(|| Error::closed("the server process exited")));
             }
             let id = request.id.clone();
             conn.reader.register(id.clone())?;
             let mut waiting = Waiting {
                 reader: &conn.reader,
-                id: Some(id),
+                id: Some(id.clone()),
             };
-            conn.send(&Message::Request(request)).await?;
+            if let Err(e) = conn.send(&Message::Request(request)).await {
+                // The process may have exited before the line was written: why it
+                // ended (its exit status, its last stderr lines) says more than the
+                // broken pipe, once the supervisor has seen it.
+                let ended = std::future::poll_fn(|cx| conn.reader.poll_reply(&id, cx));
+                return match tokio::time::timeout(ENDED_WAIT, ended).await {
+                    Ok(Err(why)) => Err(why),
+                    _ => Err(e),
+                };
+            }
             let out = std::future::poll_fn(|cx| match &waiting.id {
                 Some(id) => conn.reader.poll_reply(id, cx),
                 None => std::task::Poll::Ready(Err(Error::closed("the server process exited"))),

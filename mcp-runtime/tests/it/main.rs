@@ -6,6 +6,7 @@
 
 mod support;
 
+mod config_files;
 mod containment;
 mod declared;
 mod era;

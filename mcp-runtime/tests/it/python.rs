@@ -244,8 +244,11 @@ async fn legacy_progress() {
 
 async fn server_logs_reach_tracing(era: Era) {
     let (captured, _guard) = support::capture(tracing::Level::DEBUG);
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let h = heard.clone();
     let c = builder(era)
         .log_level(LogLevel::Warning)
+        .after_log(move |m| h.lock().unwrap().push(m.clone()))
         .stdio(support::pyserver())
         .unwrap();
     let r = c
@@ -254,6 +257,12 @@ async fn server_logs_reach_tracing(era: Era) {
         .unwrap();
     assert_eq!(r.text(), "logged");
     c.close().await.unwrap();
+    // `after_log` hears each message, as sent.
+    let heard = heard.lock().unwrap().clone();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0].level, Some(LogLevel::Warning));
+    assert_eq!(heard[0].logger.as_deref(), Some("pyserver"));
+    assert_eq!(heard[0].data, json!("disk almost full"));
     let out = captured.text();
     let line = out
         .lines()

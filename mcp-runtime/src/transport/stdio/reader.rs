@@ -230,6 +230,11 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
         }
     }
 
+    /// Why the connection is over, once it is.
+    pub(super) fn ended(&self) -> Option<Error> {
+        self.list.lock().ended.as_ref().map(Ended::error)
+    }
+
     /// Expects a reply to `id`. Fails once the connection is over.
     pub(super) fn register(&self, id: Id) -> Result<(), Error> {
         let wake = {
