@@ -8,6 +8,11 @@ use std::process::{Command, Output};
 
 use mcp_test_support::{free_port, http_get_text, peers, repo_root, HttpServer};
 
+#[path = "cli/config.rs"]
+mod config;
+#[path = "cli/inspect.rs"]
+mod inspect;
+
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
     // Run from a scratch folder: no project snapshot applies.
     let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}", std::process::id()));
@@ -270,6 +275,15 @@ fn login_waits_for_a_slow_person_and_credentials_stay_with_their_server() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Before logging in: exit 4, naming what to do.
+    let needed = mcp(&["tools", "prot", "--url", &url], &env);
+    assert_eq!(
+        needed.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&needed.stderr)
+    );
+    assert!(String::from_utf8_lossy(&needed.stderr).contains("run `mcp login prot`"));
     let started = std::time::Instant::now();
     let out = mcp(
         &[
