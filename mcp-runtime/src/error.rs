@@ -37,6 +37,9 @@ struct Inner {
     /// What to do about it, when the failure has a known remedy (shown after the
     /// error in `Display`).
     hint: Option<String>,
+    /// The last lines a stdio server wrote to stderr before it ended by itself (never
+    /// in `Display`: they may hold anything the server printed).
+    server_stderr: Option<String>,
 }
 
 #[derive(Debug)]
@@ -85,8 +88,24 @@ impl Error {
                 authorization: false,
                 outcome_unknown: false,
                 hint: None,
+                server_stderr: None,
             }),
         }
+    }
+
+    /// The last lines a stdio server wrote to stderr before it ended by itself (at most
+    /// 10, each cut at 300 characters, control characters escaped), when this error
+    /// says it ended: most often why (`API_KEY is not set`). They are not part of
+    /// `Display`, which applications log and store: a server may print anything
+    /// there, its secrets included. Show them to the person who started the server.
+    pub fn server_stderr(&self) -> Option<&str> {
+        self.inner.server_stderr.as_deref()
+    }
+
+    /// Attaches what a stdio server wrote to stderr last (see [`server_stderr`](Self::server_stderr)).
+    pub(crate) fn with_server_stderr(mut self, lines: Option<String>) -> Self {
+        self.inner.server_stderr = lines;
+        self
     }
 
     /// Attaches the underlying cause, reported through [`std::error::Error::source`].
@@ -415,12 +434,6 @@ impl Error {
             ),
             Kind::Cancelled { method } => write!(f, "`{method}` was cancelled"),
             Kind::Transport { detail } => write!(f, "cannot reach the server: {detail}"),
-            // A detail of several lines (what a stdio server wrote to stderr last)
-            // goes last.
-            Kind::Closed { detail } if detail.contains('\n') => write!(
-                f,
-                "the connection to the server closed (the next request reconnects): {detail}"
-            ),
             Kind::Closed { detail } => write!(
                 f,
                 "the connection to the server closed: {detail}; the next request reconnects"

@@ -143,7 +143,10 @@ pub(super) fn log_message(settings: &Settings, params: &Value) {
     }
     if !settings.on_log.is_empty() {
         let message = LogMessage {
-            level: level.parse().ok(),
+            level: params
+                .get("level")
+                .and_then(Value::as_str)
+                .and_then(|l| l.parse().ok()),
             logger: params
                 .get("logger")
                 .and_then(Value::as_str)

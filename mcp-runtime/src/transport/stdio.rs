@@ -10,8 +10,9 @@
 //! * Lines the server writes to stderr go to `tracing` (target `mcp_runtime::stderr`),
 //!   whatever bytes they hold (decoded lossily, control characters escaped, each line
 //!   cut at 8 KiB); stderr is read for as long as the process lives. When the process
-//!   ends by itself, the error calls get says so with the last lines it wrote there
-//!   (at most 10, each cut at 300 characters).
+//!   ends by itself, the error calls get carries the last lines it wrote there
+//!   ([`Error::server_stderr`](crate::Error::server_stderr): at most 10, each cut at
+//!   300 characters; not in the error's `Display`).
 //! * No message may exceed [`StdioConfig::max_message_size`] (64 MiB by default): a
 //!   line past it fails the calls in flight with an error for which
 //!   [`Error::is_too_large`](crate::Error::is_too_large) is true, and the process is
@@ -50,7 +51,7 @@ use stderr::Tail;
 
 /// How long a request whose line could not be written waits to learn why the server
 /// ended (the supervisor's grace for the process, and for its stderr).
-const ENDED_WAIT: Duration = Duration::from_secs(3);
+const ENDED_WAIT: Duration = Duration::from_secs(5);
 
 /// The stdio transport. Create it with [`StdioTransport::new`], or let
 /// [`ClientBuilder::stdio`](crate::ClientBuilder::stdio) do it.
@@ -417,21 +418,20 @@ impl Supervisor {
             }
         };
         // What the server said last on stderr is most often why it ended.
-        let reason = if ended_itself {
-            self.tail.after(reason).await
+        let stderr = if ended_itself {
+            self.tail.last().await
         } else {
-            reason
+            None
         };
         // Order matters: the session forgets its protocol state before anyone can see
         // the connection as dead and start a new one.
         self.incoming.disconnected();
-        // Why it ended is there before anyone sees the connection as dead.
+        self.dead.store(true, Ordering::Release);
         self.reader.end(if too_large {
             Ended::TooLarge(self.max_message_size)
         } else {
-            Ended::Closed(reason.clone())
+            Ended::Closed(reason.clone(), stderr)
         });
-        self.dead.store(true, Ordering::Release);
         tracing::debug!(server = %self.name, %reason, "stdio server connection ended");
         if exited.is_none() {
             self.stop(&group, closing.is_some()).await;
@@ -495,11 +495,12 @@ impl Transport for StdioTransport {
     fn request(&self, request: Request, cx: RequestContext) -> BoxFuture<'_, Result<Response>> {
         Box::pin(async move {
             let conn = self.conn(&cx.incoming)?;
+            // A connection that just died: why, once the supervisor has said (else the
+            // write below fails and waits for it).
             if conn.dead.load(Ordering::Acquire) {
-                return Err(conn
-                    .reader
-                    .ended()
-                    .unwrap_or_else(|| Error::closed("the server process exited")));
+                if let Some(why) = conn.reader.ended() {
+                    return Err(why);
+                }
             }
             let id = request.id.clone();
             conn.reader.register(id.clone())?;

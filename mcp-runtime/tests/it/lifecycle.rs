@@ -162,3 +162,25 @@ while True:
         "SIGKILL ends it and it is reaped"
     );
 }
+
+/// A stdio server that ends by itself: the error carries the last lines it wrote to
+/// stderr (`server_stderr`), escaped, and its `Display` — what applications log and
+/// store — does not.
+#[tokio::test]
+async fn a_server_that_ends_by_itself_leaves_its_last_stderr_lines_on_the_error() {
+    let script = "echo 'token=canary-not-for-logs' >&2; printf 'boom \\033[2J\\n' >&2; exit 3";
+    let c = Client::builder()
+        .stdio(mcp_runtime::StdioConfig::from_argv(["sh", "-c", script]).unwrap())
+        .unwrap();
+    let e = c.tools().await.unwrap_err();
+    assert!(e.is_closed(), "{e}");
+    let tail = e
+        .server_stderr()
+        .unwrap_or_else(|| panic!("no stderr on {e}"));
+    assert_eq!(
+        tail, "token=canary-not-for-logs\nboom \\u{1b}[2J",
+        "{tail:?}"
+    );
+    assert!(e.to_string().contains("exit status: 3"), "{e}");
+    assert!(!e.to_string().contains("canary"), "{e}");
+}

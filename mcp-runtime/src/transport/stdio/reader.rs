@@ -66,8 +66,9 @@ pub(super) enum StreamEnd {
 /// Why calls on this connection fail from now on (set by the supervisor).
 #[derive(Clone, Debug)]
 pub(super) enum Ended {
-    /// The connection is over for this reason.
-    Closed(String),
+    /// The connection is over for this reason; the server's last stderr lines when it
+    /// ended by itself.
+    Closed(String, Option<String>),
     /// A line grew past this many bytes.
     TooLarge(usize),
 }
@@ -75,7 +76,9 @@ pub(super) enum Ended {
 impl Ended {
     pub(super) fn error(&self) -> Error {
         match self {
-            Ended::Closed(reason) => Error::closed(reason.clone()),
+            Ended::Closed(reason, stderr) => {
+                Error::closed(reason.clone()).with_server_stderr(stderr.clone())
+            }
             Ended::TooLarge(limit) => {
                 Error::too_large("stdout line", *limit, "StdioConfig::max_message_size")
             }
@@ -299,7 +302,7 @@ impl<R: AsyncRead + Unpin, S: Sink> Reader<R, S> {
             let ended = w.ended.clone();
             let out = match w.slots.get_mut(id) {
                 None => Some(Err(ended
-                    .unwrap_or_else(|| Ended::Closed("the server process exited".into()))
+                    .unwrap_or_else(|| Ended::Closed("the server process exited".into(), None))
                     .error())),
                 Some(slot) => match (slot.reply.take(), ended) {
                     (Some(reply), _) => Some(Ok(reply)),

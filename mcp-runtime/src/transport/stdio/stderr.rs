@@ -20,7 +20,7 @@ const TAIL_CHARS: usize = 300;
 
 /// How long an ended server's stderr is waited for (a child it left behind may hold
 /// the pipe open).
-const TAIL_WAIT: Duration = Duration::from_secs(1);
+const TAIL_WAIT: Duration = Duration::from_secs(3);
 
 /// The last lines a server wrote to stderr (control characters escaped), and whether
 /// its stderr has ended.
@@ -49,22 +49,19 @@ impl Tail {
         lines.push_back(kept);
     }
 
-    /// `reason` followed by the last lines the server wrote to stderr, once its stderr
-    /// has ended (or [`TAIL_WAIT`] has passed).
-    pub(super) async fn after(&self, reason: String) -> String {
+    /// The last lines the server wrote to stderr, one per line, once its stderr has
+    /// ended (or [`TAIL_WAIT`] has passed); `None` when it wrote none.
+    pub(super) async fn last(&self) -> Option<String> {
         let mut ended = self.ended.subscribe();
         let _ = tokio::time::timeout(TAIL_WAIT, ended.wait_for(|e| *e)).await;
         let lines = mcp_runtime_core::lock(&self.lines);
-        if lines.is_empty() {
-            return reason;
-        }
-        let mut out = reason;
-        out.push_str("; the last lines it wrote to stderr:");
-        for l in lines.iter() {
-            out.push_str("\n    ");
-            out.push_str(l);
-        }
-        out
+        (!lines.is_empty()).then(|| {
+            lines
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
     }
 }
 

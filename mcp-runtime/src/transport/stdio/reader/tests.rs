@@ -57,7 +57,7 @@ fn start(limit: usize) -> (Arc<TestReader>, pipe::Sender, TestSink) {
     let supervisor = reader.clone();
     tokio::spawn(async move {
         let end = supervisor.supervise().await;
-        supervisor.end(Ended::Closed(format!("{end:?}")));
+        supervisor.end(Ended::Closed(format!("{end:?}"), None));
     });
     (reader, tx, sink)
 }
