@@ -59,6 +59,27 @@ pub enum ServerConfig {
     },
 }
 
+/// A URL with what may be a credential left out: user information, query, fragment.
+fn url_shown(url: &str) -> String {
+    let cut = url.find(['?', '#']).unwrap_or(url.len());
+    let (base, rest) = url.split_at(cut);
+    let base = match base.split_once("://") {
+        Some((scheme, after)) => {
+            let authority = after.split('/').next().unwrap_or("");
+            match authority.rfind('@') {
+                Some(at) => format!("{scheme}://<redacted>@{}", &after[at + 1..]),
+                None => base.to_owned(),
+            }
+        }
+        None => base.to_owned(),
+    };
+    if rest.is_empty() {
+        base
+    } else {
+        format!("{base}?<redacted>")
+    }
+}
+
 impl fmt::Debug for ServerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names = |pairs: &[(String, String)]| -> Vec<String> {
@@ -76,13 +97,14 @@ impl fmt::Debug for ServerConfig {
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
+                // Arguments may carry a key (`--api-key ${KEY}`): only their number.
+                .field("args", &format_args!("<{} redacted>", args.len()))
                 .field("env", &names(env))
                 .field("cwd", cwd)
                 .finish(),
             ServerConfig::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &url_shown(url))
                 .field("headers", &names(headers))
                 .finish(),
         }
@@ -139,6 +161,9 @@ impl ConfigFile {
     /// holding `.vscode/` for a file in one, else the file's own folder.
     pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
         use std::io::Read as _;
+        // `.mcp.json` has the folder `` as its parent: the folder is the current one.
+        let absolute = std::path::absolute(path);
+        let path = absolute.as_deref().unwrap_or(path);
         let mut text = String::new();
         std::fs::File::open(path)
             .and_then(|f| f.take(MAX_FILE + 1).read_to_string(&mut text))
@@ -313,12 +338,21 @@ impl ConfigFile {
                 at,
                 format!("server `{shown}` has both `url` and `command`; keep one"),
             )),
+            (Some(kind @ "stdio"), _, _) => Err(ConfigError::new(
+                at,
+                format!("server `{shown}` has type `{kind}` without the `command` it needs"),
+            )),
+            (Some(kind @ ("http" | "sse" | "streamable-http" | "streamableHttp")), _, _) => {
+                Err(ConfigError::new(
+                    at,
+                    format!("server `{shown}` has type `{kind}` without the `url` it needs"),
+                ))
+            }
             (Some(kind), _, _) => Err(ConfigError::new(
                 at,
                 format!(
-                    "server `{shown}` has type `{}` without the {} it needs",
-                    escape(kind, false),
-                    if kind == "stdio" { "`command`" } else if ["http", "sse"].contains(&kind) { "`url`" } else { "`command` or `url`" }
+                    "server `{shown}` has type `{}`, which this client does not know; use `stdio` (with `command`) or `http` / `sse` (with `url`)",
+                    escape(kind, false)
                 ),
             )),
             (None, None, None) => Err(ConfigError::new(
@@ -347,9 +381,10 @@ fn expand(
             ));
         };
         let inner = &after[..end];
+        let shown_inner = escape(inner, false);
         let needed = |name: &str| -> Result<String, String> {
             var(name).ok_or_else(|| {
-                format!("uses ${{{inner}}}, but `{name}` is not set; set it, or give a default (${{{name}:-value}})")
+                format!("uses ${{{shown_inner}}}, but `{}` is not set; set it, or give a default (${{{0}:-value}})", escape(name, false))
             })
         };
         let value = if inner == "workspaceFolder" {
@@ -360,7 +395,7 @@ fn expand(
             needed(name)?
         } else if inner.starts_with("input:") {
             return Err(format!(
-                "uses ${{{inner}}}, an input only VS Code can prompt for; use ${{env:VAR}} and set VAR instead"
+                "uses ${{{shown_inner}}}, an input only VS Code can prompt for; use ${{env:VAR}} and set VAR instead"
             ));
         } else if let Some((name, default)) = inner.split_once(":-") {
             var(name).unwrap_or_else(|| default.to_owned())
@@ -383,6 +418,8 @@ fn expand(
 /// Whether a configuration file may be used: it and its folder belong to the current
 /// user and neither group nor others may write to them.
 pub fn check_file(path: &Path) -> Result<(), String> {
+    let absolute = std::path::absolute(path);
+    let path = absolute.as_deref().unwrap_or(path);
     check_folder(path)?;
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => check_folder(dir).map_err(|why| {
@@ -504,8 +541,30 @@ mod tests {
         );
         // The positive control, then the value gone from Debug.
         assert!(format!("{web:?}").contains("Authorization"));
-        assert!(!format!("{web:?}").contains("t0k/"), "{web:?}");
         assert!(!format!("{web:?}").contains("Bearer"), "{web:?}");
+        // Values in a URL's query or user information, and arguments, are left out too.
+        let keyed = ServerConfig::Http {
+            url: "https://user:t0k@h/mcp?key=t0k".into(),
+            headers: Vec::new(),
+        };
+        let shown = format!("{keyed:?}");
+        assert!(
+            shown.contains("https://<redacted>@h/mcp?<redacted>"),
+            "{shown}"
+        );
+        assert!(!shown.contains("t0k"), "{shown}");
+        let args = ServerConfig::Stdio {
+            command: "srv".into(),
+            args: vec!["--api-key".into(), "t0k".into()],
+            env: vec![("K".into(), "t0k".into())],
+            cwd: None,
+        };
+        let shown = format!("{args:?}");
+        assert!(
+            shown.contains("srv") && shown.contains("K=<redacted>"),
+            "{shown}"
+        );
+        assert!(!shown.contains("t0k"), "{shown}");
         let vscode = file(
             r#"{"servers": {"s": {"type": "stdio", "command": "${userHome}/bin/s"}}, "inputs": []}"#,
         );
@@ -518,7 +577,8 @@ mod tests {
         let f = file(
             r#"{"mcpServers": {"a": {"command": "x", "env": {"K": "${NOPE}"}},
                 "b": {"url": "u", "command": "c"}, "c": {"type": "http"},
-                "d": {"command": "x", "args": ["${input:key}"]}, "e": {}}}"#,
+                "d": {"command": "x", "args": ["${input:key}"]}, "e": {},
+                "f": {"type": "ftp", "url": "u"}}}"#,
         );
         let err = |n: &str| f.server_with(n, vars).unwrap_err().to_string();
         assert!(
