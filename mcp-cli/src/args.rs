@@ -19,6 +19,7 @@ fn shared(c: Command) -> Command {
         Arg::new("url")
             .long("url")
             .value_name("URL")
+            .conflicts_with_all(["command", "config"])
             .help("the server's Streamable HTTP (or HTTP+SSE) endpoint"),
     )
     .arg(
@@ -40,6 +41,7 @@ fn shared(c: Command) -> Command {
         Arg::new("config")
             .long("config")
             .value_name("FILE")
+            .conflicts_with("command")
             .help("take the server from this configuration file (.mcp.json or .vscode/mcp.json format)"),
     )
     .arg(
@@ -52,7 +54,7 @@ fn shared(c: Command) -> Command {
         Arg::new("allow-outside-project")
             .long("allow-outside-project")
             .action(ArgAction::SetTrue)
-            .help("look for snapshots above the project root too, and use (start) what is found there"),
+            .help("look for snapshots and configuration files above the project root too, and use (start) what is found there"),
     )
     .arg(
         Arg::new("protocol")

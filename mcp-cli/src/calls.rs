@@ -14,7 +14,7 @@ use crate::failure::{code, Failure};
 use crate::lists::{key_values, Open};
 use crate::progress::Reporter;
 use crate::server::{self, Options};
-use crate::show::{json_shown, print_json, shown, shown_lines, table};
+use crate::show::{json_shown, print_json, say, shown, shown_lines, table};
 
 /// The tasks extension, declared where tasks are used (2026-07-28 servers run tasks
 /// only for clients that declare it).
@@ -42,9 +42,9 @@ fn arguments(m: &ArgMatches) -> Result<Map<String, Value>, Failure> {
 /// `--text` only its text content. Exit code 1 for an error result.
 fn print_result(m: &ArgMatches, r: &CallToolResult) -> Result<ExitCode, Failure> {
     if m.try_get_one::<bool>("text").ok().flatten() == Some(&true) {
-        println!("{}", shown_lines(&r.text()));
+        say!("{}", shown_lines(&r.text()));
     } else {
-        println!("{}", json_shown(&serde_json::to_string_pretty(r)?));
+        say!("{}", json_shown(&serde_json::to_string_pretty(r)?));
     }
     Ok(if r.is_error() {
         ExitCode::from(code::FAILED)
@@ -154,7 +154,13 @@ pub async fn call(m: &ArgMatches, interrupt: &CancellationToken) -> Result<ExitC
     match result {
         Ok(r) => {
             let exit = print_result(m, &r)?;
-            o.close().await?;
+            // The result is out: a failing close changes nothing of it.
+            if let Err(e) = o.c.close().await {
+                eprintln!(
+                    "mcp: warning: closing the connection failed: {}",
+                    shown(&e.to_string())
+                );
+            }
             Ok(exit)
         }
         Err(e) => {
@@ -177,7 +183,9 @@ pub async fn tasks(m: &ArgMatches, interrupt: &CancellationToken) -> Result<Exit
     let Some(id) = m.get_one::<String>("id") else {
         let mut tasks = Vec::new();
         let mut cursor: Option<String> = None;
-        // A server that hands out cursors forever is not followed forever.
+        let mut seen = std::collections::HashSet::new();
+        // A server that hands out cursors forever is not followed forever, nor held
+        // without bound.
         for _ in 0..1000 {
             let mut params = Map::new();
             if let Some(c) = cursor.take() {
@@ -190,7 +198,9 @@ pub async fn tasks(m: &ArgMatches, interrupt: &CancellationToken) -> Result<Exit
                 tasks.extend(items);
             }
             match page.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() => cursor = Some(c.to_owned()),
+                Some(c) if !c.is_empty() && tasks.len() < 100_000 && seen.insert(c.to_owned()) => {
+                    cursor = Some(c.to_owned())
+                }
                 _ => break,
             }
         }
@@ -253,7 +263,7 @@ pub async fn tasks(m: &ArgMatches, interrupt: &CancellationToken) -> Result<Exit
         print_json(&v);
     } else {
         let s = o.run(task.status()).await?;
-        println!("{}", status_line(&s));
+        say!("{}", status_line(&s));
     }
     o.close().await
 }
@@ -272,16 +282,16 @@ fn print_change(c: &Change, json: bool) {
                 "taskId": s.id, "status": state_name(&s.state), "statusMessage": s.message}}),
             other => json!({"method": format!("{other:?}")}),
         };
-        println!("{}", json_shown(&v.to_string()));
+        say!("{}", json_shown(&v.to_string()));
         return;
     }
     match c {
-        Change::Tools => println!("tools changed"),
-        Change::Prompts => println!("prompts changed"),
-        Change::Resources => println!("resources changed"),
-        Change::Resource(uri) => println!("resource updated: {}", shown(uri)),
-        Change::Task(s) => println!("{}", status_line(s)),
-        other => println!("{}", shown(&format!("{other:?}"))),
+        Change::Tools => say!("tools changed"),
+        Change::Prompts => say!("prompts changed"),
+        Change::Resources => say!("resources changed"),
+        Change::Resource(uri) => say!("resource updated: {}", shown(uri)),
+        Change::Task(s) => say!("{}", status_line(s)),
+        other => say!("{}", shown(&format!("{other:?}"))),
     }
 }
 
@@ -289,7 +299,7 @@ fn print_log_line(l: &LogMessage, json: bool) {
     if json {
         let v = json!({"method": "notifications/message", "params": {
             "level": l.level.map(LogLevel::as_str), "logger": l.logger, "data": l.data}});
-        println!("{}", json_shown(&v.to_string()));
+        say!("{}", json_shown(&v.to_string()));
         return;
     }
     let text = match &l.data {
@@ -301,7 +311,7 @@ fn print_log_line(l: &LogMessage, json: bool) {
         .as_deref()
         .map(|g| format!(" [{}]", shown(g)))
         .unwrap_or_default();
-    println!(
+    say!(
         "log {}{logger}: {}",
         l.level.map_or("?", LogLevel::as_str),
         shown_lines(&text)
@@ -333,6 +343,7 @@ pub async fn listen(m: &ArgMatches, interrupt: &CancellationToken) -> Result<Exi
     let with_tasks = !tasks.is_empty();
     let options = Options {
         own_log: true,
+        whole_timeout: true,
         configure: Some(Box::new(move |b: ClientBuilder| {
             let b = b
                 .after_change(move |c| print_change(c, json))
@@ -421,7 +432,7 @@ pub async fn login(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let fail = |e| Failure::server(&r.name, e);
     let tools = c.tools().await.map_err(fail)?;
     c.close().await.map_err(fail)?;
-    println!(
+    say!(
         "{}: authorized ({} tools); credentials in {}",
         r.name,
         tools.len(),

@@ -62,7 +62,16 @@ impl Failure {
         if e.is_config() {
             return Failure::usage(e.to_string());
         }
-        Failure::new(code::SERVER, e.to_string())
+        // What a stdio server wrote to stderr before it ended: shown to the person
+        // who started it (it stays out of the error's Display, which apps log).
+        let tail = e
+            .server_stderr()
+            .map(|lines| {
+                let lines: Vec<String> = lines.lines().map(|l| format!("    {l}")).collect();
+                format!("\nthe last lines it wrote to stderr:\n{}", lines.join("\n"))
+            })
+            .unwrap_or_default();
+        Failure::new(code::SERVER, format!("{e}{tail}"))
     }
 }
 

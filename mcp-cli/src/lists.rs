@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::failure::Failure;
 use crate::server::{self, Options, Resolved};
-use crate::show::{first_line, print_json, shown, shown_lines, table};
+use crate::show::{first_line, print_json, say, shown, shown_lines, table};
 
 /// A command's server and client; the server's log messages go to stderr.
 pub struct Open {
@@ -56,7 +56,7 @@ impl Open {
     ) -> Result<T, Failure> {
         tokio::select! {
             out = f => out.map_err(|e| Failure::server(&self.r.name, e)),
-            () = self.interrupt.cancelled() => Err(Failure::interrupted("nothing was changed")),
+            () = self.interrupt.cancelled() => Err(Failure::interrupted("the request was abandoned")),
         }
     }
 
@@ -155,9 +155,9 @@ pub async fn info(m: &ArgMatches, interrupt: &CancellationToken) -> Result<ExitC
     }
     table(&rows);
     if let Some(text) = d.instructions.as_deref().filter(|t| !t.trim().is_empty()) {
-        println!("instructions:");
+        say!("instructions:");
         for line in shown_lines(text).lines() {
-            println!("  {line}");
+            say!("  {line}");
         }
     }
     o.close().await
@@ -241,28 +241,41 @@ pub async fn prompt(m: &ArgMatches, interrupt: &CancellationToken) -> Result<Exi
         m.get_many::<String>("arguments").into_iter().flatten(),
         "the prompt argument",
     )?;
-    let result = match o.run(o.c.prompt(&name, args)).await {
+    let asked = tokio::select! {
+        r = o.c.prompt(&name, args) => r,
+        () = o.interrupt.cancelled() => return Err(Failure::interrupted("the request was abandoned")),
+    };
+    let result = match asked {
         Ok(r) => r,
-        Err(e) => return Err(not_found(&o, e, &name).await),
+        // The server refused it: if it has no such prompt, say which it has.
+        Err(e) if e.is_protocol() || e.is_not_found() => {
+            let failure = Failure::server(&o.r.name, e);
+            return Err(not_found(&o, failure, &name).await);
+        }
+        Err(e) => return Err(Failure::server(&o.r.name, e)),
     };
     if m.get_flag("json") {
         print_json(&serde_json::to_value(&result)?);
         return o.close().await;
     }
     if let Some(d) = &result.description {
-        println!("# {}", shown(d));
+        say!("# {}", shown(d));
     }
     for message in &result.messages {
         let role = serde_json::to_value(&message.role)?;
-        println!("{}:", shown(role.as_str().unwrap_or("?")));
-        println!("{}", content_text(&message.content));
+        say!("{}:", shown(role.as_str().unwrap_or("?")));
+        say!("{}", content_text(&message.content));
     }
     o.close().await
 }
 
 /// A prompt that failed: if the server has no such prompt, say which it has.
 async fn not_found(o: &Open, e: Failure, name: &str) -> Failure {
-    let Ok(prompts) = o.c.prompts().await else {
+    let listed = tokio::select! {
+        r = o.c.prompts() => r,
+        () = o.interrupt.cancelled() => return e,
+    };
+    let Ok(prompts) = listed else {
         return e;
     };
     if prompts.iter().any(|p| p.name == name) {
@@ -364,14 +377,14 @@ pub async fn read(m: &ArgMatches, interrupt: &CancellationToken) -> Result<ExitC
     }
     for c in &result.contents {
         match (&c.text, &c.blob) {
-            (Some(text), _) => println!("{}", shown_lines(text)),
-            (None, Some(_)) => println!(
+            (Some(text), _) => say!("{}", shown_lines(text)),
+            (None, Some(_)) => say!(
                 "[{} bytes of {} from {}; --json shows it base64-encoded]",
                 c.blob_bytes().map_or(0, |b| b.len()),
                 shown(c.mime_type.as_deref().unwrap_or("binary data")),
                 shown(&c.uri)
             ),
-            (None, None) => println!("[{}: empty]", shown(&c.uri)),
+            (None, None) => say!("[{}: empty]", shown(&c.uri)),
         }
     }
     o.close().await
@@ -409,7 +422,7 @@ pub async fn complete(m: &ArgMatches, interrupt: &CancellationToken) -> Result<E
         print_json(&json!({ "completion": serde_json::to_value(&completion)? }));
     } else {
         for v in &completion.values {
-            println!("{}", shown(v));
+            say!("{}", shown(v));
         }
         if completion.has_more {
             eprintln!(

@@ -45,8 +45,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { code::USAGE } else { 0 });
         }
     };
-    // Ctrl-C cancels what runs (the server is told) rather than killing the process.
-    let interrupt = progress::interrupt();
+    // Ctrl-C cancels what runs (the server is told) rather than killing the process;
+    // `snapshot`, `login` and `completions` just stop.
+    let watched = !matches!(
+        m.subcommand_name(),
+        Some("snapshot" | "login" | "completions")
+    );
+    let interrupt = progress::interrupt(watched);
     let out = match m.subcommand() {
         Some(("info", sm)) => lists::info(sm, &interrupt).await,
         Some(("tools", sm)) => lists::tools(sm, &interrupt).await,

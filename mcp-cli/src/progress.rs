@@ -72,14 +72,24 @@ impl Reporter {
 }
 
 /// A token cancelled when the user presses Ctrl-C (SIGINT): what runs stops, says so,
-/// and the command exits 130.
-pub fn interrupt() -> CancellationToken {
+/// and the command exits 130. A command that does not `watch` the token, and a second
+/// Ctrl-C always, ends the process at once (exit 130; its stdio servers are stopped by
+/// the watchdog).
+pub fn interrupt(watch: bool) -> CancellationToken {
     let token = CancellationToken::new();
     let fired = token.clone();
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            fired.cancel();
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
         }
+        if watch {
+            fired.cancel();
+            if tokio::signal::ctrl_c().await.is_err() {
+                return;
+            }
+        }
+        eprintln!("mcp: interrupted");
+        std::process::exit(130);
     });
     token
 }

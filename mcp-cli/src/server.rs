@@ -25,6 +25,8 @@ use crate::show::shown;
 pub struct Resolved {
     /// The name it goes by.
     pub name: String,
+    /// The name was given (not the default `server`).
+    pub named: bool,
     /// How to start or reach it (variables expanded).
     pub server: ServerConfig,
     /// What a snapshot of it keeps: `{"url"}`, `{"command"}`, or `{"config": FILE}`
@@ -118,10 +120,11 @@ pub fn resolve(m: &ArgMatches) -> Result<Resolved, Failure> {
     };
     if let Some(path) = snapshot {
         let stored = Snapshot::read(&path)?.server;
+        let path = std::path::absolute(&path)?;
         let base = path
             .parent()
             .and_then(Path::parent)
-            .unwrap_or(Path::new("."));
+            .unwrap_or(Path::new("/"));
         return from_stored(&name, stored, base);
     }
     let located = config::locate(&project, &name);
@@ -139,6 +142,7 @@ fn from_command_line(m: &ArgMatches, name: &str) -> Result<Option<Resolved>, Fai
     if let Some(url) = m.get_one::<String>("url") {
         return Ok(Some(Resolved {
             name: name.to_owned(),
+            named: m.contains_id("name"),
             server: ServerConfig::Http {
                 url: url.clone(),
                 headers: Vec::new(),
@@ -150,6 +154,7 @@ fn from_command_line(m: &ArgMatches, name: &str) -> Result<Option<Resolved>, Fai
         let argv: Vec<String> = argv.cloned().collect();
         return Ok(Some(Resolved {
             name: name.to_owned(),
+            named: m.contains_id("name"),
             server: stdio(&argv)?,
             stored: json!({ "command": argv }),
         }));
@@ -172,7 +177,14 @@ fn stdio(argv: &[String]) -> Result<ServerConfig, Failure> {
 /// The server a snapshot records. `base` is the folder holding its `.mcp/`.
 pub fn from_stored(name: &str, stored: Value, base: &Path) -> Result<Resolved, Failure> {
     if let Some(file) = stored.get("config").and_then(Value::as_str) {
-        return from_config_file(&base.join(file), name, Some(stored.clone()));
+        let path = inside_project(Path::new(file), base).map_err(|why| {
+            Failure::usage(format!(
+                "the snapshot of `{}` names the configuration file {}, which {why}; add it again with `mcp snapshot {0}`",
+                shown(name),
+                shown(file)
+            ))
+        })?;
+        return from_config_file(&path, name, Some(stored.clone()));
     }
     let server = if let Some(url) = stored.get("url").and_then(Value::as_str) {
         ServerConfig::Http {
@@ -193,9 +205,63 @@ pub fn from_stored(name: &str, stored: Value, base: &Path) -> Result<Resolved, F
     };
     Ok(Resolved {
         name: name.to_owned(),
+        named: true,
         server,
         stored,
     })
+}
+
+/// `file`, relative to `base` (the folder holding `.mcp/`), as a path inside the
+/// project `base` is in; `Err` says why not.
+fn inside_project(file: &Path, base: &Path) -> Result<PathBuf, String> {
+    if file.is_absolute() {
+        return Err("is not relative to the project".into());
+    }
+    let mut path = PathBuf::new();
+    for c in base.join(file).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    let root = snapshot::project_root(base);
+    if path.starts_with(&root) {
+        Ok(path)
+    } else {
+        Err(format!(
+            "is outside the project root {}",
+            shown(&root.display().to_string())
+        ))
+    }
+}
+
+/// How a snapshot records the configuration file `file`: relative to `base` (the
+/// folder holding `.mcp/`), so it means the same on every checkout. A file outside
+/// the project cannot be recorded.
+pub fn stored_config(file: &Path, base: &Path) -> Result<String, Failure> {
+    let file = std::path::absolute(file)?;
+    let root = snapshot::project_root(base);
+    if !file.starts_with(&root) {
+        return Err(Failure::usage(format!(
+            "the configuration file {} is outside the project root {}: a snapshot records only files inside the project; snapshot this server with --url or -- COMMAND instead",
+            shown(&file.display().to_string()),
+            shown(&root.display().to_string())
+        )));
+    }
+    let from: Vec<_> = base.components().collect();
+    let to: Vec<_> = file.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut rel = PathBuf::new();
+    for _ in common..from.len() {
+        rel.push("..");
+    }
+    for c in &to[common..] {
+        rel.push(c);
+    }
+    Ok(rel.display().to_string())
 }
 
 /// The server `name` of a configuration file named on the command line or in a
@@ -220,6 +286,7 @@ fn from_config(file: &ConfigFile, name: &str) -> Result<Resolved, Failure> {
     let path = std::path::absolute(file.path()).unwrap_or_else(|_| file.path().to_path_buf());
     Ok(Resolved {
         name: name.to_owned(),
+        named: true,
         server,
         stored: json!({ "config": path.display().to_string() }),
     })
@@ -278,6 +345,8 @@ pub struct Options {
     pub configure: Option<Box<dyn FnOnce(ClientBuilder) -> ClientBuilder>>,
     /// The command shows the server's log messages itself (else they go to stderr).
     pub own_log: bool,
+    /// `--timeout` bounds the command as a whole (`listen`), not each request.
+    pub whole_timeout: bool,
 }
 
 /// The client for `r`, as the command line says (`--protocol`, `--header`,
@@ -297,7 +366,7 @@ pub fn client(m: &ArgMatches, r: &Resolved, options: Options) -> Result<Client, 
             .map_err(|e: mcp_runtime::Error| Failure::usage(e.to_string()))?;
         builder = builder.log_level(level);
     }
-    if let Some(secs) = timeout(m)? {
+    if let Some(secs) = timeout(m)?.filter(|_| !options.whole_timeout) {
         builder = builder.timeout(secs).max_timeout(secs);
     }
     if let Some(configure) = options.configure {
@@ -325,8 +394,12 @@ pub fn client(m: &ArgMatches, r: &Resolved, options: Options) -> Result<Client, 
             if let Some(o) = oauth {
                 config = config.oauth(o);
             }
-            if let Ok(token) = std::env::var(token_var(&r.name)) {
-                config = config.bearer_token(token);
+            // `MCP_TOKEN_<NAME>` is for the server named so: a `--url` given without a
+            // name gets none.
+            if r.named {
+                if let Ok(token) = std::env::var(token_var(&r.name)) {
+                    config = config.bearer_token(token);
+                }
             }
             builder.http(config).map_err(fail)
         }

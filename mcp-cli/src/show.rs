@@ -6,6 +6,24 @@ use std::io::IsTerminal as _;
 
 use serde_json::Value;
 
+/// Prints a line on stdout; when stdout was closed (`mcp tools x | head -1`), ends the
+/// process quietly with 141 (as a process killed by SIGPIPE), rather than panic.
+pub fn say_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if writeln!(out, "{line}").is_err() {
+        std::process::exit(141);
+    }
+}
+
+/// `println!` for the command's output (see [`say_line`]).
+macro_rules! say {
+    ($($t:tt)*) => {
+        $crate::show::say_line(format_args!($($t)*))
+    };
+}
+pub(crate) use say;
+
 /// Text from a server, safe to print on one line: control characters escaped.
 pub fn shown(text: &str) -> Cow<'_, str> {
     mcp_runtime_core::text::escape(text, false)
@@ -35,7 +53,7 @@ pub fn json_shown(json: &str) -> String {
 /// Prints `value` as pretty JSON, safe for a terminal.
 pub fn print_json(value: &Value) {
     let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
-    println!("{}", json_shown(&text));
+    say!("{}", json_shown(&text));
 }
 
 /// The first line of a description, safe to print.
@@ -48,7 +66,7 @@ pub fn first_line(text: Option<&str>) -> String {
 pub fn table(rows: &[Vec<String>]) {
     if !std::io::stdout().is_terminal() {
         for row in rows {
-            println!("{}", row.join("\t"));
+            say!("{}", row.join("\t"));
         }
         return;
     }
@@ -71,7 +89,7 @@ pub fn table(rows: &[Vec<String>]) {
                 line.extend(std::iter::repeat_n(' ', pad));
             }
         }
-        println!("{}", line.trim_end());
+        say!("{}", line.trim_end());
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::failure::{code, Failure};
 use crate::server::{self, Options, Resolved};
-use crate::show::shown;
+use crate::show::{say, shown};
 
 fn snapshot_dir(m: &ArgMatches, create: bool) -> Result<PathBuf, Failure> {
     if let Some(d) = m.get_one::<String>("dir") {
@@ -74,6 +74,11 @@ pub async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
     let check = m.get_flag("check");
     let named = m.get_one::<String>("name").cloned();
     let adding = m.contains_id("url") || m.contains_id("command") || m.contains_id("config");
+    if adding && named.is_none() {
+        return Err(Failure::usage(
+            "name the server to add: `mcp snapshot NAME --url URL` (or -- COMMAND…, --config FILE)",
+        ));
+    }
     // A name with no snapshot yet: its server comes from a configuration file.
     let dir = snapshot_dir(m, adding || named.is_some())?;
     let names: Vec<String> = match &named {
@@ -98,65 +103,77 @@ pub async fn snapshot(m: &ArgMatches) -> Result<ExitCode, Failure> {
             shown(&dir.display().to_string())
         )));
     }
-    let base = dir.parent().unwrap_or(Path::new(".")).to_path_buf();
+    // The folder holding `.mcp/`, which a snapshot's configuration file is relative to.
+    let base = std::path::absolute(&dir)?
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .to_path_buf();
     let mut stale = 0;
+    // The exit code: the worst failure among the servers (one failing does not stop
+    // the others).
+    let mut worst: Option<Failure> = None;
     for name in names {
         let path = dir.join(format!("{name}.json"));
-        let old = if path.exists() {
-            Some(Snapshot::read(&path)?)
-        } else {
-            None
-        };
-        let resolved = match &old {
-            Some(o) if !adding => server::from_stored(&name, o.server.clone(), &base)?,
-            _ => {
-                let mut r = server::resolve(m)?;
-                // A configuration file is recorded relative to the folder holding
-                // `.mcp/`, so the snapshot means the same on every checkout.
-                if let Some(file) = r.stored.get("config").and_then(Value::as_str) {
-                    if let Ok(rel) = Path::new(file).strip_prefix(&base) {
-                        r.stored = serde_json::json!({ "config": rel.display().to_string() });
+        let attempt = async {
+            let old = if path.exists() {
+                Some(Snapshot::read(&path)?)
+            } else {
+                None
+            };
+            let resolved = match &old {
+                Some(o) if !adding => server::from_stored(&name, o.server.clone(), &base)?,
+                _ => {
+                    let mut r = server::resolve(m)?;
+                    if let Some(file) = r.stored.get("config").and_then(Value::as_str) {
+                        r.stored = serde_json::json!({ "config": server::stored_config(Path::new(file), &base)? });
                     }
+                    r
                 }
-                r
-            }
+            };
+            let new = capture(m, &resolved).await?;
+            Ok::<_, Failure>((old, new))
         };
-        let new = match capture(m, &resolved).await {
-            Ok(n) => n,
+        let (old, new) = match attempt.await {
+            Ok(both) => both,
             Err(e) => {
-                eprintln!(
-                    "mcp: {name}: cannot reach the server: {}",
-                    crate::show::shown_lines(&e.message)
-                );
-                stale += 1;
+                eprintln!("mcp: {name}: {}", crate::show::shown_lines(&e.message));
+                if worst.as_ref().is_none_or(|w| e.code > w.code) {
+                    worst = Some(e);
+                }
                 continue;
             }
         };
         let same = old.as_ref() == Some(&new);
         if check {
             if same {
-                println!("{name}: up to date");
+                say!("{name}: up to date");
             } else {
-                println!("{name}: out of date; run `mcp snapshot {name}`");
+                say!("{name}: out of date; run `mcp snapshot {name}`");
                 stale += 1;
             }
         } else {
             std::fs::create_dir_all(&dir)?;
             new.write(&path)?;
             let tools = new.tools.len();
-            println!(
+            say!(
                 "{name}: {} ({tools} tools){}",
                 path.display(),
                 if same {
                     ", unchanged".to_owned()
                 } else {
-                    format!("; {}", changes(old.as_ref(), &new))
+                    format!("; {}", shown(&changes(old.as_ref(), &new)))
                 }
             );
         }
     }
     if !check && dir.is_dir() {
         reindex(&dir)?;
+    }
+    if let Some(w) = worst {
+        return Err(Failure::new(
+            w.code,
+            "some servers could not be snapshotted (above)",
+        ));
     }
     Ok(if stale == 0 {
         ExitCode::SUCCESS

@@ -14,8 +14,10 @@ mod config;
 mod inspect;
 
 fn mcp(args: &[&str], env: &[(&str, &str)]) -> Output {
-    // Run from a scratch folder: no project snapshot applies.
-    let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}", std::process::id()));
+    // Run from a scratch folder of its own: no project snapshot applies.
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("mcp-cli-test-{}-{run}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcp"));
     cmd.args(args).current_dir(&dir);

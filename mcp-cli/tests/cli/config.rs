@@ -66,7 +66,8 @@ impl Drop for Tree {
 fn everything_entry() -> String {
     format!(
         r#"{{"mcpServers": {{"ev": {{"command": "{}", "args": ["stdio"],
-            "env": {{"GREETING": "${{MCP_TEST_GREETING}}", "DEFAULTED": "${{MCP_TEST_UNSET:-fallback}}"}}}}}}}}"#,
+            "env": {{"GREETING": "${{MCP_TEST_GREETING}}", "DEFAULTED": "${{MCP_TEST_UNSET:-fallback}}",
+                     "WHERE": "${{workspaceFolder}}"}}}}}}}}"#,
         peers()
             .join("npm/node_modules/.bin/mcp-server-everything")
             .display()
@@ -205,15 +206,52 @@ fn config_files_outside_the_project_or_writable_by_others_are_not_used() {
     assert!(o.status.success(), "{err}");
     assert!(out.lines().any(|l| l.starts_with("echo\t")), "{out}");
 
-    // --config names a file explicitly: used from anywhere, if it is safe.
+    // --config names a file explicitly: used from anywhere, if it is safe; relative
+    // to the current folder, which is also its `${workspaceFolder}`.
     let elsewhere = t.top.join("servers.json");
     t.write(&elsewhere, &everything_entry());
     let o = run_in(
         &t.top,
-        &["tools", "ev", "--config", &elsewhere.display().to_string()],
+        &[
+            "call",
+            "ev",
+            "get-env",
+            "--text",
+            "--config",
+            "servers.json",
+        ],
         &env,
     );
-    assert!(o.status.success(), "{}", text(&o).1);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains(&format!("\"WHERE\": \"{}\"", t.top.display())),
+        "{out}"
+    );
+    // A snapshot naming a configuration file outside the project is refused.
+    t.write(
+        &t.project.join(".mcp/evil.json"),
+        r#"{"format": 1, "name": "evil", "server": {"config": "../.mcp.json"}, "tools": []}"#,
+    );
+    let o = run_in(&t.project, &["tools", "evil"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(
+        text(&o).1.contains("is outside the project root"),
+        "{}",
+        text(&o).1
+    );
+    // `mcp snapshot --url` adds one server: it needs its name.
+    let o = run_in(
+        &t.project,
+        &["snapshot", "--url", "http://127.0.0.1:9/mcp"],
+        &env,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(
+        text(&o).1.contains("name the server to add"),
+        "{}",
+        text(&o).1
+    );
     // A typo names the nearest server.
     let o = run_in(&t.project, &["tools", "evv"], &env);
     assert_eq!(o.status.code(), Some(2));

@@ -507,7 +507,8 @@ fn progress_is_a_bar_on_a_terminal() {
 /// `mcp listen` prints a change another client causes, until Ctrl-C (130).
 #[test]
 fn listen_prints_notifications_until_interrupted() {
-    let server = HttpServer::python(&[]);
+    // `toggle_tool` adds or removes a tool and announces it, every time.
+    let server = HttpServer::python_env(free_port(), &[], &[("PYSERVER_TOGGLE", "1")]);
     let url = server.url("/mcp");
     let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
         .args(["listen", "py", "--url", &url])
@@ -519,17 +520,36 @@ fn listen_prints_notifications_until_interrupted() {
     let stdout = lines_of(child.stdout.take().unwrap());
     let stderr = lines_of(child.stderr.take().unwrap());
     wait_line(&stderr, "listening to py");
-    ok(&mcp(&["call", "py", "add_tool", "--url", &url], &[]));
+    ok(&mcp(&["call", "py", "toggle_tool", "--url", &url], &[]));
     wait_line(&stdout, "tools changed");
     interrupt(&child);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    // --json: the protocol's notification; --timeout ends listening with 0.
-    let o = mcp(
-        &["listen", "py", "--url", &url, "--json", "--timeout", "0.5"],
-        &[],
+    // --json: one protocol notification per line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcp"))
+        .args(["listen", "py", "--url", &url, "--json"])
+        .current_dir(std::env::temp_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = lines_of(child.stdout.take().unwrap());
+    let stderr = lines_of(child.stderr.take().unwrap());
+    wait_line(&stderr, "listening to py");
+    ok(&mcp(&["call", "py", "toggle_tool", "--url", &url], &[]));
+    let line = wait_line(&stdout, "list_changed").pop().unwrap();
+    let v: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"method": "notifications/tools/list_changed"})
     );
-    ok(&o);
+    interrupt(&child);
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    // --timeout ends listening with 0.
+    ok(&mcp(
+        &["listen", "py", "--url", &url, "--timeout", "0.5"],
+        &[],
+    ));
 }
 
 /// A call run as a task (the legacy era's tasks), then the task listed and shown.
