@@ -24,8 +24,10 @@
 //!   runtime reaps it: no orphans, no zombies.
 //! * When this process dies, however it dies (SIGKILL included), a watchdog kills the
 //!   process groups of its stdio servers (see [`crate::transport::watchdog`]).
-//! * If the process dies, calls in flight fail within a second with an error for which
-//!   [`Error::is_closed`](crate::Error::is_closed) is true.
+//! * If the process dies, calls in flight fail with an error for which
+//!   [`Error::is_closed`](crate::Error::is_closed) is true: at once when its stderr
+//!   closes with it, within about 3.5 s when a child it left behind keeps its stderr
+//!   open (the wait for its last stderr lines).
 
 use std::ffi::OsString;
 use std::fmt;
