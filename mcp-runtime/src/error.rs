@@ -103,6 +103,7 @@ impl Error {
     }
 
     /// Attaches what a stdio server wrote to stderr last (see [`server_stderr`](Self::server_stderr)).
+    #[cfg_attr(not(feature = "stdio"), allow(dead_code))]
     pub(crate) fn with_server_stderr(mut self, lines: Option<String>) -> Self {
         self.inner.server_stderr = lines;
         self
