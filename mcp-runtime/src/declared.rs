@@ -97,6 +97,7 @@ impl Mcp {
     /// let github = mcp_runtime::Mcp::from_config_file(".mcp.json", "github")?
     ///     .requires_approval(["create_issue"])
     ///     .build()?;
+    /// println!("{} declared from .mcp.json", github.name());
     /// # Ok(()) }
     /// ```
     ///
