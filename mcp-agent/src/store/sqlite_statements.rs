@@ -221,6 +221,20 @@ pub(super) fn full(path: &Path, c: &rusqlite::Connection, run: RunRecord) -> Res
     with_log(run, entries, blobs)
 }
 
+/// The columns of [`COLUMNS`], read from one row.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
+}
+
 /// The run a statement returns (its [`COLUMNS`]), if it returns one.
 pub(super) fn one_run(
     path: &Path,
@@ -229,22 +243,11 @@ pub(super) fn one_run(
     params: impl rusqlite::Params,
 ) -> Result<Option<RunRecord>> {
     use rusqlite::OptionalExtension as _;
-    c.query_row(sql, params, |r| {
-        Ok((
-            r.get(0)?,
-            r.get(1)?,
-            r.get(2)?,
-            r.get(3)?,
-            r.get(4)?,
-            r.get(5)?,
-            r.get(6)?,
-            r.get(7)?,
-        ))
-    })
-    .optional()
-    .map_err(|e| fail(path, e))?
-    .map(record)
-    .transpose()
+    c.query_row(sql, params, row)
+        .optional()
+        .map_err(|e| fail(path, e))?
+        .map(record)
+        .transpose()
 }
 
 /// `claim_due` in one immediate transaction (the file's write lock is held from the
@@ -272,18 +275,7 @@ pub(super) fn claim_due(
              ORDER BY due_at LIMIT ?2",
         )
         .and_then(|mut q| {
-            q.query_map(rusqlite::params![at, limit], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
-            })?
+            q.query_map(rusqlite::params![at, limit], row)?
             .collect::<rusqlite::Result<Vec<Row>>>()
         })
         .map_err(|e| fail(path, e))?;
